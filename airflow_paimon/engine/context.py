@@ -1,0 +1,54 @@
+"""What every task of one write needs to know, computed once on the driver and shipped to the tasks."""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pypaimon.schema.data_types import PyarrowFieldParser
+
+from airflow_paimon.engine.table import get_table
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_table(options_json: str, identifier: str):
+    return get_table(json.loads(options_json), identifier)
+
+
+@dataclass
+class WriteContext:
+    catalog_options: dict
+    identifier: str
+    base_snapshot_id: int | None
+    index_uri: str
+    shards: int
+    # (encoded partition, bucket) -> max sequence number of the bucket's live files at the base snapshot
+    max_sequence_numbers: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def table(self):
+        """The table handle, opened once per Python worker."""
+        return _cached_table(json.dumps(self.catalog_options, sort_keys=True), self.identifier)
+
+    @property
+    def primary_keys(self) -> list[str]:
+        return list(self.table().primary_keys)
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self.table().partition_keys)
+
+    @property
+    def partition_types(self) -> list[pa.DataType]:
+        return [PyarrowFieldParser.from_paimon_type(f.type) for f in self.table().partition_keys_fields]
+
+    def option(self, key: str, default: str) -> str:
+        return str(self.table().table_schema.options.get(key, default))
+
+    @property
+    def merge_engine(self) -> str:
+        return self.option("merge-engine", "deduplicate")
+
+    @property
+    def target_row_num(self) -> int:
+        return int(self.option("dynamic-bucket.target-row-num", "200000"))

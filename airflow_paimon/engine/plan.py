@@ -1,0 +1,90 @@
+"""Table planning on the driver: the live data files of a snapshot, per (partition, bucket)."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.read.scanner.file_scanner import FileScanner
+from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+
+RETRACT_KINDS = (1, 3)  # -U and -D remove a key
+
+
+@dataclass(frozen=True)
+class BucketFiles:
+    partition: tuple
+    bucket: int
+    paths: tuple[str, ...]
+    max_sequence_number: int
+    row_count: int
+
+
+def latest_snapshot(table):
+    return table.snapshot_manager().get_latest_snapshot()
+
+
+def live_entries(table, snapshot) -> list:
+    """ManifestEntry of every live data file at ``snapshot`` (none for an empty table)."""
+    if snapshot is None:
+        return []
+    manifests = ManifestListManager(table)
+    return FileScanner(table, lambda: (manifests.read_all(snapshot), snapshot)).plan_files()
+
+
+def file_path(table, entry) -> str:
+    return entry.file.external_path or canonical_data_file_path(
+        table, tuple(entry.partition.values), entry.bucket, entry.file.file_name)
+
+
+def buckets_at(table, snapshot) -> list[BucketFiles]:
+    """Live files grouped per (partition, bucket), with each bucket's max sequence number."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for e in live_entries(table, snapshot):
+        groups[(tuple(e.partition.values), e.bucket)].append(e)
+    return [BucketFiles(p, b, tuple(file_path(table, e) for e in es),
+                        max(e.file.max_sequence_number for e in es), sum(e.file.row_count for e in es))
+            for (p, b), es in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
+
+
+def read_live_keys(paths: list[str], key_fields: list[str]) -> pa.Table:
+    """The primary keys alive in one bucket: newest version per key (all levels), retractions dropped."""
+    columns = list(dict.fromkeys(key_fields)) + ["_SEQUENCE_NUMBER", "_VALUE_KIND"]
+    parts = [_read_columns(p, columns) for p in paths]
+    if not parts:
+        return pa.table({k: pa.array([]) for k in columns})
+    data = pa.concat_tables(parts, promote_options="permissive")
+    if data.num_rows == 0:
+        return data.select(key_fields)
+    order = pc.sort_indices(data, sort_keys=[(k, "ascending") for k in key_fields] + [("_SEQUENCE_NUMBER", "ascending")])
+    data = data.take(order)
+    last = _is_last_of_key(data, key_fields)
+    newest = data.filter(last)
+    alive = pc.invert(pc.is_in(newest.column("_VALUE_KIND"), pa.array(RETRACT_KINDS, pa.int8())))
+    return newest.filter(alive).select(key_fields)
+
+
+def _is_last_of_key(data: pa.Table, key_fields: list[str]) -> pa.Array:
+    n = data.num_rows
+    differs = None
+    for k in key_fields:
+        col = data.column(k).combine_chunks()
+        d = pc.not_equal(col.slice(0, n - 1), col.slice(1))
+        differs = d if differs is None else pc.or_(differs, d)
+    return pa.concat_arrays([differs, pa.array([True])])
+
+
+def _read_columns(path: str, columns: list[str]) -> pa.Table:
+    if path.endswith(".orc"):
+        import pyarrow.orc as orc
+        return orc.ORCFile(_local(path)).read(columns=columns)
+    if not path.endswith(".parquet"):
+        raise NotImplementedError(f"reading keys from {path}: only parquet and orc data files are supported")
+    return pq.ParquetFile(_local(path)).read(columns=columns)
+
+
+def _local(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path

@@ -1,0 +1,71 @@
+"""Small file operations on warehouse storage (local paths or any URI pyarrow.fs understands).
+
+Index shards, staged commit messages and job results live here; publishing is always write-then-rename
+so a reader never sees half a file.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+
+import pyarrow.fs as pafs
+
+
+def _fs(uri: str) -> tuple[pafs.FileSystem, str]:
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    return pafs.FileSystem.from_uri(uri)
+
+
+def join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/"), *[p.strip("/") for p in parts]])
+
+
+def exists(uri: str) -> bool:
+    fs, path = _fs(uri)
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def read_bytes(uri: str) -> bytes:
+    fs, path = _fs(uri)
+    with fs.open_input_stream(path) as f:
+        return f.read()
+
+
+def write_bytes_atomic(uri: str, data: bytes) -> None:
+    """Write to a temporary sibling, then rename over the target."""
+    fs, path = _fs(uri)
+    parent = path.rsplit("/", 1)[0]
+    fs.create_dir(parent, recursive=True)
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    with fs.open_output_stream(tmp) as f:
+        f.write(data)
+    fs.move(tmp, path)
+
+
+def upload(local_path: str, uri: str) -> None:
+    """Copy a local file to storage atomically."""
+    fs, path = _fs(uri)
+    parent = path.rsplit("/", 1)[0]
+    fs.create_dir(parent, recursive=True)
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    pafs.copy_files(local_path, tmp, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
+    fs.move(tmp, path)
+
+
+def download(uri: str, local_path: str) -> None:
+    fs, path = _fs(uri)
+    pafs.copy_files(path, local_path, source_filesystem=fs, destination_filesystem=pafs.LocalFileSystem())
+
+
+def delete_dir(uri: str) -> None:
+    fs, path = _fs(uri)
+    if fs.get_file_info(path).type != pafs.FileType.NotFound:
+        fs.delete_dir(path)
+
+
+def move(src_uri: str, dst_uri: str) -> None:
+    fs, src = _fs(src_uri)
+    _, dst = _fs(dst_uri)
+    fs.create_dir(dst.rsplit("/", 1)[0], recursive=True)
+    fs.move(src, dst)

@@ -1,0 +1,105 @@
+"""Catalog and table handles: open a table, or create it from a declared schema, never silently change it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pypaimon import CatalogFactory, Schema
+from pypaimon.catalog.catalog_exception import TableNotExistException
+from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
+
+from airflow_paimon.engine.errors import ValidationError
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A declared table: ordered (column, Paimon SQL type) pairs, keys and Paimon table options."""
+
+    columns: list[tuple[str, str]]
+    primary_keys: list[str] = field(default_factory=list)
+    partition_keys: list[str] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TableSpec":
+        cols = d["columns"]
+        pairs = list(cols.items()) if isinstance(cols, dict) else [tuple(c) if not isinstance(c, dict)
+                                                                     else (c["name"], c["type"]) for c in cols]
+        return cls([(str(n), str(t)) for n, t in pairs], list(d.get("primary_keys", [])),
+                   list(d.get("partition_keys", [])), {str(k): str(v) for k, v in d.get("options", {}).items()})
+
+    def to_dict(self) -> dict:
+        return {"columns": [list(c) for c in self.columns], "primary_keys": self.primary_keys,
+                "partition_keys": self.partition_keys, "options": self.options}
+
+    def arrow_schema(self) -> pa.Schema:
+        fields = []
+        for name, type_sql in self.columns:
+            paimon_type = DataTypeParser.parse_atomic_type_sql_string(type_sql)
+            fields.append(pa.field(name, PyarrowFieldParser.from_paimon_type(paimon_type),
+                                   nullable=name not in self.primary_keys))
+        return pa.schema(fields)
+
+
+def open_catalog(catalog_options: dict):
+    return CatalogFactory.create(dict(catalog_options))
+
+
+def get_table(catalog_options: dict, identifier: str):
+    """The table, or a clear error naming it when it does not exist."""
+    try:
+        return open_catalog(catalog_options).get_table(identifier)
+    except TableNotExistException:
+        raise ValidationError(identifier, "table does not exist and no schema was declared to create it") from None
+
+
+def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec | None):
+    """Open the table; create it from ``spec`` on first use; refuse a ``spec`` the table does not match."""
+    catalog = open_catalog(catalog_options)
+    try:
+        table = catalog.get_table(identifier)
+    except TableNotExistException:
+        if spec is None:
+            raise ValidationError(identifier, "table does not exist and no schema was declared to create it") from None
+        _check_spec(identifier, spec)
+        database = identifier.split(".", 1)[0]
+        catalog.create_database(database, True)
+        schema = Schema.from_pyarrow_schema(spec.arrow_schema(), partition_keys=spec.partition_keys,
+                                            primary_keys=spec.primary_keys, options=spec.options)
+        catalog.create_table(identifier, schema, True)  # ignore_if_exists: a concurrent creator is fine
+        table = catalog.get_table(identifier)
+    if spec is not None:
+        _check_matches(identifier, table, spec)
+    return table
+
+
+def _check_spec(identifier: str, spec: TableSpec) -> None:
+    names = [c for c, _ in spec.columns]
+    for key in spec.primary_keys + spec.partition_keys:
+        if key not in names:
+            raise ValidationError(identifier, "declared key is not a declared column", column=key)
+    for name, type_sql in spec.columns:
+        try:
+            DataTypeParser.parse_atomic_type_sql_string(type_sql)
+        except Exception as e:
+            raise ValidationError(identifier, f"unknown Paimon type: {e}", column=name, value=type_sql) from None
+
+
+def _check_matches(identifier: str, table, spec: TableSpec) -> None:
+    """An existing table must be exactly the declared one; a difference is an error, never an ALTER."""
+    actual_cols = [(f.name, str(f.type).replace(" NOT NULL", "")) for f in table.table_schema.fields]
+    declared = [(n, str(DataTypeParser.parse_atomic_type_sql_string(t)).replace(" NOT NULL", ""))
+                for n, t in spec.columns]
+    problems = []
+    if actual_cols != declared:
+        problems.append(f"columns {actual_cols} != declared {declared}")
+    if list(table.primary_keys) != spec.primary_keys:
+        problems.append(f"primary keys {list(table.primary_keys)} != declared {spec.primary_keys}")
+    if list(table.partition_keys) != spec.partition_keys:
+        problems.append(f"partition keys {list(table.partition_keys)} != declared {spec.partition_keys}")
+    actual_opts = table.table_schema.options
+    for k, v in spec.options.items():
+        if str(actual_opts.get(k)) != v:
+            problems.append(f"option {k}={actual_opts.get(k)!r} != declared {v!r}")
+    if problems:
+        raise ValidationError(identifier, "existing table differs from the declared schema: " + "; ".join(problems))

@@ -1,0 +1,70 @@
+"""Write one bucket's rows as sorted key-value data files through pypaimon's KeyValueDataWriter.
+
+The rows of one bucket arrive already unique per key (the assigner resolved duplicates), so we build the
+key-value layout columnar — _KEY_ columns, _SEQUENCE_NUMBER above the bucket's current maximum,
+_VALUE_KIND — and hand it to pypaimon's roll-writer, which writes the files and their metadata.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pypaimon.common.options.core_options import CoreOptions
+from pypaimon.write.commit_message import CommitMessage
+from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
+
+from airflow_paimon.engine.errors import PaimonJobError
+
+SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
+
+
+def key_value_layout(table, rows: pa.Table, kinds: pa.Array, max_sequence_number: int) -> pa.Table:
+    """Rows (the table's columns) sorted by key, with Paimon's system columns in front."""
+    keys = list(table.trimmed_primary_keys)
+    order = pc.sort_indices(rows, sort_keys=[(k, "ascending") for k in keys], null_placement="at_start")
+    rows, kinds = rows.take(order), kinds.take(order)
+    n = rows.num_rows
+    arrays, fields = [], []
+    for k in keys:
+        f = rows.schema.field(k)
+        arrays.append(rows.column(k))
+        fields.append(pa.field(f"_KEY_{k}", f.type, nullable=f.nullable))
+    arrays.append(pa.array(np.arange(max_sequence_number + 1, max_sequence_number + 1 + n, dtype=np.int64)))
+    fields.append(pa.field(SEQUENCE, pa.int64(), nullable=False))
+    arrays.append(kinds.cast(pa.int8()))
+    fields.append(pa.field(VALUE_KIND, pa.int8(), nullable=False))
+    for f in rows.schema:
+        arrays.append(rows.column(f.name))
+        fields.append(f)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def write_bucket(table, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array,
+                 max_sequence_number: int) -> CommitMessage:
+    """Write the rows of one (partition, bucket); returns the CommitMessage that adds the new files."""
+    rows = rows.select(list(table.field_names)).cast(_file_schema(table))
+    kv = key_value_layout(table, rows, kinds, max_sequence_number)
+    _check_unique(table, kv)
+    writer = KeyValueDataWriter(table=table, partition=tuple(partition), bucket=bucket,
+                                max_seq_number=max_sequence_number, options=CoreOptions.copy(table.options))
+    try:
+        writer._roll_write(kv)  # pypaimon's size-based roll of key-unique sorted rows into files
+    except Exception:
+        writer.abort()
+        raise
+    return CommitMessage(partition=tuple(partition), bucket=bucket, new_files=list(writer.committed_files))
+
+
+def _file_schema(table) -> pa.Schema:
+    from pypaimon.schema.data_types import PyarrowFieldParser
+    return PyarrowFieldParser.from_paimon_schema(table.table_schema.fields)
+
+
+def _check_unique(table, kv: pa.Table) -> None:
+    key_cols = [f"_KEY_{k}" for k in table.trimmed_primary_keys]
+    if kv.num_rows < 2:
+        return
+    distinct = kv.select(key_cols).group_by(key_cols).aggregate([]).num_rows
+    if distinct != kv.num_rows:
+        raise PaimonJobError(f"table {table.identifier}: {kv.num_rows - distinct} duplicate keys in one bucket "
+                             "write; the assigner must resolve duplicates first")
