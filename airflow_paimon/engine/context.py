@@ -39,6 +39,18 @@ class WriteContext:
         return list(self.table().partition_keys)
 
     @property
+    def arrow_schema(self) -> pa.Schema:
+        return PyarrowFieldParser.from_paimon_schema(self.table().table_schema.fields)
+
+    def conform(self, rows: pa.Table) -> pa.Table:
+        """``rows`` with the table's columns cast to the table's Arrow types (Spark may hand large_string)."""
+        for f in self.arrow_schema:
+            i = rows.schema.get_field_index(f.name)
+            if rows.schema.field(i).type != f.type:
+                rows = rows.set_column(i, f, rows.column(i).cast(f.type))
+        return rows
+
+    @property
     def partition_types(self) -> list[pa.DataType]:
         return [PyarrowFieldParser.from_paimon_type(f.type) for f in self.table().partition_keys_fields]
 

@@ -69,3 +69,8 @@ def move(src_uri: str, dst_uri: str) -> None:
     _, dst = _fs(dst_uri)
     fs.create_dir(dst.rsplit("/", 1)[0], recursive=True)
     fs.move(src, dst)
+
+
+def is_dir(uri: str) -> bool:
+    fs, path = _fs(uri)
+    return fs.get_file_info(path).type == pafs.FileType.Directory

@@ -23,7 +23,7 @@ def assign_task(ctx: WriteContext, shard: int, rows: pa.Table) -> tuple[pa.Table
             storage.download(storage.join(ctx.index_uri, meta.file), local)
             index.ingest([local])
         buckets = BucketAssigner(shard, ctx.shards, ctx.target_row_num, meta.bucket_counts)
-        result = assign_shard(rows, partition_fields=ctx.partition_keys, partition_types=ctx.partition_types,
+        result = assign_shard(ctx.conform(rows), partition_fields=ctx.partition_keys, partition_types=ctx.partition_types,
                               index=index, buckets=buckets, merge_engine=ctx.merge_engine)
     counters = {"rows_in": result.rows_in, "deletes": result.deletes, "moved_keys": result.moved_keys,
                 "dropped": result.dropped}

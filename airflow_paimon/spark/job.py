@@ -1,0 +1,42 @@
+"""Common frame of every Spark job: read the job spec from argv, run, hand the result dict back in a file."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Callable
+
+from airflow_paimon.engine import storage
+
+log = logging.getLogger("airflow_paimon.job")
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[dict, str]:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--spec", required=True, help="the job spec as JSON")
+    parser.add_argument("--result-uri", required=True, help="where to write the result JSON")
+    args = parser.parse_args(argv)
+    return json.loads(args.spec), args.result_uri
+
+
+def run(job: Callable[[dict], dict], argv: list[str] | None = None) -> None:
+    """Run ``job(spec)``; write its dict to the result URI; exit non-zero with the error on failure."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    spec, result_uri = parse_args(argv)
+    try:
+        result = job(spec)
+    except Exception as e:
+        log.exception("job failed")
+        storage.write_bytes_atomic(result_uri, json.dumps({"error": f"{type(e).__name__}: {e}"}).encode())
+        sys.exit(1)
+    storage.write_bytes_atomic(result_uri, json.dumps(result).encode())
+    log.info("result: %s", json.dumps(result))
+
+
+def spark_session(spec: dict, app_name: str):
+    from pyspark.sql import SparkSession
+    builder = SparkSession.builder.appName(app_name)
+    builder = builder.config("spark.sql.shuffle.partitions", str(spec.get("shuffle_partitions", 8)))
+    builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    return builder.getOrCreate()
