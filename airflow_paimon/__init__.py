@@ -1,1 +1,20 @@
+"""airflow-paimon: Airflow operators that run PySpark jobs upserting into Apache Paimon primary-key tables."""
+
 __version__ = "0.1.0"
+
+
+def get_provider_info() -> dict:
+    """Entry point Airflow's ProvidersManager reads (``apache_airflow_provider``)."""
+    return {
+        "package-name": "airflow-paimon",
+        "name": "Apache Paimon",
+        "description": "Upserts into Apache Paimon primary-key tables through PySpark jobs, exactly once per DAG run.",
+        "versions": [__version__],
+        "connection-types": [
+            {"hook-class-name": "airflow_paimon.hooks.paimon.PaimonHook", "connection-type": "paimon"},
+        ],
+        "hooks": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.hooks.paimon"]}],
+        "operators": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.operators.paimon"]}],
+        "integrations": [{"integration-name": "Apache Paimon", "external-doc-url": "https://paimon.apache.org/",
+                          "tags": ["software"]}],
+    }

@@ -1,0 +1,162 @@
+"""The write as Airflow tasks: bootstrap-index → assign-and-write → commit, each a Spark job.
+
+Operators stay thin: build the job spec, submit ``spark_jobs/<job>.py`` through SparkSubmitHook, read the
+result file the job wrote, return it (it lands in XCom). Each reads what it needs from its upstream task's
+XCom, so a DAG only chains them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from airflow.exceptions import AirflowException
+from airflow.sdk import BaseOperator
+
+from airflow_paimon.engine import storage
+from airflow_paimon.hooks.paimon import PaimonHook
+
+
+def spark_job_path(job: str) -> str:
+    """The entry script of a Spark job: the checkout's spark_jobs/, else the copy packaged with the wheel."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here.parent / "spark_jobs" / f"{job}.py", here / "_spark_jobs" / f"{job}.py"):
+        if candidate.exists():
+            return str(candidate)
+    raise FileNotFoundError(f"Spark job {job}.py not found next to {here}")
+
+
+def _safe(part: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]", "_", part)
+
+
+class PaimonSparkJobOperator(BaseOperator):
+    """Base: submits one Spark job of ``spark_jobs/`` and returns the dict the job wrote as its result."""
+
+    job: ClassVar[str]
+    template_fields: Sequence[str] = ("table", "spark_conf")
+    ui_color = "#c9e7f5"
+
+    def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
+                 spark_conn_id: str = "spark_default", spark_conf: dict[str, Any] | None = None,
+                 shuffle_partitions: int | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.table = table
+        self.paimon_conn_id = paimon_conn_id
+        self.spark_conn_id = spark_conn_id
+        self.spark_conf = spark_conf or {}
+        self.shuffle_partitions = shuffle_partitions
+
+    def job_spec(self, context, hook: PaimonHook) -> dict:
+        raise NotImplementedError
+
+    def upstream_result(self, context, operator_class: type) -> dict:
+        """The XCom of the nearest upstream task of ``operator_class`` (the task it chains after)."""
+        seen, frontier = set(), list(self.upstream_list)
+        while frontier:
+            task = frontier.pop(0)
+            if task.task_id in seen:
+                continue
+            seen.add(task.task_id)
+            if isinstance(task, operator_class):
+                value = context["ti"].xcom_pull(task_ids=task.task_id)
+                if not value:
+                    raise AirflowException(f"{task.task_id} left no result in XCom for table {self.table}")
+                return value
+            frontier.extend(task.upstream_list)
+        raise AirflowException(f"{self.task_id}: no upstream {operator_class.__name__}; chain it after one")
+
+    def execute(self, context) -> dict:
+        hook = PaimonHook(self.paimon_conn_id)
+        spec = {"catalog_options": hook.catalog_options(), "table": self.table, **self.job_spec(context, hook)}
+        if self.shuffle_partitions:
+            spec["shuffle_partitions"] = self.shuffle_partitions
+        ti = context["ti"]
+        result_uri = storage.join(hook.results_root(), _safe(ti.dag_id), _safe(ti.run_id),
+                                  _safe(f"{ti.task_id}-{ti.map_index}-try{ti.try_number}.json"))
+        self._submit(spec, result_uri)
+        result = json.loads(storage.read_bytes(result_uri))
+        self.log.info("%s result: %s", self.job, result)
+        return result
+
+    def _submit(self, spec: dict, result_uri: str) -> None:
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        venv_bin = str(Path(sys.executable).parent)
+        conf = {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable,
+                **self.spark_conf}
+        submit = SparkSubmitHook(
+            conn_id=self.spark_conn_id, conf=conf, name=f"paimon-{self.job}-{self.table}",
+            application_args=["--spec", json.dumps(spec), "--result-uri", result_uri],
+            # spark-submit is found through PATH; the interpreter's bin/ holds the one matching pyspark.
+            env_vars={"PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
+                      "PYSPARK_PYTHON": sys.executable})
+        try:
+            submit.submit(application=spark_job_path(self.job))
+        except AirflowException as e:
+            error = None
+            if storage.exists(result_uri):
+                error = json.loads(storage.read_bytes(result_uri)).get("error")
+            raise AirflowException(f"{self.job} for table {self.table} failed: {error or e}") from None
+
+
+class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
+    """At the table's latest snapshot, build (or reuse) the global key index; creates the table from
+    ``table_schema`` (columns, primary_keys, partition_keys, options) if it does not exist."""
+
+    job = "bootstrap_index"
+
+    def __init__(self, *, table_schema: dict | None = None, shards: int = 4, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if shards < 1:
+            raise ValueError("shards must be at least 1")
+        self.table_schema = table_schema
+        self.shards = shards
+
+    def job_spec(self, context, hook: PaimonHook) -> dict:
+        return {"table_spec": self.table_schema, "shards": self.shards, "index_root": hook.index_root()}
+
+
+class PaimonAssignAndWriteOperator(PaimonSparkJobOperator):
+    """Read and validate the source, assign every row a bucket against the index, write data files, stage
+    the commit messages. Nothing becomes visible until the commit task.
+
+    ``source``: a path (parquet / CSV / JSON, format from the extension or ``source_format``), or
+    ``{"query": "..."}`` / ``{"table": "..."}`` for a Spark SQL query or table. Templated.
+    """
+
+    job = "assign_and_write"
+    template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "source", "source_format")
+
+    def __init__(self, *, source: str | dict, source_format: str | None = None,
+                 source_options: dict | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.source = source
+        self.source_format = source_format
+        self.source_options = source_options or {}
+
+    def job_spec(self, context, hook: PaimonHook) -> dict:
+        bootstrap = self.upstream_result(context, PaimonBootstrapIndexOperator)
+        source = dict(self.source) if isinstance(self.source, dict) else {"path": self.source}
+        if self.source_format:
+            source["format"] = self.source_format
+        if self.source_options:
+            source["options"] = self.source_options
+        dag_run = context["dag_run"]
+        return {"source": source, "base_snapshot_id": bootstrap["base_snapshot_id"],
+                "index_uri": bootstrap["index_uri"], "staging_root": hook.staging_root(),
+                "dag_id": dag_run.dag_id, "run_id": dag_run.run_id}
+
+
+class PaimonCommitOperator(PaimonSparkJobOperator):
+    """Commit the staged messages of this DAG run as one snapshot, exactly once."""
+
+    job = "commit"
+
+    def job_spec(self, context, hook: PaimonHook) -> dict:
+        written = self.upstream_result(context, PaimonAssignAndWriteOperator)
+        return {"staging_uri": written["staging_uri"]}
