@@ -1,0 +1,24 @@
+"""The expected table, computed independently of the engine with pandas, and table read-back helpers."""
+from __future__ import annotations
+
+import pandas as pd
+
+
+def expected_upsert(batches: list[pd.DataFrame], key: str, start: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Deduplicate merge engine: for each key the last row of the last batch that has it, wherever it lives."""
+    frames = ([start] if start is not None else []) + list(batches)
+    allrows = pd.concat(frames, ignore_index=True)
+    return allrows.drop_duplicates(subset=[key], keep="last").sort_values(key).reset_index(drop=True)
+
+
+def read_table(table) -> pd.DataFrame:
+    rb = table.new_read_builder()
+    return rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pandas()
+
+
+def assert_table_equals(table, expected: pd.DataFrame, key: str) -> pd.DataFrame:
+    actual = read_table(table)
+    assert not actual[key].duplicated().any(), f"duplicate keys: {actual[key][actual[key].duplicated()].tolist()[:10]}"
+    actual = actual[list(expected.columns)].sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(actual, expected.reset_index(drop=True), check_dtype=False)
+    return actual

@@ -1,0 +1,59 @@
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from airflow_paimon.engine.assign.assigner import BUCKET, DELETE, INSERT, KEY, KIND, ORDER, assign_shard
+from airflow_paimon.engine.assign.buckets import BucketAssigner
+from airflow_paimon.engine.index.keys import encode_keys, encode_partitions
+from airflow_paimon.engine.index.shard import ShardIndex, encode_values
+
+PTYPES = [pa.string()]
+
+
+def batch(ids, dts, vs):
+    t = pa.table({"id": pa.array(ids, pa.int64()), "dt": dts, "v": pa.array(vs, pa.float64())})
+    return t.append_column(KEY, encode_keys(t, ["id"])).append_column(ORDER, pa.array(np.arange(len(ids)), pa.int64()))
+
+
+@pytest.fixture
+def index():
+    with ShardIndex() as idx:
+        existing = pa.table({"id": pa.array([1, 2], pa.int64()), "dt": ["a", "b"]})
+        idx.put(encode_keys(existing, ["id"]), encode_values(np.array([0, 3]), encode_partitions(existing, ["dt"])))
+        yield idx
+
+
+def run(index, b, engine="deduplicate"):
+    buckets = BucketAssigner(0, 1, 2, {"a": {"0": 1}, "b": {"3": 1}})
+    out = assign_shard(b, partition_fields=["dt"], partition_types=PTYPES, index=index, buckets=buckets,
+                       merge_engine=engine)
+    rows = {(r["id"], r[KIND]): r for r in out.rows.to_pylist()}
+    return out, rows
+
+
+def test_deduplicate_keeps_place_moves_and_assigns(index):
+    out, rows = run(index, batch([1, 2, 9, 9], ["a", "c", "a", "a"], [10, 20, 90, 91]))
+    assert (rows[(1, INSERT)]["dt"], rows[(1, INSERT)][BUCKET]) == ("a", 0)          # same partition: its bucket
+    assert (rows[(2, DELETE)]["dt"], rows[(2, DELETE)][BUCKET]) == ("b", 3)          # moved: delete old place
+    assert (rows[(2, INSERT)]["dt"], rows[(2, INSERT)][BUCKET]) == ("c", 0)          # ... insert in the new one
+    assert rows[(9, INSERT)]["v"] == 91 and rows[(9, INSERT)][BUCKET] == 0           # last duplicate wins; a/0 had room
+    assert (out.rows_in, out.deletes, out.moved_keys, out.rows.num_rows) == (4, 1, 1, 4)
+    # the index follows: key 2 now lives in c/0, key 9 in a/0
+    again = assign_shard(batch([2, 9], ["c", "a"], [0, 0]), partition_fields=["dt"], partition_types=PTYPES,
+                         index=index, buckets=BucketAssigner(0, 1, 2), merge_engine="deduplicate")
+    assert [(r["id"], r[BUCKET], r[KIND]) for r in again.rows.to_pylist()] == [(2, 0, INSERT), (9, 0, INSERT)]
+
+
+def test_partial_update_writes_into_old_place(index):
+    out, rows = run(index, batch([2], ["c"], [20]), "partial-update")
+    assert (rows[(2, INSERT)]["dt"], rows[(2, INSERT)][BUCKET], out.deletes) == ("b", 3, 0)
+
+
+def test_first_row_drops_moved_key(index):
+    out, rows = run(index, batch([2, 5], ["c", "c"], [20, 50]), "first-row")
+    assert list(rows) == [(5, INSERT)] and out.dropped == 1
+
+
+def test_unknown_merge_engine_is_refused(index):
+    with pytest.raises(ValueError, match="merge-engine"):
+        run(index, batch([2], ["c"], [20]), "lookup")
