@@ -15,6 +15,13 @@ from pathlib import Path
 
 
 def configure(home: Path) -> dict:
+    """Point Airflow, the connections and the source root at ``home``, and create Airflow's SQLite DB."""
+    paths = configure_env(home)
+    migrate_db()
+    return paths
+
+
+def configure_env(home: Path) -> dict:
     """Point Airflow, the connections and the source root at ``home``; call before importing airflow."""
     home.mkdir(parents=True, exist_ok=True)
     paths = {"warehouse": home / "warehouse", "sources": home / "sources"}
@@ -31,9 +38,12 @@ def configure(home: Path) -> dict:
     }
     os.environ.update(env)
     (home / "airflow").mkdir(exist_ok=True)
+    return paths
+
+
+def migrate_db() -> None:
     subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], check=True,
                    stdout=subprocess.DEVNULL)
-    return paths
 
 
 def demo_batches(days: list[str], rows_per_day: int = 1000, seed: int = 7):
