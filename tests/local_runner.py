@@ -1,4 +1,6 @@
-"""Runs the engine's task functions in-process, the way the Spark jobs distribute them — for engine tests."""
+"""Runs the engine's task functions in-process (a full-rebuild bootstrap, assign per shard, write per
+bucket, commit + index publish), the way the Spark jobs distribute them — for fast engine tests. The
+Spark glue itself is tested in tests/spark and tests/dag."""
 from __future__ import annotations
 
 import tempfile
@@ -13,9 +15,11 @@ from airflow_paimon.engine.assign.task import assign_task
 from airflow_paimon.engine.bootstrap import index_rows_of_bucket, write_shard
 from airflow_paimon.engine.commit.committer import commit_once
 from airflow_paimon.engine.commit.identity import CommitIdentity
+from airflow_paimon.engine.commit.staging import decode_message
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values, shard_of
-from airflow_paimon.engine.index.layout import IndexManifest, KEY_HASH_SCHEME, snapshot_index_uri, write_manifest
+from airflow_paimon.engine.index.keys import KEY_HASH_SCHEME, encode_keys, encode_partition_values, shard_of
+from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, read_manifest, table_index_uri, write_manifest
+from airflow_paimon.engine.index.store import publish_committed, publish_file, staged_shards
 from airflow_paimon.engine.plan import buckets_at, latest_snapshot
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.write.task import write_task
@@ -25,47 +29,47 @@ def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
     table = get_table(catalog_options, identifier)
     snap = latest_snapshot(table)
     sid = snap.id if snap else None
-    ctx = WriteContext(catalog_options, identifier, sid, snapshot_index_uri(index_root, identifier, sid), shards)
+    table_uri = table_index_uri(index_root, identifier)
+    ctx = WriteContext(catalog_options, identifier, sid, table_uri, shards)
     ptypes = ctx.partition_types
-    parts, max_seqs = [], {}
-    for bf in buckets_at(table, snap):
-        parts.append(index_rows_of_bucket(list(bf.paths), bf.partition, bf.bucket, primary_keys=ctx.primary_keys,
-                                          partition_types=ptypes, shards=shards))
-        max_seqs[(encode_partition_values(bf.partition, ptypes), bf.bucket)] = bf.max_sequence_number
-    ctx.max_sequence_numbers = max_seqs
-    rows = pa.concat_tables(parts) if parts else pa.table({"shard": pa.array([], pa.int32()),
-                                                           "key": pa.array([], pa.binary()),
-                                                           "value": pa.array([], pa.binary())})
+    ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ptypes), b.bucket): b.max_sequence_number
+                                for b in buckets_at(table, snap)}
+    if read_manifest(table_uri, sid) is not None:
+        return ctx
+    parts = [index_rows_of_bucket(list(b.paths), b.partition, b.bucket, primary_keys=ctx.primary_keys,
+                                  partition_types=ptypes, shards=shards) for b in buckets_at(table, snap)]
+    rows = pa.concat_tables(parts) if parts else None
     metas = []
     with tempfile.TemporaryDirectory() as tmp:
         for s in range(shards):
-            local, meta = write_shard(s, rows.filter(pc.equal(rows.column("shard"), s)), tmp)
-            if local:
-                storage.upload(local, storage.join(ctx.index_uri, meta.file))
-            metas.append(meta)
-    write_manifest(ctx.index_uri, IndexManifest(identifier, sid, table.table_schema.id, shards, KEY_HASH_SCHEME, metas))
+            mine = rows.filter(pc.equal(rows.column("shard"), s)) if rows is not None else None
+            local, keys, counts = write_shard(s, mine, tmp) if mine is not None else (None, 0, {})
+            files = [publish_file(table_uri, sid, s, "base", local, keys)] if local else []
+            metas.append(ShardMeta(s, files, keys, counts))
+    write_manifest(table_uri, IndexManifest(identifier, sid, table.table_schema.id, shards, KEY_HASH_SCHEME, metas))
     return ctx
 
 
 def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run"):
     table = ctx.table()
+    ident = CommitIdentity.for_run("test", run_id, ctx.identifier)
+    ctx.staging_uri = storage.join(ctx.index_uri, "..", "..", "staging", ctx.identifier, ident.commit_user)
     keys = encode_keys(source, ctx.primary_keys)
     source = source.append_column(KEY, keys).append_column(ORDER, pa.array(np.arange(source.num_rows), pa.int64()))
     shard = shard_of(keys, ctx.shards)
-    assigned = []
-    for s in range(ctx.shards):
-        rows, _ = assign_task(ctx, s, source.filter(pa.array(shard == s)))
-        assigned.append(rows)
+    assigned = [assign_task(ctx, s, source.filter(pa.array(shard == s)))[0] for s in range(ctx.shards)
+                if (shard == s).any()]
     allrows = pa.concat_tables(assigned)
-    groups = allrows.group_by(ctx.partition_keys + [BUCKET]).aggregate([])
     messages = []
-    from airflow_paimon.engine.commit.staging import decode_message
-    for g in groups.to_pylist():
+    for group in allrows.group_by(ctx.partition_keys + [BUCKET]).aggregate([]).to_pylist():
         mask = None
-        for k, v in g.items():
+        for k, v in group.items():
             m = pc.equal(allrows.column(k), v) if v is not None else pc.is_null(allrows.column(k))
             mask = m if mask is None else pc.and_(mask, m)
-        data, _ = write_task(ctx, allrows.filter(mask))
-        messages.append(decode_message(table, data))
-    ident = CommitIdentity.for_run("test", run_id, ctx.identifier)
-    return commit_once(table, messages, ident.commit_user, ident.commit_identifier, ctx.base_snapshot_id)
+        messages.append(decode_message(table, write_task(ctx, allrows.filter(mask))[0]))
+    snapshot_id, already = commit_once(table, messages, ident.commit_user, ident.commit_identifier,
+                                       ctx.base_snapshot_id)
+    if not already and read_manifest(ctx.index_uri, snapshot_id) is None:
+        publish_committed(ctx.index_uri, read_manifest(ctx.index_uri, ctx.base_snapshot_id),
+                          staged_shards(ctx.staging_uri), snapshot_id)
+    return snapshot_id, already

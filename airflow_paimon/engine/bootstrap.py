@@ -1,24 +1,85 @@
-"""Bootstrap of the global key index, as Paimon's GlobalIndexAssigner bootstraps: every live key of the
-table at snapshot S with its (partition, bucket), hashed into shards, each shard one sorted SST file.
+"""Bootstrap of the global key index at the table's latest snapshot L, as cheaply as the history allows:
 
-The two steps here are what one Spark task does: read one bucket's keys; write one shard.
+- reuse:    the newest published index is of L, or only COMPACT snapshots came after it (compaction never
+            moves a key) — no data file is read;
+- catch up: other writers appended after it — only the data files those snapshots added are read and
+            applied in snapshot order;
+- rebuild:  otherwise (no index, OVERWRITE, schema or shard-count change, expired snapshots, a missing
+            or corrupt shard) — every live key at L, like Paimon's GlobalIndexAssigner bootstrap.
+
+The per-task steps (read a bucket's or a file's keys, write or update one shard) live here too; the
+Spark glue only distributes them.
 """
 from __future__ import annotations
 
+import logging
 import os
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine.assign.buckets import count_buckets
+from airflow_paimon.engine.assign.buckets import BucketAssigner, count_buckets
 from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values, shard_of
-from airflow_paimon.engine.index.layout import ShardMeta, shard_file_name
-from airflow_paimon.engine.index.shard import decode_values, encode_values, write_sst
-from airflow_paimon.engine.plan import read_live_keys
+from airflow_paimon.engine.index.layout import IndexManifest, compatible, newest_published, verify
+from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values, write_sst
+from airflow_paimon.engine.plan import RETRACT_KINDS, added_entries, read_key_rows, read_live_keys
+
+log = logging.getLogger(__name__)
 
 INDEX_ROWS = pa.schema([("shard", pa.int32()), ("key", pa.binary()), ("value", pa.binary())])
+CHANGE_ROWS = pa.schema([("shard", pa.int32()), ("key", pa.binary()), ("value", pa.binary()),
+                         ("snapshot", pa.int64()), ("seq", pa.int64()), ("alive", pa.bool_())])
+REUSE, CATCH_UP, REBUILD = "reused", "caught_up", "rebuilt"
 
+
+@dataclass
+class BootstrapPlan:
+    path: str                                  # REUSE | CATCH_UP | REBUILD
+    snapshot_id: int | None                    # L
+    base: IndexManifest | None = None          # the index reused or caught up from
+    added_files: list = field(default_factory=list)  # CATCH_UP: (snapshot id, ManifestEntry) in order
+    reason: str = ""
+
+
+def plan_bootstrap(table, table_uri: str, shards: int) -> BootstrapPlan:
+    """Decide how to get an index of the latest snapshot, from what is published under ``table_uri``."""
+    manager = table.snapshot_manager()
+    latest = manager.get_latest_snapshot()
+    lid = latest.id if latest else None
+    base = newest_published(table_uri, lid)
+
+    def rebuild(reason: str) -> BootstrapPlan:
+        return BootstrapPlan(REBUILD, lid, reason=reason)
+
+    if base is None:
+        return rebuild("no published index")
+    if not compatible(base, table.table_schema.id, shards):
+        return rebuild(f"published index of snapshot {base.snapshot_id} has another schema, shard count or hash")
+    problem = verify(table_uri, base)
+    if problem:
+        log.warning("index of %s at snapshot %s unusable, rebuilding: %s", table.identifier, base.snapshot_id, problem)
+        return rebuild(problem)
+    if base.snapshot_id == lid:
+        return BootstrapPlan(REUSE, lid, base, reason="index is of the latest snapshot")
+    added = []
+    for sid in range((base.snapshot_id or 0) + 1, lid + 1):
+        snap = manager.get_snapshot_by_id(sid)
+        if snap is None:
+            return rebuild(f"snapshot {sid} expired; the chain from the index is broken")
+        if snap.commit_kind == "OVERWRITE":
+            return rebuild(f"snapshot {sid} is an OVERWRITE")
+        if snap.schema_id != base.schema_id:
+            return rebuild(f"snapshot {sid} has schema {snap.schema_id}")
+        if snap.commit_kind == "APPEND":
+            added += [(sid, e) for e in added_entries(table, snap)]
+    if not added:
+        return BootstrapPlan(REUSE, lid, base, reason="only COMPACT snapshots since the index")
+    return BootstrapPlan(CATCH_UP, lid, base, added, reason=f"{len(added)} files appended since the index")
+
+
+# --- rebuild -------------------------------------------------------------------------------------------
 
 def index_rows_of_bucket(paths: list[str], partition: tuple, bucket: int, *, primary_keys: list[str],
                          partition_types: list[pa.DataType], shards: int) -> pa.Table:
@@ -30,15 +91,58 @@ def index_rows_of_bucket(paths: list[str], partition: tuple, bucket: int, *, pri
     return pa.table([pa.array(shard_of(keys, shards), pa.int32()), keys, values], schema=INDEX_ROWS)
 
 
-def write_shard(shard: int, rows: pa.Table, local_dir: str) -> tuple[str | None, ShardMeta]:
-    """Write one shard's (key, value) rows as an SST file in ``local_dir``; returns (local path, meta)."""
+def write_shard(shard: int, rows: pa.Table, local_dir: str) -> tuple[str | None, int, dict]:
+    """One shard's (key, value) rows as a local SST file: (path or None if empty, keys, bucket counts)."""
     keys = rows.column("key").combine_chunks()
     values = rows.column("value").combine_chunks()
     if len(keys) != len(pc.unique(keys)):
         raise ValueError(f"index shard {shard}: a key lives in more than one bucket; the table is inconsistent")
-    path = os.path.join(local_dir, shard_file_name(shard))
+    path = os.path.join(local_dir, f"base-{shard:05d}.sst")
     count = write_sst(keys, values, path)
-    buckets, partitions = decode_values(values)
-    meta = ShardMeta(shard=shard, file=shard_file_name(shard) if count else None, keys=count,
-                     bucket_counts=count_buckets(partitions, buckets))
-    return (path if count else None), meta
+    buckets, _, partitions = decode_values(values)
+    return (path if count else None), count, count_buckets(partitions, buckets)
+
+
+# --- catch up ------------------------------------------------------------------------------------------
+
+def change_rows_of_file(path: str, partition: tuple, bucket: int, snapshot_id: int, *, primary_keys: list[str],
+                        partition_types: list[pa.DataType], shards: int) -> pa.Table:
+    """(shard, key, place, snapshot, seq, alive) of the newest row per key in one added data file."""
+    rows = read_key_rows(path, primary_keys)
+    keys = encode_keys(rows, primary_keys)
+    n = len(keys)
+    part = encode_partition_values(partition, partition_types)
+    alive = pc.invert(pc.is_in(rows.column("_VALUE_KIND"), pa.array(RETRACT_KINDS, pa.int8())))
+    return pa.table([pa.array(shard_of(keys, shards), pa.int32()), keys,
+                     encode_values(np.full(n, bucket, dtype=np.int32), pa.array([part] * n, pa.string())),
+                     pa.array(np.full(n, snapshot_id, dtype=np.int64)), rows.column("_SEQUENCE_NUMBER"), alive],
+                    schema=CHANGE_ROWS)
+
+
+def apply_changes(index: ShardIndex, changes: pa.Table, buckets: BucketAssigner) -> int:
+    """Apply appended rows to one shard: per key the last snapshot that touched it decides — an alive row
+    there is where the key lives now (a move writes a retraction in the old place and an alive row in the
+    new one, in one snapshot); only retractions mean the key was deleted. Returns the change in key count.
+    """
+    if changes.num_rows == 0:
+        return 0
+    ordered = changes.sort_by([("key", "ascending"), ("snapshot", "ascending"), ("alive", "ascending"),
+                               ("seq", "ascending")])
+    keys = ordered.column("key").combine_chunks()
+    last = pa.concat_arrays([pc.not_equal(keys.slice(0, len(keys) - 1), keys.slice(1)), pa.array([True])])
+    final = ordered.filter(last)
+    keys, alive = final.column("key").combine_chunks(), final.column("alive").combine_chunks()
+    old = index.lookup(keys)
+    known = old.is_valid()
+    old_bucket, _, old_part = decode_values(old.filter(known))
+    buckets.decrement(old_part, old_bucket)
+    live = final.filter(alive)
+    new_bucket, _, new_part = decode_values(live.column("value").combine_chunks())
+    buckets.increment(new_part, new_bucket)
+    index.put(live.column("key").combine_chunks(), live.column("value").combine_chunks())
+    gone = pc.and_(pc.invert(alive), known)
+    index.delete(keys.filter(gone))
+    n_known = pc.sum(known.cast(pa.int64())).as_py() or 0
+    n_alive = pc.sum(alive.cast(pa.int64())).as_py() or 0
+    n_alive_known = pc.sum(pc.and_(alive, known).cast(pa.int64())).as_py() or 0
+    return (n_alive - n_alive_known) - (n_known - n_alive_known)

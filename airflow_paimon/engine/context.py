@@ -21,8 +21,9 @@ class WriteContext:
     catalog_options: dict
     identifier: str
     base_snapshot_id: int | None
-    index_uri: str
+    index_uri: str  # the table's index directory
     shards: int
+    staging_uri: str = ""  # where this run stages its commit and index changes
     # (encoded partition, bucket) -> max sequence number of the bucket's live files at the base snapshot
     max_sequence_numbers: dict[tuple[str, int], int] = field(default_factory=dict)
 
@@ -56,6 +57,11 @@ class WriteContext:
 
     def option(self, key: str, default: str) -> str:
         return str(self.table().table_schema.options.get(key, default))
+
+    @property
+    def index_options(self):
+        from airflow_paimon.engine.index.shard import IndexOptions
+        return IndexOptions.from_table_options(dict(self.table().table_schema.options))
 
     @property
     def merge_engine(self) -> str:

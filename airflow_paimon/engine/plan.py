@@ -50,6 +50,23 @@ def buckets_at(table, snapshot) -> list[BucketFiles]:
             for (p, b), es in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
 
 
+def added_entries(table, snapshot) -> list:
+    """ManifestEntry of the data files ``snapshot`` added (its delta manifests, ADD entries only)."""
+    manifests = ManifestListManager(table)
+    entries = FileScanner(table, lambda: (manifests.read_delta(snapshot), snapshot)).read_manifest_entries(
+        manifests.read_delta(snapshot))
+    return [e for e in entries if e.kind == 0]
+
+
+def read_key_rows(path: str, key_fields: list[str]) -> pa.Table:
+    """Key columns, _SEQUENCE_NUMBER and _VALUE_KIND of one data file, newest row per key."""
+    rows = _read_columns(path, list(dict.fromkeys(key_fields)) + ["_SEQUENCE_NUMBER", "_VALUE_KIND"])
+    if rows.num_rows < 2:
+        return rows
+    rows = rows.sort_by([(k, "ascending") for k in key_fields] + [("_SEQUENCE_NUMBER", "ascending")])
+    return rows.filter(_is_last_of_key(rows, key_fields))
+
+
 def read_live_keys(paths: list[str], key_fields: list[str]) -> pa.Table:
     """The primary keys alive in one bucket: newest version per key (all levels), retractions dropped."""
     columns = list(dict.fromkeys(key_fields)) + ["_SEQUENCE_NUMBER", "_VALUE_KIND"]

@@ -74,3 +74,39 @@ def move(src_uri: str, dst_uri: str) -> None:
 def is_dir(uri: str) -> bool:
     fs, path = _fs(uri)
     return fs.get_file_info(path).type == pafs.FileType.Directory
+
+
+def list_dir(uri: str) -> list[str]:
+    """Names directly under ``uri`` (empty if it does not exist)."""
+    fs, path = _fs(uri)
+    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+        return []
+    return [info.base_name for info in fs.get_file_info(pafs.FileSelector(path))]
+
+
+def size(uri: str) -> int:
+    fs, path = _fs(uri)
+    return fs.get_file_info(path).size
+
+
+def sha256(uri: str) -> str:
+    import hashlib
+
+    fs, path = _fs(uri)
+    digest = hashlib.sha256()
+    with fs.open_input_stream(path) as f:
+        while chunk := f.read(8 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def mtime(uri: str) -> float:
+    fs, path = _fs(uri)
+    info = fs.get_file_info(path)
+    return info.mtime.timestamp() if info.mtime else 0.0
+
+
+def delete_file(uri: str) -> None:
+    fs, path = _fs(uri)
+    if fs.get_file_info(path).type != pafs.FileType.NotFound:
+        fs.delete_file(path)

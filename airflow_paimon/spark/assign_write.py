@@ -45,8 +45,8 @@ def run_assign_and_write(spark, spec: dict) -> dict:
         log.info("run already committed as snapshot %s; nothing to write", done.id)
         return {**result, "rows_in": 0, "rows_written": 0, "deletes": 0, "moved_keys": 0, "files": 0,
                 "already_committed": True}
-    manifest = read_manifest(index_uri)
-    if manifest is None or manifest.snapshot_id != base:
+    manifest = read_manifest(index_uri, base)
+    if manifest is None:
         raise ValidationError(identifier, f"no published index at {index_uri} for snapshot {base}; "
                                           "re-run bootstrap-index")
     if not table.primary_keys or table.bucket_mode().name != "CROSS_PARTITION":
@@ -55,7 +55,8 @@ def run_assign_and_write(spark, spec: dict) -> dict:
 
     source, rows_in = validate_and_cast(read_source(spark, spec["source"], identifier), table, identifier)
     snapshot = table.snapshot_manager().get_snapshot_by_id(base) if base else None
-    ctx = WriteContext(spec["catalog_options"], identifier, base, index_uri, manifest.shards)
+    storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
+    ctx = WriteContext(spec["catalog_options"], identifier, base, index_uri, manifest.shards, staged_at)
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
                                 b.max_sequence_number for b in buckets_at(table, snapshot)}
 
@@ -66,7 +67,7 @@ def run_assign_and_write(spark, spec: dict) -> dict:
     # Under deduplicate each moved key leaves exactly one DELETE row behind in its old bucket.
     counters["moved_keys"] = counters["deletes"]
     stage(table, staged_at, Staged(identifier, base, ident.commit_user, ident.commit_identifier, [],
-                                   extra=counters), messages)
+                                   extra={**counters, "index_uri": index_uri}), messages)
     log.info("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return {**result, **counters, "already_committed": False}
 

@@ -24,6 +24,7 @@ class Assigned:
     deletes: int
     moved_keys: int
     dropped: int
+    new_keys: int  # keys the index did not know before
 
 
 def last_per_key(batch: pa.Table) -> pa.Table:
@@ -64,7 +65,7 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
 
     bucket = np.full(batch.num_rows, -1, dtype=np.int32)
     known_idx = np.nonzero(known)[0]
-    old_bucket, old_part = decode_values(found.filter(pa.array(known)))
+    old_bucket, _, old_part = decode_values(found.filter(pa.array(known)))
     same = np.asarray(pc.equal(old_part, new_part.filter(pa.array(known))).to_numpy(zero_copy_only=False))
     bucket[known_idx[same]] = old_bucket[same]
 
@@ -102,7 +103,8 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
         deletes = deletes.append_column(KIND, pa.array(np.full(n_deletes, DELETE, dtype=np.int8)))
         out = pa.concat_tables([out, deletes.select(out.column_names)])
     out = out.drop_columns([ORDER])
-    return Assigned(out, rows_in, n_deletes, len(moved_idx), dropped=batch.num_rows - len(placed))
+    return Assigned(out, rows_in, n_deletes, len(moved_idx), dropped=batch.num_rows - len(placed),
+                    new_keys=int((~known).sum()))
 
 
 def _replace_rows_partition(batch, idx, encoded, partition_fields, partition_types) -> pa.Table:

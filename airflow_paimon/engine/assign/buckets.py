@@ -75,6 +75,12 @@ class BucketAssigner:
             else:
                 self.counts[p].pop(b, None)
 
+    def increment(self, partitions: pa.Array, buckets: np.ndarray) -> None:
+        """Keys arrived at these (partition, bucket) places (written by another writer)."""
+        for p, bs in count_buckets(partitions, buckets).items():
+            for b, c in bs.items():
+                self.counts[p][int(b)] = self.counts[p].get(int(b), 0) + c
+
     def to_dict(self) -> dict[str, dict[str, int]]:
         return {p: {str(b): c for b, c in bs.items()} for p, bs in self.counts.items() if bs}
 

@@ -1,25 +1,39 @@
 """Where a table's index lives, and its manifest: one directory per indexed snapshot.
 
-    {index_root}/{database}.{table}/snapshot-{S}/shard-00000.sst ... manifest.json
+    {index_root}/{database}.{table}/snapshot-{S}/manifest.json
+                                    snapshot-{S}/shard-00003-*.sst   (files this snapshot added)
 
-The manifest is written last and atomically, so an index without one is incomplete and never read.
+A shard is a list of SST files applied in order — a base file, then deltas — which may live in the
+directories of earlier snapshots; the manifest names them relative to the table's index directory, with
+size and checksum. The manifest is written last and atomically, so an index without one is never read.
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.index.keys import KEY_HASH_SCHEME
 
 MANIFEST = "manifest.json"
+MAX_SHARD_FILES = 8  # past this many deltas a shard is rewritten as one file
+_SNAPSHOT_DIR = re.compile(r"^snapshot-(\d+)$")
+
+
+@dataclass
+class IndexFile:
+    path: str  # relative to the table's index directory
+    size: int
+    checksum: str  # sha256
+    entries: int
 
 
 @dataclass
 class ShardMeta:
     shard: int
-    file: str | None  # None: the shard holds no key
-    keys: int
+    files: list[IndexFile] = field(default_factory=list)
+    keys: int = 0
     bucket_counts: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
@@ -31,6 +45,7 @@ class IndexManifest:
     shards: int
     key_hash_scheme: str
     shard_meta: list[ShardMeta]
+    origin: str = "rebuilt"  # rebuilt | caught_up | reused | committed
 
     @property
     def keys(self) -> int:
@@ -39,33 +54,73 @@ class IndexManifest:
     def shard(self, i: int) -> ShardMeta:
         return self.shard_meta[i]
 
+    def files(self) -> list[IndexFile]:
+        return [f for s in self.shard_meta for f in s.files]
+
 
 def table_index_uri(index_root: str, identifier: str) -> str:
     return storage.join(index_root, identifier)
 
 
-def snapshot_index_uri(index_root: str, identifier: str, snapshot_id: int | None) -> str:
-    return storage.join(table_index_uri(index_root, identifier), f"snapshot-{snapshot_id or 0}")
+def snapshot_dir(snapshot_id: int | None) -> str:
+    return f"snapshot-{snapshot_id or 0}"
 
 
-def shard_file_name(shard: int) -> str:
-    return f"shard-{shard:05d}.sst"
+def manifest_to_json(manifest: IndexManifest) -> str:
+    return json.dumps(asdict(manifest), sort_keys=True)
 
 
-def write_manifest(index_uri: str, manifest: IndexManifest) -> None:
-    doc = asdict(manifest)
-    storage.write_bytes_atomic(storage.join(index_uri, MANIFEST), json.dumps(doc, sort_keys=True).encode())
-
-
-def read_manifest(index_uri: str) -> IndexManifest | None:
-    uri = storage.join(index_uri, MANIFEST)
-    if not storage.exists(uri):
-        return None
-    doc = json.loads(storage.read_bytes(uri))
-    doc["shard_meta"] = [ShardMeta(**s) for s in doc["shard_meta"]]
+def manifest_from_json(text: str) -> IndexManifest:
+    doc = json.loads(text)
+    doc["shard_meta"] = [ShardMeta(s["shard"], [IndexFile(**f) for f in s["files"]], s["keys"], s["bucket_counts"])
+                         for s in doc["shard_meta"]]
     return IndexManifest(**doc)
 
 
-def usable(manifest: IndexManifest | None, snapshot_id, schema_id: int, shards: int) -> bool:
-    return (manifest is not None and manifest.snapshot_id == snapshot_id and manifest.schema_id == schema_id
-            and manifest.shards == shards and manifest.key_hash_scheme == KEY_HASH_SCHEME)
+def write_manifest(table_uri: str, manifest: IndexManifest) -> None:
+    uri = storage.join(table_uri, snapshot_dir(manifest.snapshot_id), MANIFEST)
+    storage.write_bytes_atomic(uri, manifest_to_json(manifest).encode())
+
+
+def read_manifest(table_uri: str, snapshot_id: int | None) -> IndexManifest | None:
+    uri = storage.join(table_uri, snapshot_dir(snapshot_id), MANIFEST)
+    if not storage.exists(uri):
+        return None
+    return manifest_from_json(storage.read_bytes(uri).decode())
+
+
+def published_snapshots(table_uri: str) -> list[int]:
+    """Snapshot ids with a published index, ascending."""
+    ids = []
+    for name in storage.list_dir(table_uri):
+        m = _SNAPSHOT_DIR.match(name)
+        if m and storage.exists(storage.join(table_uri, name, MANIFEST)):
+            ids.append(int(m.group(1)))
+    return sorted(ids)
+
+
+def newest_published(table_uri: str, at_most: int | None) -> IndexManifest | None:
+    """The published index of the newest snapshot not after ``at_most``."""
+    candidates = [s for s in published_snapshots(table_uri) if s <= (at_most or 0)]
+    return read_manifest(table_uri, candidates[-1]) if candidates else None
+
+
+def compatible(manifest: IndexManifest | None, schema_id: int, shards: int) -> bool:
+    return (manifest is not None and manifest.schema_id == schema_id and manifest.shards == shards
+            and manifest.key_hash_scheme == KEY_HASH_SCHEME)
+
+
+def describe_file(table_uri: str, relative: str, entries: int) -> IndexFile:
+    uri = storage.join(table_uri, relative)
+    return IndexFile(relative, storage.size(uri), storage.sha256(uri), entries)
+
+
+def verify(table_uri: str, manifest: IndexManifest) -> str | None:
+    """None if every file of the index is there with its size and checksum; else what is wrong."""
+    for f in manifest.files():
+        uri = storage.join(table_uri, f.path)
+        if not storage.exists(uri):
+            return f"index file {f.path} is missing"
+        if storage.size(uri) != f.size or storage.sha256(uri) != f.checksum:
+            return f"index file {f.path} is corrupt (size or checksum mismatch)"
+    return None

@@ -1,95 +1,184 @@
 """One shard of the global key index: sorted SST files on storage, a RocksDB while a task works on it.
 
-Key: the encoded primary key. Value: the key's bucket (4 bytes, big-endian) then its encoded partition,
-like Paimon's GlobalIndexAssigner which keeps (partition id, bucket) per key.
+Key: the encoded primary key. Value: the key's bucket (4 bytes), when the key was last written (4 bytes,
+epoch seconds, for ``cross-partition-upsert.index-ttl``), then its encoded partition — like Paimon's
+GlobalIndexAssigner, which keeps (partition id, bucket) per key in RocksDB.
+
+A task starts from the shard's published files (a base SST plus delta SSTs, applied in order) and records
+what it changes, so it can publish just a delta: a run pays for the keys it touched, not the whole shard.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import time
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from rocksdict import Options, Rdict, SstFileWriter, WriteBatch
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, SstFileWriter, WriteBatch
+
+HEADER = 8  # bucket + written_at
 
 
-def encode_values(buckets: np.ndarray, partitions: pa.Array) -> pa.Array:
-    """Index values for rows with these buckets and encoded partitions."""
-    bucket_bytes = pa.Array.from_buffers(
-        pa.binary(4), len(buckets), [None, pa.py_buffer(np.asarray(buckets, dtype=">i4").tobytes())])
-    return pc.binary_join_element_wise(bucket_bytes.cast(pa.binary()), partitions.cast(pa.binary()), b"")
+@dataclass(frozen=True)
+class IndexOptions:
+    """RocksDB sizing (Paimon's ``rocksdb.*`` table options) and ``cross-partition-upsert.index-ttl``."""
+
+    block_cache_bytes: int = 128 << 20
+    write_buffer_bytes: int = 64 << 20
+    ttl_seconds: int | None = None
+
+    @classmethod
+    def from_table_options(cls, options: dict) -> "IndexOptions":
+        return cls(_bytes(options.get("rocksdb.block.cache-size"), cls.block_cache_bytes),
+                   _bytes(options.get("rocksdb.writebuffer.size"), cls.write_buffer_bytes),
+                   _duration_seconds(options.get("cross-partition-upsert.index-ttl")))
 
 
-def decode_values(values: pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """(bucket, encoded partition) of non-null index values."""
+def _bytes(text: str | None, default: int) -> int:
+    if not text:
+        return default
+    t = str(text).strip().lower().replace(" ", "")
+    for suffix, mult in (("kb", 1 << 10), ("mb", 1 << 20), ("gb", 1 << 30), ("k", 1 << 10), ("m", 1 << 20),
+                         ("g", 1 << 30), ("b", 1)):
+        if t.endswith(suffix):
+            return int(float(t[: -len(suffix)]) * mult)
+    return int(t)
+
+
+def _duration_seconds(text: str | None) -> int | None:
+    """Paimon durations: '30 d', '12h', '15 min', '10s', '500 ms' (a bare number is milliseconds)."""
+    if not text:
+        return None
+    t = str(text).strip().lower().replace(" ", "")
+    for suffix, mult in (("ms", 0.001), ("min", 60), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if t.endswith(suffix) and t[: -len(suffix)].replace(".", "", 1).isdigit():
+            return int(float(t[: -len(suffix)]) * mult)
+    return int(int(t) / 1000)
+
+
+def now_seconds() -> int:
+    return int(time.time())
+
+
+def encode_values(buckets: np.ndarray, partitions: pa.Array, written_at: int | None = None) -> pa.Array:
+    """Index values for rows with these buckets and encoded partitions, stamped ``written_at``."""
+    n = len(buckets)
+    header = np.empty((n, 2), dtype=">u4")
+    header[:, 0] = np.asarray(buckets, dtype=np.int64).astype(np.uint32)
+    header[:, 1] = now_seconds() if written_at is None else written_at
+    head = pa.Array.from_buffers(pa.binary(HEADER), n, [None, pa.py_buffer(header.tobytes())])
+    return pc.binary_join_element_wise(head.cast(pa.binary()), partitions.cast(pa.binary()), b"")
+
+
+def decode_values(values: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """(bucket, written_at, encoded partition) of non-null index values."""
     if len(values) == 0:
-        return np.zeros(0, dtype=np.int32), pa.array([], pa.string())
-    heads = pc.binary_slice(values, 0, 4).cast(pa.binary(4))
-    buckets = np.frombuffer(heads.buffers()[1], dtype=">i4", count=len(values),
-                            offset=heads.offset * 4).astype(np.int32)
-    longest = pc.max(pc.binary_length(values)).as_py() or 4
-    partitions = pc.binary_slice(values, 4, max(longest, 4)).cast(pa.string())
-    return buckets, partitions
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64), pa.array([], pa.string())
+    heads = pc.binary_slice(values, 0, HEADER).cast(pa.binary(HEADER))
+    header = np.frombuffer(heads.buffers()[1], dtype=">u4", count=2 * len(values),
+                           offset=heads.offset * HEADER).reshape(-1, 2)
+    longest = max(pc.max(pc.binary_length(values)).as_py(), HEADER)
+    partitions = pc.binary_slice(values, HEADER, longest).cast(pa.string())
+    return header[:, 0].astype(np.int32), header[:, 1].astype(np.int64), partitions
 
 
-def _options() -> Options:
-    opts = Options(raw_mode=True)
-    opts.create_if_missing(True)
-    return opts
+def _options(opts: IndexOptions = IndexOptions()) -> Options:
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.set_write_buffer_size(opts.write_buffer_bytes)
+    table = BlockBasedOptions()
+    table.set_block_cache(Cache(opts.block_cache_bytes))
+    options.set_block_based_table_factory(table)
+    return options
 
 
 def write_sst(keys: pa.Array, values: pa.Array, path: str) -> int:
-    """Write (key, value) pairs as one sorted SST file; returns the key count (0 writes nothing)."""
+    """Write (key, value) pairs as one sorted SST file; a null value writes a tombstone. Returns the entry
+    count (0 writes nothing). Keys must be unique."""
     if len(keys) == 0:
         return 0
     order = pc.sort_indices(keys)
     keys, values = keys.take(order), values.take(order)
-    writer = SstFileWriter(options=_options())
+    writer = SstFileWriter(options=Options(raw_mode=True))
     writer.open(path)
     for k, v in zip(keys.to_numpy(zero_copy_only=False), values.to_numpy(zero_copy_only=False)):
-        writer[k] = v
+        if v is None:
+            del writer[k]
+        else:
+            writer[k] = v
     writer.finish()
     return len(keys)
 
 
 class ShardIndex:
-    """A local RocksDB holding one shard; built by ingesting the shard's SST files."""
+    """A local RocksDB holding one shard; remembers the keys changed since it was loaded."""
 
-    def __init__(self, workdir: str | None = None):
+    def __init__(self, workdir: str | None = None, options: IndexOptions = IndexOptions()):
+        self.options = options
         self._dir = tempfile.mkdtemp(prefix="paimon-index-", dir=workdir)
-        self.db = Rdict(os.path.join(self._dir, "db"), _options())
+        self.db = Rdict(os.path.join(self._dir, "db"), _options(options))
+        self._changed_keys: list[pa.Array] = []
+        self._changed_values: list[pa.Array] = []
 
     def ingest(self, sst_paths: list[str]) -> None:
-        if sst_paths:
-            self.db.ingest_external_file(list(sst_paths))
+        """Load published files, oldest first (each later file overrides the earlier ones)."""
+        for path in sst_paths:
+            self.db.ingest_external_file([path])
 
     def lookup(self, keys: pa.Array) -> pa.Array:
-        """The index value of each key, null where the key is unknown."""
+        """The index value of each key; null where the key is unknown or has outlived the index TTL."""
         if len(keys) == 0:
             return pa.array([], pa.binary())
-        found = self.db.get(keys.to_numpy(zero_copy_only=False).tolist())
-        return pa.array(found, pa.binary())
+        found = pa.array(self.db.get(keys.to_numpy(zero_copy_only=False).tolist()), pa.binary())
+        if self.options.ttl_seconds is None or found.null_count == len(found):
+            return found
+        _, written_at, _ = decode_values(found.fill_null(b"\0" * HEADER))
+        expired = pa.array((now_seconds() - written_at) > self.options.ttl_seconds)
+        return pc.if_else(expired, pa.scalar(None, pa.binary()), found)
 
     def put(self, keys: pa.Array, values: pa.Array) -> None:
         batch = WriteBatch(raw_mode=True)
         for k, v in zip(keys.to_numpy(zero_copy_only=False), values.to_numpy(zero_copy_only=False)):
             batch.put(k, v)
         self.db.write(batch)
+        self._changed_keys.append(keys)
+        self._changed_values.append(values.cast(pa.binary()))
 
     def delete(self, keys: pa.Array) -> None:
         batch = WriteBatch(raw_mode=True)
         for k in keys.to_numpy(zero_copy_only=False):
             batch.delete(k)
         self.db.write(batch)
+        self._changed_keys.append(keys)
+        self._changed_values.append(pa.nulls(len(keys), pa.binary()))
 
-    def export_sst(self, path: str) -> int:
+    @property
+    def changed(self) -> int:
+        return sum(len(k) for k in self._changed_keys)
+
+    def export_delta(self, path: str) -> int:
+        """Write the keys changed since loading (last change per key; deletes as tombstones) to one SST."""
+        if not self._changed_keys:
+            return 0
+        keys = pa.concat_arrays(self._changed_keys)
+        values = pa.concat_arrays(self._changed_values)
+        position = pa.array(np.arange(len(keys)))
+        order = pc.sort_indices(pa.table({"k": keys, "p": position}), sort_keys=[("k", "ascending"),
+                                                                                ("p", "descending")])
+        keys, values = keys.take(order), values.take(order)
+        first = pa.concat_arrays([pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))])
+        return write_sst(keys.filter(first), values.filter(first), path)
+
+    def export_full(self, path: str) -> int:
         """Write the whole shard, in key order, to one SST file; returns the key count."""
         writer, count = None, 0
         for k, v in self.db.items():
             if writer is None:
-                writer = SstFileWriter(options=_options())
+                writer = SstFileWriter(options=Options(raw_mode=True))
                 writer.open(path)
             writer[k] = v
             count += 1

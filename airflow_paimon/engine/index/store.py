@@ -1,0 +1,128 @@
+"""Moving shards between storage and a task's local RocksDB: load a shard, export what a task changed,
+publish shard files and manifests for a snapshot, and clean up what no index needs any more."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import replace
+
+from airflow_paimon.engine import storage
+from airflow_paimon.engine.index.layout import (MANIFEST, MAX_SHARD_FILES, IndexFile, IndexManifest, ShardMeta,
+                                                describe_file, published_snapshots, read_manifest, snapshot_dir,
+                                                write_manifest)
+from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex
+
+log = logging.getLogger(__name__)
+
+
+def load_shard(table_uri: str, meta: ShardMeta, workdir: str, options: IndexOptions) -> ShardIndex:
+    """A local RocksDB holding the shard: its files downloaded and ingested in order."""
+    index = ShardIndex(workdir, options)
+    local = []
+    for i, f in enumerate(meta.files):
+        path = os.path.join(workdir, f"in-{meta.shard:05d}-{i}.sst")
+        storage.download(storage.join(table_uri, f.path), path)
+        local.append(path)
+    index.ingest(local)
+    return index
+
+
+def export_changes(index: ShardIndex, base: ShardMeta, workdir: str) -> tuple[str | None, str, int]:
+    """Write what ``index`` changed as a delta SST, or the whole shard when it has too many files already.
+
+    Returns (local path or None when nothing changed, "delta" | "full", entries written).
+    """
+    if index.changed == 0:
+        return None, "delta", 0
+    kind = "full" if len(base.files) + 1 > MAX_SHARD_FILES else "delta"
+    path = os.path.join(workdir, f"out-{base.shard:05d}-{kind}.sst")
+    entries = index.export_full(path) if kind == "full" else index.export_delta(path)
+    return (path if entries else None), kind, entries
+
+
+def shard_file_name(shard: int, kind: str) -> str:
+    return f"shard-{shard:05d}-{kind}.sst"
+
+
+def publish_file(table_uri: str, snapshot_id: int | None, shard: int, kind: str, source: str,
+                 entries: int) -> IndexFile:
+    """Copy a shard file (a local path or a staged URI) into the snapshot's directory; describe it."""
+    relative = f"{snapshot_dir(snapshot_id)}/{shard_file_name(shard, kind)}"
+    target = storage.join(table_uri, relative)
+    if "://" in source or not os.path.exists(source):
+        storage.write_bytes_atomic(target, storage.read_bytes(source))
+    else:
+        storage.upload(source, target)
+    return describe_file(table_uri, relative, entries)
+
+
+def advance(meta: ShardMeta, new_file: IndexFile | None, kind: str, keys: int, bucket_counts: dict) -> ShardMeta:
+    """The shard after a delta (appended to its files) or a full rewrite (replacing them)."""
+    files = list(meta.files)
+    if new_file is not None:
+        files = [new_file] if kind == "full" else files + [new_file]
+    return replace(meta, files=files, keys=keys, bucket_counts=bucket_counts)
+
+
+def stage_shard(staging_uri: str, shard: int, local_path: str | None, kind: str, entries: int, keys: int,
+                bucket_counts: dict) -> None:
+    """Hand a shard's changes over to the commit task (which publishes them once its snapshot exists)."""
+    doc = {"shard": shard, "kind": kind, "entries": entries, "keys": keys, "bucket_counts": bucket_counts,
+           "file": None}
+    if local_path is not None:
+        doc["file"] = storage.join(staging_uri, "index", shard_file_name(shard, kind))
+        storage.upload(local_path, doc["file"])
+    storage.write_bytes_atomic(storage.join(staging_uri, "index", f"shard-{shard:05d}.json"), json.dumps(doc).encode())
+
+
+def staged_shards(staging_uri: str) -> dict[int, dict]:
+    out = {}
+    for name in storage.list_dir(storage.join(staging_uri, "index")):
+        if name.endswith(".json"):
+            doc = json.loads(storage.read_bytes(storage.join(staging_uri, "index", name)))
+            out[doc["shard"]] = doc
+    return out
+
+
+def publish_committed(table_uri: str, base: IndexManifest, staged: dict[int, dict],
+                      snapshot_id: int) -> IndexManifest:
+    """The index of ``snapshot_id``: ``base`` advanced by the staged shard changes of the run that made it."""
+    metas = []
+    for meta in base.shard_meta:
+        doc = staged.get(meta.shard)
+        if doc is None:
+            metas.append(meta)
+            continue
+        new_file = (publish_file(table_uri, snapshot_id, meta.shard, doc["kind"], doc["file"], doc["entries"])
+                    if doc["file"] else None)
+        metas.append(advance(meta, new_file, doc["kind"], doc["keys"], doc["bucket_counts"]))
+    manifest = replace(base, snapshot_id=snapshot_id, shard_meta=metas, origin="committed")
+    write_manifest(table_uri, manifest)
+    return manifest
+
+
+def clean_up(table_uri: str, keep: int = 2) -> list[str]:
+    """Delete index directories no longer needed: all but the newest ``keep`` manifests and the files they
+    reference. Returns what was deleted."""
+    published = published_snapshots(table_uri)
+    kept = [read_manifest(table_uri, s) for s in published[-keep:]]
+    kept_dirs = {snapshot_dir(m.snapshot_id) for m in kept}
+    needed_dirs = kept_dirs | {f.path.split("/", 1)[0] for m in kept for f in m.files()}
+    needed_files = {f.path for m in kept for f in m.files()}
+    deleted = []
+    for name in storage.list_dir(table_uri):
+        if not name.startswith("snapshot-"):
+            continue
+        uri = storage.join(table_uri, name)
+        if name not in needed_dirs:
+            storage.delete_dir(uri)
+            deleted.append(name)
+            continue
+        for f in storage.list_dir(uri):
+            rel = f"{name}/{f}"
+            # a directory kept only for files a newer index still uses loses its own (stale) manifest
+            if (f.endswith(".sst") and rel not in needed_files) or (f == MANIFEST and name not in kept_dirs):
+                storage.delete_file(storage.join(uri, f))
+                deleted.append(rel)
+    return deleted

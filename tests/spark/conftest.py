@@ -1,0 +1,14 @@
+"""An in-process local Spark session, and the three jobs called directly (no spark-submit, no Airflow)."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("airflow-paimon-tests")
+               .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false").getOrCreate())
+    yield session
+    session.stop()
