@@ -1,0 +1,116 @@
+"""The COMPACT commit: every bucket's compact_before becomes DELETE entries and compact_after ADD entries of
+one snapshot, exactly once per DAG run, refused when the table moved under the plan.
+
+pypaimon's public commit() rejects compaction increments, so this goes through FileStoreCommit's internal
+commit path with commit kind COMPACT (conflict detection on), as Java's FileStoreCommitImpl does.
+"""
+from __future__ import annotations
+
+import logging
+
+from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.manifest.schema.manifest_entry import ManifestEntry
+from pypaimon.table.row.generic_row import GenericRow
+from pypaimon.write.file_store_commit import FileStoreCommit
+
+from airflow_paimon.engine.commit.committer import COMPACT, find_commit
+from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.plan import file_path
+
+log = logging.getLogger(__name__)
+ADD, DELETE = 0, 1
+PROPERTY_PREFIX = "airflow-paimon.compact."
+COUNTERS = ("compacted_buckets", "files_before", "files_after")
+
+
+class CompactConflictError(PaimonJobError):
+    """A concurrent commit changed a bucket being compacted; nothing was committed, a re-run plans again."""
+
+
+def compact_entries(plan, messages) -> list[ManifestEntry]:
+    """DELETE entries (the planned manifest entries themselves) first, then ADD entries, per bucket.
+
+    DELETE before ADD keeps a re-levelled file (same name, DELETE at the old level, ADD at the new one)
+    recognisable to Paimon's snapshot expiry."""
+    entries = []
+    for m in messages:
+        partition = tuple(m.partition)
+        planned = [plan.entries[(partition, m.bucket, f.file_name, f.level)] for f in m.compact_before]
+        entries += [ManifestEntry(kind=DELETE, partition=e.partition, bucket=e.bucket,
+                                  total_buckets=e.total_buckets, file=e.file) for e in planned]
+        template = planned[0]
+        entries += [ManifestEntry(kind=ADD, partition=template.partition, bucket=m.bucket,
+                                  total_buckets=template.total_buckets, file=f) for f in m.compact_after]
+    return entries
+
+
+def discard_outputs(table, plan, messages) -> None:
+    """Delete the files a failed compaction wrote (never a re-levelled input: it is still live)."""
+    inputs = {f.file_name for m in messages for f in m.compact_before}
+    for e in compact_entries(plan, messages):
+        if e.kind == ADD and e.file.file_name not in inputs:
+            table.file_io.delete_quietly(file_path(table, e))
+
+
+def counters_of(messages) -> dict:
+    return {"compacted_buckets": len(messages), "files_before": sum(len(m.compact_before) for m in messages),
+            "files_after": sum(len(m.compact_after) for m in messages)}
+
+
+def counters_from_snapshot(snapshot) -> dict:
+    props = snapshot.properties or {}
+    return {k: int(props.get(PROPERTY_PREFIX + k, 0)) for k in COUNTERS}
+
+
+def check_no_conflict(table, plan, messages) -> None:
+    """Refuse if a snapshot after the plan removed a picked file or added a file above level 0 to a bucket
+    being compacted (a concurrent compaction: two outputs on one level would overlap)."""
+    manager = table.snapshot_manager()
+    latest = manager.get_latest_snapshot()
+    if latest is None or latest.id == plan.snapshot_id:
+        return
+    buckets = {(tuple(m.partition), m.bucket) for m in messages}
+    picked = set(plan.entries)
+    manifests, lists = ManifestFileManager(table), ManifestListManager(table)
+    for sid in range(plan.snapshot_id + 1, latest.id + 1):
+        snap = manager.get_snapshot_by_id(sid)
+        if snap is None:
+            raise CompactConflictError(f"table {table.identifier}: snapshot {sid} expired while compacting; "
+                                       "nothing committed, re-run to plan again")
+        for meta in lists.read_delta(snap):
+            for e in manifests.read(meta.file_name, drop_stats=True):
+                where = (tuple(e.partition.values), e.bucket)
+                removed = e.kind == DELETE and (*where, e.file.file_name, e.file.level) in picked
+                stacked = e.kind == ADD and where in buckets and e.file.level > 0
+                if removed or stacked:
+                    what = "removed input file" if removed else "added a level-%d file to" % e.file.level
+                    raise CompactConflictError(
+                        f"table {table.identifier}: snapshot {sid} ({snap.commit_kind} by {snap.commit_user}) "
+                        f"{what} {e.file.file_name if removed else ''} partition {where[0]} bucket {where[1]} "
+                        f"after compaction planned at snapshot {plan.snapshot_id}; nothing committed, re-run to "
+                        "plan again")
+
+
+def commit_compaction(table, plan, messages, commit_user: str, commit_identifier: int) -> int:
+    """Commit the compaction as one COMPACT snapshot; returns its id. Raises CompactConflictError."""
+    messages = [m for m in messages if m.compact_before or m.compact_after]
+    check_no_conflict(table, plan, messages)
+    entries = compact_entries(plan, messages)
+    props = {PROPERTY_PREFIX + k: str(v) for k, v in counters_of(messages).items()}
+    committer = FileStoreCommit(table.new_snapshot_commit(), table, commit_user)
+    try:
+        committer._try_commit(commit_kind=COMPACT, commit_identifier=commit_identifier,
+                              commit_entries_plan=lambda _latest: entries, detect_conflicts=True,
+                              snapshot_properties=props)
+    except RuntimeError as e:
+        if "conflict" not in str(e).lower():
+            raise
+        raise CompactConflictError(f"table {table.identifier}: {e}; nothing committed, re-run to plan again") from e
+    finally:
+        committer.close()
+    snap = find_commit(table, commit_user, commit_identifier, plan.snapshot_id)
+    if snap is None:
+        raise PaimonJobError(f"table {table.identifier}: COMPACT commit finished but its snapshot is not found")
+    log.info("%s: COMPACT snapshot %s (%s)", table.identifier, snap.id, counters_of(messages))
+    return snap.id

@@ -1,0 +1,89 @@
+"""Compaction planning on the driver: per (partition, bucket) in scope, which files to merge, at which level."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+from airflow_paimon.engine.compact.levels import level_sorted_runs, non_empty_highest_level, number_of_levels
+from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalCompaction, pick_full_compaction
+from airflow_paimon.engine.plan import file_path, live_entries
+
+SCOPES = ("snapshot", "table")
+
+
+@dataclass
+class BucketCompaction:
+    """One Spark task's work: merge ``files`` of one bucket into ``output_level``."""
+
+    partition: tuple
+    bucket: int
+    total_buckets: int
+    output_level: int
+    max_level: int
+    drop_delete: bool
+    files: list  # DataFileMeta picked, as the manifest holds them
+    paths: dict = field(default_factory=dict)  # file name -> path
+
+
+@dataclass
+class CompactionPlan:
+    snapshot_id: int | None  # the snapshot planned at; the commit detects conflicts against it
+    buckets: list[BucketCompaction]
+    entries: dict  # (partition, bucket, file name, level) -> ManifestEntry of every picked file
+
+
+def touched_buckets(table, snapshot) -> set[tuple]:
+    """(partition, bucket) pairs the snapshot's own delta added or removed files in."""
+    manifests = ManifestFileManager(table)
+    touched = set()
+    for meta in ManifestListManager(table).read_delta(snapshot):
+        for e in manifests.read(meta.file_name, drop_stats=True):
+            touched.add((tuple(e.partition.values), e.bucket))
+    return touched
+
+
+def plan_compaction(table, snapshot, full: bool, scope_snapshot=None,
+                    partition_filter: dict | None = None) -> CompactionPlan:
+    """Pick per bucket at ``snapshot``. ``scope_snapshot``: only buckets its delta touched (None: all)."""
+    if snapshot is None:
+        return CompactionPlan(None, [], {})
+    options = dict(table.table_schema.options)
+    compact_options = CompactOptions.of(options)
+    strategy = UniversalCompaction(compact_options)
+    scope = touched_buckets(table, scope_snapshot) if scope_snapshot is not None else None
+    groups: dict[tuple, list] = defaultdict(list)
+    for e in live_entries(table, snapshot):
+        key = (tuple(e.partition.values), e.bucket)
+        if scope is not None and key not in scope:
+            continue
+        if partition_filter and not _matches(table, key[0], partition_filter):
+            continue
+        groups[key].append(e)
+
+    buckets, entries = [], {}
+    for (partition, bucket), es in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        files = [e.file for e in es]
+        num_levels = number_of_levels(compact_options.levels, files)
+        runs = level_sorted_runs(files)
+        unit = pick_full_compaction(num_levels, runs) if full else strategy.pick(num_levels, runs)
+        if unit is None:
+            continue
+        picked = unit.files
+        # Deletes may go only when nothing older lies below the output (Paimon's dropDelete rule).
+        drop_delete = unit.output_level != 0 and unit.output_level >= non_empty_highest_level(files)
+        by_name = {(e.file.file_name, e.file.level): e for e in es}
+        picked_entries = [by_name[(f.file_name, f.level)] for f in picked]
+        for e in picked_entries:
+            entries[(partition, bucket, e.file.file_name, e.file.level)] = e
+        buckets.append(BucketCompaction(partition, bucket, es[0].total_buckets, unit.output_level, num_levels - 1,
+                                        drop_delete, picked, {e.file.file_name: file_path(table, e)
+                                                              for e in picked_entries}))
+    return CompactionPlan(snapshot.id, buckets, entries)
+
+
+def _matches(table, partition: tuple, partition_filter: dict) -> bool:
+    values = dict(zip(table.partition_keys, partition))
+    return all(str(values.get(k)) == str(v) for k, v in partition_filter.items())

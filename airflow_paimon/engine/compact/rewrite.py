@@ -1,0 +1,145 @@
+"""Rewrite one bucket (Paimon's MergeTreeCompactTask): overlapping or small files are merged and written at
+the output level; a large file that overlaps nothing is only re-levelled (same file, new level)."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pypaimon.common.options.core_options import CoreOptions
+from pypaimon.write.commit_message import CommitMessage
+from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
+
+from airflow_paimon.engine.compact.levels import interval_partition
+from airflow_paimon.engine.compact.merge import RETRACT_KINDS, SEQUENCE, VALUE_KIND, merge_key_values, retract_counts
+from airflow_paimon.engine.compact.plan import BucketCompaction
+from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.plan import _read_columns
+from airflow_paimon.engine.write.bucket_writer import _file_schema
+
+log = logging.getLogger(__name__)
+COMPACT_FILE_SOURCE = 1  # DataFileMeta.file_source: 0 APPEND, 1 COMPACT
+
+
+def min_file_size(table) -> int:
+    """Files at least this big are re-levelled rather than rewritten (Paimon: 70% of target-file-size)."""
+    return table.options.target_file_size(True) // 10 * 7
+
+
+def key_value_schema(table) -> pa.Schema:
+    """The physical layout of a primary-key data file: _KEY_ columns, sequence number, value kind, row."""
+    row = _file_schema(table)
+    keys = [pa.field(f"_KEY_{k}", row.field(k).type, nullable=False) for k in table.trimmed_primary_keys]
+    return pa.schema(keys + [pa.field(SEQUENCE, pa.int64(), nullable=False),
+                             pa.field(VALUE_KIND, pa.int8(), nullable=False), *row])
+
+
+class BucketRewriter:
+    """Carries out one BucketCompaction; ``compact_before`` / ``compact_after`` hold the outcome."""
+
+    def __init__(self, table, work: BucketCompaction):
+        self.table, self.work = table, work
+        self.schema = key_value_schema(table)
+        self.key_columns = [f"_KEY_{k}" for k in table.trimmed_primary_keys]
+        self.options = dict(table.table_schema.options)
+        self.compact_before: list = []
+        self.compact_after: list = []
+        self._written: list = []  # new files only: what an abort must delete
+
+    def run(self) -> CommitMessage:
+        try:
+            self._compact(min_file_size(self.table))
+        except Exception:
+            self.abort()
+            raise
+        return CommitMessage(partition=tuple(self.work.partition), bucket=self.work.bucket, new_files=[],
+                             compact_before=self.compact_before, compact_after=self.compact_after)
+
+    def abort(self) -> None:
+        for meta in self._written:
+            self.table.file_io.delete_quietly(self.work.paths.get(meta.file_name) or meta.file_path)
+        self._written.clear()
+
+    def _compact(self, min_size: int) -> None:
+        schema_id = self.table.table_schema.id
+        stale = [f.file_name for f in self.work.files if f.schema_id != schema_id]
+        if stale:
+            raise PaimonJobError(f"table {self.table.identifier}: files {stale[:3]} were written with an older "
+                                 "schema; compacting across schema changes is not supported")
+        candidate: list[list] = []
+        for section in interval_partition(self.work.files):
+            if len(section) > 1:
+                candidate.append(section)
+                continue
+            f = section[0]
+            if f.file_size < min_size:
+                candidate.append([f])  # small files are rewritten along with their neighbours
+            else:
+                self._rewrite(candidate)
+                self._upgrade(f)
+        self._rewrite(candidate)
+
+    def _rewrite(self, candidate: list[list]) -> None:
+        if not candidate:
+            return
+        if len(candidate) == 1 and len(candidate[0]) == 1:
+            self._upgrade(candidate[0][0])
+        else:
+            self._merge_and_write([f for section in candidate for f in section])
+        candidate.clear()
+
+    def _upgrade(self, f) -> None:
+        """Re-level a file that overlaps nothing; one with retractions is rewritten when going to the max
+        level, where retractions must not survive."""
+        level = self.work.output_level
+        if f.level == level:
+            return
+        kinds = self._read(f, [VALUE_KIND]).column(VALUE_KIND)
+        retracts = int(pc.sum(pc.is_in(kinds, RETRACT_KINDS).cast(pa.int64())).as_py() or 0)
+        if level == self.work.max_level and retracts and self.work.drop_delete:
+            self._merge_and_write([f])
+            return
+        self.compact_before.append(f)
+        self.compact_after.append(dataclasses.replace(f, level=level, delete_row_count=retracts))
+
+    def _merge_and_write(self, files: list) -> None:
+        kv = pa.concat_tables([self._read(f) for f in files])
+        sequence_fields = [s for s in str(self.options.get("sequence.field", "") or "").split(",") if s]
+        ascending = str(self.options.get("sequence.field.sort-order", "ascending")).lower() == "ascending"
+        merged = merge_key_values(kv, self.key_columns, self.options.get("merge-engine", "deduplicate"),
+                                  sequence_fields, ascending, self.work.drop_delete)
+        self.compact_before.extend(files)
+        if merged.num_rows:
+            self.compact_after.extend(self._write(merged))
+
+    def _write(self, kv: pa.Table) -> list:
+        writer = KeyValueDataWriter(table=self.table, partition=tuple(self.work.partition), bucket=self.work.bucket,
+                                    max_seq_number=0, options=CoreOptions.copy(self.table.options))
+        try:
+            writer._roll_write(kv)  # sorted, key-unique rows; pypaimon rolls them into files by size
+        except Exception:
+            writer.abort()
+            raise
+        metas = list(writer.committed_files)
+        for m in metas:
+            self.work.paths[m.file_name] = m.file_path
+        self._written.extend(metas)
+        retracts = retract_counts(kv, [m.row_count for m in metas])
+        # Paimon writes compaction output at the output level directly; pypaimon's writer knows level 0 only.
+        return [dataclasses.replace(m, level=self.work.output_level, file_source=COMPACT_FILE_SOURCE,
+                                    delete_row_count=r) for m, r in zip(metas, retracts)]
+
+    def _read(self, f, columns: list[str] | None = None) -> pa.Table:
+        names = columns or self.schema.names
+        data = _read_columns(self.work.paths[f.file_name], names)
+        target = pa.schema([self.schema.field(n) for n in names])
+        return data.select(names).cast(target)
+
+
+def rewrite_bucket(table, work: BucketCompaction) -> CommitMessage:
+    """Compact one bucket; returns the CommitMessage with compact_before / compact_after."""
+    message = BucketRewriter(table, work).run()
+    log.info("bucket %s/%s: %s files -> %s files at level %s", work.partition, work.bucket,
+             len(message.compact_before), len(message.compact_after), work.output_level)
+    return message

@@ -1,0 +1,75 @@
+"""One compaction, end to end on the driver: find an earlier commit of this run, plan, have the buckets
+rewritten (by whoever ``execute`` is: Spark tasks, or a loop in tests), commit one COMPACT snapshot."""
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from airflow_paimon.engine.commit.committer import find_commit
+from airflow_paimon.engine.commit.identity import CommitIdentity
+from airflow_paimon.engine.commit.staging import decode_message, encode_message
+from airflow_paimon.engine.compact.commit import (commit_compaction, counters_from_snapshot, counters_of,
+                                                 discard_outputs)
+from airflow_paimon.engine.compact.merge import check_supported
+from airflow_paimon.engine.compact.plan import SCOPES, BucketCompaction, plan_compaction
+from airflow_paimon.engine.compact.rewrite import rewrite_bucket
+from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.plan import latest_snapshot
+
+log = logging.getLogger(__name__)
+
+
+def compaction_identity(dag_id: str, run_id: str, identifier: str) -> CommitIdentity:
+    """Distinct from the write's identity of the same run, so both snapshots can be found."""
+    return CommitIdentity.for_run(dag_id, run_id, identifier + ":compact")
+
+
+def compact_task(table, work: BucketCompaction) -> bytes:
+    """What one Spark task does: rewrite one bucket, return its encoded CommitMessage."""
+    return encode_message(table, rewrite_bucket(table, work))
+
+
+def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | None, *, full: bool = False,
+                   scope: str = "snapshot", partition_filter: dict | None = None,
+                   execute: Callable[[list[BucketCompaction]], list[bytes]]) -> dict:
+    """Compact ``table``; returns the compact XCom dict (snapshot_id is the input id when nothing was due)."""
+    identifier = table.identifier
+    _validate(table, scope, partition_filter)
+    result = {"table": str(identifier)}
+    done = find_commit(table, identity.commit_user, identity.commit_identifier, input_snapshot_id)
+    if done is not None:  # a retry after this run's compaction committed
+        return {**result, "snapshot_id": done.id, **counters_from_snapshot(done), "already_committed": True}
+    nothing = {**result, "snapshot_id": input_snapshot_id, "compacted_buckets": 0, "files_before": 0,
+               "files_after": 0, "already_committed": False}
+    scope_snapshot = None
+    if scope == "snapshot":
+        if input_snapshot_id is None:
+            return nothing
+        scope_snapshot = table.snapshot_manager().get_snapshot_by_id(input_snapshot_id)
+        if scope_snapshot is None:
+            raise ValidationError(str(identifier), f"snapshot {input_snapshot_id} does not exist (expired?); "
+                                                   "use scope 'table'")
+    plan = plan_compaction(table, latest_snapshot(table), full, scope_snapshot, partition_filter)
+    if not plan.buckets:
+        log.info("%s: nothing to compact", identifier)
+        return nothing
+    messages = [decode_message(table, m) for m in execute(plan.buckets)]
+    try:
+        snapshot_id = commit_compaction(table, plan, messages, identity.commit_user, identity.commit_identifier)
+    except Exception:
+        discard_outputs(table, plan, messages)
+        raise
+    return {**result, "snapshot_id": snapshot_id, **counters_of(messages), "already_committed": False}
+
+
+def _validate(table, scope: str, partition_filter: dict | None) -> None:
+    identifier = str(table.identifier)
+    if not table.primary_keys:
+        raise ValidationError(identifier, "compaction here is for primary-key tables only")
+    if scope not in SCOPES:
+        raise ValidationError(identifier, f"unknown compaction scope (use one of {SCOPES})", value=scope)
+    for key in partition_filter or {}:
+        if key not in table.partition_keys:
+            raise ValidationError(identifier, "partition filter names a column that is not a partition key",
+                                  column=key)
+    check_supported(identifier, dict(table.table_schema.options))
