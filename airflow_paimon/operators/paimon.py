@@ -159,4 +159,4 @@ class PaimonCommitOperator(PaimonSparkJobOperator):
 
     def job_spec(self, context, hook: PaimonHook) -> dict:
         written = self.upstream_result(context, PaimonAssignAndWriteOperator)
-        return {"staging_uri": written["staging_uri"]}
+        return {k: written[k] for k in ("staging_uri", "commit_user", "commit_identifier", "base_snapshot_id")}

@@ -26,7 +26,8 @@ class Jobs:
 
     def commit(self, written: dict) -> dict:
         return run_commit({"catalog_options": self.options, "table": self.table,
-                           "staging_uri": written["staging_uri"]})
+                           **{k: written[k] for k in ("staging_uri", "commit_user", "commit_identifier",
+                                                      "base_snapshot_id")}})
 
     def upsert(self, df: pd.DataFrame, run_id: str, tmp_path) -> tuple[dict, dict, dict]:
         path = tmp_path / f"{run_id}.parquet"

@@ -67,14 +67,28 @@ def test_reuse_catch_up_and_rebuild(spark, warehouse, tmp_path):
     assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert(batches, "id"), "id")
 
 
-def test_retried_commit_still_publishes_the_index(spark, warehouse, tmp_path):
+def test_retried_commit_still_publishes_the_index(spark, warehouse, tmp_path, monkeypatch):
+    import airflow_paimon.spark.commit as commit_job
+
     jobs = Jobs(spark, warehouse, "db.t", SPEC)
-    boot, written, committed = jobs.upsert(frame([1, 2], "ab", [1, 2]), "r1", tmp_path)
-    manifest_file = os.path.join(boot["index_uri"], "snapshot-1", "manifest.json")
-    os.remove(manifest_file)  # as if the commit task died between committing and publishing
+    path = tmp_path / "r1.parquet"
+    frame([1, 2], "ab", [1, 2]).to_parquet(path, index=False)
+    boot = jobs.bootstrap()
+    written = jobs.assign_and_write(boot, {"path": str(path)}, "r1")
+
+    def die(*args):
+        raise RuntimeError("worker lost between commit and publish")
+
+    with monkeypatch.context() as m:
+        m.setattr(commit_job, "publish_index", die)
+        with pytest.raises(RuntimeError):
+            jobs.commit(written)
+    assert read_manifest(boot["index_uri"], 1) is None
     retry = jobs.commit(written)
-    assert retry == {**committed, "already_committed": True}
-    assert os.path.exists(manifest_file) and jobs.bootstrap()["path"] == "reused"
+    assert retry["snapshot_id"] == 1 and retry["already_committed"] is True
+    assert read_manifest(boot["index_uri"], 1) is not None and jobs.bootstrap()["path"] == "reused"
+    assert not os.path.exists(written["staging_uri"])  # published, so the staging is gone
+    assert jobs.commit(written) == retry  # and yet another retry still answers from the snapshot
 
 
 def test_index_ttl_forgets_keys_with_paimons_duplicate_risk(spark, warehouse, tmp_path):
