@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
+from airflow_paimon.engine.commit.committer import COMPACT
 from airflow_paimon.engine.compact.levels import level_sorted_runs, non_empty_highest_level, number_of_levels
 from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalCompaction, pick_full_compaction
 from airflow_paimon.engine.plan import file_path, live_entries
@@ -35,25 +36,38 @@ class CompactionPlan:
     entries: dict  # (partition, bucket, file name, level) -> ManifestEntry of every picked file
 
 
-def touched_buckets(table, snapshot) -> set[tuple]:
-    """(partition, bucket) pairs the snapshot's own delta added or removed files in."""
-    manifests = ManifestFileManager(table)
+def writes_since_compaction(table, snapshot_id: int | None) -> list:
+    """The non-COMPACT snapshots up to ``snapshot_id`` since the latest COMPACT one before it (newest first);
+    stops at an expired snapshot."""
+    manager, found = table.snapshot_manager(), []
+    for sid in range(snapshot_id or 0, 0, -1):
+        snap = manager.get_snapshot_by_id(sid)
+        if snap is None or snap.commit_kind == COMPACT:
+            break
+        found.append(snap)
+    return found
+
+
+def touched_buckets(table, snapshots) -> set[tuple]:
+    """(partition, bucket) pairs the snapshots' own deltas added or removed files in."""
+    manifests, lists = ManifestFileManager(table), ManifestListManager(table)
     touched = set()
-    for meta in ManifestListManager(table).read_delta(snapshot):
-        for e in manifests.read(meta.file_name, drop_stats=True):
-            touched.add((tuple(e.partition.values), e.bucket))
+    for snapshot in snapshots:
+        for meta in lists.read_delta(snapshot):
+            for e in manifests.read(meta.file_name, drop_stats=True):
+                touched.add((tuple(e.partition.values), e.bucket))
     return touched
 
 
-def plan_compaction(table, snapshot, full: bool, scope_snapshot=None,
+def plan_compaction(table, snapshot, full: bool, scope_snapshots: list | None = None,
                     partition_filter: dict | None = None) -> CompactionPlan:
-    """Pick per bucket at ``snapshot``. ``scope_snapshot``: only buckets its delta touched (None: all)."""
+    """Pick per bucket at ``snapshot``. ``scope_snapshots``: only buckets their deltas touched (None: all)."""
     if snapshot is None:
         return CompactionPlan(None, [], {})
     options = dict(table.table_schema.options)
     compact_options = CompactOptions.of(options)
     strategy = UniversalCompaction(compact_options)
-    scope = touched_buckets(table, scope_snapshot) if scope_snapshot is not None else None
+    scope = touched_buckets(table, scope_snapshots) if scope_snapshots is not None else None
     groups: dict[tuple, list] = defaultdict(list)
     for e in live_entries(table, snapshot):
         key = (tuple(e.partition.values), e.bucket)

@@ -11,7 +11,7 @@ from airflow_paimon.engine.commit.staging import decode_message, encode_message
 from airflow_paimon.engine.compact.commit import (commit_compaction, counters_from_snapshot, counters_of,
                                                  discard_outputs)
 from airflow_paimon.engine.compact.merge import check_supported
-from airflow_paimon.engine.compact.plan import SCOPES, BucketCompaction, plan_compaction
+from airflow_paimon.engine.compact.plan import SCOPES, BucketCompaction, plan_compaction, writes_since_compaction
 from airflow_paimon.engine.compact.rewrite import rewrite_bucket
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.plan import latest_snapshot
@@ -33,23 +33,20 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
                    scope: str = "snapshot", partition_filter: dict | None = None,
                    execute: Callable[[list[BucketCompaction]], list[bytes]]) -> dict:
     """Compact ``table``; returns the compact XCom dict (snapshot_id is the input id when nothing was due)."""
-    identifier = table.identifier
+    identifier = table.identifier.get_full_name()
     _validate(table, scope, partition_filter)
-    result = {"table": str(identifier)}
+    result = {"table": identifier}
     done = find_commit(table, identity.commit_user, identity.commit_identifier, input_snapshot_id)
     if done is not None:  # a retry after this run's compaction committed
         return {**result, "snapshot_id": done.id, **counters_from_snapshot(done), "already_committed": True}
     nothing = {**result, "snapshot_id": input_snapshot_id, "compacted_buckets": 0, "files_before": 0,
                "files_after": 0, "already_committed": False}
-    scope_snapshot = None
-    if scope == "snapshot":
+    scope_snapshots = None
+    if scope == "snapshot":  # the buckets written since the last compaction, up to the input snapshot
         if input_snapshot_id is None:
             return nothing
-        scope_snapshot = table.snapshot_manager().get_snapshot_by_id(input_snapshot_id)
-        if scope_snapshot is None:
-            raise ValidationError(str(identifier), f"snapshot {input_snapshot_id} does not exist (expired?); "
-                                                   "use scope 'table'")
-    plan = plan_compaction(table, latest_snapshot(table), full, scope_snapshot, partition_filter)
+        scope_snapshots = writes_since_compaction(table, input_snapshot_id)
+    plan = plan_compaction(table, latest_snapshot(table), full, scope_snapshots, partition_filter)
     if not plan.buckets:
         log.info("%s: nothing to compact", identifier)
         return nothing
@@ -63,7 +60,7 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
 
 
 def _validate(table, scope: str, partition_filter: dict | None) -> None:
-    identifier = str(table.identifier)
+    identifier = table.identifier.get_full_name()
     if not table.primary_keys:
         raise ValidationError(identifier, "compaction here is for primary-key tables only")
     if scope not in SCOPES:

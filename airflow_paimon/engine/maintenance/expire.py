@@ -1,0 +1,97 @@
+"""Snapshot expiry as Paimon's ExpireSnapshotsImpl decides it: keep at least ``snapshot.num-retained.min``,
+at most ``snapshot.num-retained.max``, and every snapshot younger than ``snapshot.time-retained``; expire at
+most ``snapshot.expire.limit`` per run. Then delete what only the expired snapshots needed.
+
+A file is deleted only if no retained snapshot and no tag needs it (see references.py). Order as in Paimon:
+data files, then manifests, then snapshot files, then the EARLIEST hint — so a crash part way leaves
+snapshots that a re-run expires again, never a retained snapshot with a missing file.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from pypaimon.common.time_utils import parse_duration
+
+from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.maintenance.references import DELETE, SnapshotReader
+
+log = logging.getLogger(__name__)
+JAVA_INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ExpireOptions:
+    retain_min: int = 10
+    retain_max: int = JAVA_INT_MAX
+    time_retained_ms: int = 3_600_000
+    limit: int = 50
+
+    @classmethod
+    def of(cls, identifier: str, options: dict, overrides: dict | None = None) -> "ExpireOptions":
+        merged = {**options, **{k: v for k, v in (overrides or {}).items() if v is not None}}
+        get = lambda key, default: default if merged.get(key) in (None, "") else merged[key]  # noqa: E731
+        result = cls(int(get("snapshot.num-retained.min", 10)), int(get("snapshot.num-retained.max", JAVA_INT_MAX)),
+                     parse_duration(str(get("snapshot.time-retained", "1 h"))), int(get("snapshot.expire.limit", 50)))
+        if result.retain_min < 1:
+            raise ValidationError(identifier, "snapshot.num-retained.min must be at least 1", value=result.retain_min)
+        if result.retain_max < result.retain_min:
+            raise ValidationError(identifier, "snapshot.num-retained.max must not be below snapshot.num-retained.min",
+                                  value=result.retain_max)
+        return result
+
+
+def expire_until(snapshots: list, options: ExpireOptions, now_ms: int) -> int:
+    """The first snapshot id to keep: every snapshot below it expires."""
+    earliest, latest = snapshots[0].id, snapshots[-1].id
+    lowest_kept_by_max = max(latest - options.retain_max + 1, earliest)
+    end = min(latest - options.retain_min + 1, earliest + options.limit)
+    older_than = now_ms - options.time_retained_ms
+    for snap in snapshots:
+        # beyond retain_max a snapshot goes whatever its age; otherwise the first young one stops expiry
+        if lowest_kept_by_max <= snap.id < end and snap.time_millis >= older_than:
+            return max(snap.id, earliest)
+    return max(end, earliest)
+
+
+def expire_snapshots(table, options: ExpireOptions, now_ms: int | None = None, dry_run: bool = False) -> dict:
+    """Expire snapshots of ``table``; returns counters for XCom."""
+    manager = table.snapshot_manager()
+    snapshots = manager.list_snapshots()
+    result = {"table": table.identifier.get_full_name(), "expired_snapshots": 0, "deleted_data_files": 0,
+              "deleted_metadata_files": 0, "earliest_snapshot_id": snapshots[0].id if snapshots else None,
+              "dry_run": dry_run}
+    if not snapshots:
+        return result
+    end = expire_until(snapshots, options, int(time.time() * 1000) if now_ms is None else now_ms)
+    expired = [s for s in snapshots if s.id < end]
+    if not expired:
+        return result
+    retained = [s for s in snapshots if s.id >= end]
+    reader = SnapshotReader(table)
+    needed = reader.needed_by(retained) | reader.needed_by_tags()
+    # A file leaves the table in some delta of snapshots (earliest, end]; a re-levelled file is re-added in the
+    # same delta and is then needed by the retained snapshots, so the set difference keeps it.
+    data = set()
+    for snap in snapshots:
+        if expired[0].id < snap.id <= end:
+            data |= {p for e in reader.delta_entries(snap) if e.kind == DELETE for p in reader.data_paths(e)}
+    for snap in expired:
+        data |= {p for e in reader.changelog_entries(snap) for p in reader.data_paths(e)}
+    metadata = set().union(*(reader.metadata_files(s) for s in expired))
+    data, metadata = data - needed.data, metadata - needed.metadata
+    result.update(expired_snapshots=len(expired), deleted_data_files=len(data), deleted_metadata_files=len(metadata),
+                  earliest_snapshot_id=end)
+    if dry_run:
+        return result
+    file_io = table.file_io
+    for path in sorted(data):
+        file_io.delete_quietly(path)
+    for path in sorted(metadata):
+        file_io.delete_quietly(path)
+    for snap in expired:
+        file_io.delete_quietly(manager.get_snapshot_path(snap.id))
+    file_io.overwrite_file_utf8(f"{manager.snapshot_dir}/EARLIEST", str(end))
+    log.info("%s: expired snapshots %s..%s", result["table"], expired[0].id, expired[-1].id)
+    return result

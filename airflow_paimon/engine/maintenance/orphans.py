@@ -1,0 +1,89 @@
+"""Orphan-file removal (Paimon's OrphanFilesClean): delete files in the table directory that no snapshot
+and no tag references and that are older than a safety margin — data of writes that never committed,
+outputs of failed compactions, leftovers of interrupted expiries — plus this project's staged commits
+of runs that never finished.
+
+The margin protects work in flight: a write stages files before its commit references them, so only files
+older than any write could still be pending (default one day, as Paimon's ``older_than``).
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import pyarrow.fs as pafs
+
+from airflow_paimon.engine import storage
+from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.maintenance.references import SnapshotReader, normalize
+
+log = logging.getLogger(__name__)
+DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
+# Table metadata an orphan clean never touches: schema and snapshot files are the table itself.
+PROTECTED_DIRS = ("schema", "snapshot", "tag", "branch", "consumer", "statistics", "changelog")
+
+
+def _files(uri: str, older_than_s: float) -> list[tuple[str, int]]:
+    """(path, size) of every file under ``uri`` last modified before ``older_than_s``."""
+    fs, root = storage._fs(uri)
+    if fs.get_file_info(root).type == pafs.FileType.NotFound:
+        return []
+    found = []
+    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+        if info.type == pafs.FileType.File and info.mtime is not None and info.mtime.timestamp() < older_than_s:
+            relative = info.path[len(root):].lstrip("/")
+            if relative.split("/", 1)[0] not in PROTECTED_DIRS:
+                found.append((info.path, info.size or 0))
+    return found
+
+
+def orphan_files(table, older_than_ms: int) -> list[tuple[str, int]]:
+    """Unreferenced files of the table older than ``older_than_ms`` (epoch millis)."""
+    if table.branch_manager().branches():
+        raise PaimonJobError(f"table {table.identifier.get_full_name()}: has branches; orphan removal here only "
+                             "knows the main branch")
+    reader = SnapshotReader(table)
+    referenced = reader.needed_by(table.snapshot_manager().list_snapshots()) | reader.needed_by_tags()
+    files = _files(table.table_path, older_than_ms / 1000)
+    orphans = [(p, size) for p, size in files if normalize(p) not in referenced]
+    if files and len(orphans) == len(files) and referenced.data:
+        # Every old file unreferenced while snapshots reference files: paths do not line up; delete nothing.
+        raise PaimonJobError(f"table {table.identifier.get_full_name()}: no listed file matches a referenced "
+                             f"path (e.g. {files[0][0]} vs {next(iter(referenced.data))}); refusing to delete")
+    return orphans
+
+
+def stale_staging(staging_root: str, identifier: str, older_than_ms: int) -> list[str]:
+    """Staged-commit directories of this table not touched since ``older_than_ms``."""
+    base = storage.join(staging_root, identifier)
+    fs, root = storage._fs(base)
+    if fs.get_file_info(root).type != pafs.FileType.Directory:
+        return []
+    stale = []
+    for d in fs.get_file_info(pafs.FileSelector(root)):
+        if d.type == pafs.FileType.Directory:
+            newest = max((f.mtime.timestamp() for f in fs.get_file_info(pafs.FileSelector(d.path, recursive=True))
+                          if f.mtime is not None), default=0)
+            if newest * 1000 < older_than_ms:
+                stale.append(d.path)
+    return stale
+
+
+def remove_orphan_files(table, older_than_ms: int | None = None, staging_root: str | None = None,
+                        dry_run: bool = False) -> dict:
+    """Delete orphans (unless ``dry_run``); returns counters for XCom."""
+    if older_than_ms is None:
+        older_than_ms = int(time.time() * 1000) - DEFAULT_OLDER_THAN_MS
+    identifier = table.identifier.get_full_name()
+    orphans = orphan_files(table, older_than_ms)
+    staged = stale_staging(staging_root, identifier, older_than_ms) if staging_root else []
+    if not dry_run:
+        for path, _ in orphans:
+            table.file_io.delete_quietly(path)
+        for path in staged:
+            storage.delete_dir(path)
+    log.info("%s: %s orphan files (%s bytes), %s stale staging dirs%s", identifier, len(orphans),
+             sum(s for _, s in orphans), len(staged), " (dry run)" if dry_run else "")
+    return {"table": identifier, "orphan_files": len(orphans), "orphan_bytes": sum(s for _, s in orphans),
+            "stale_staging_dirs": len(staged), "dry_run": dry_run,
+            "sample": [p for p, _ in orphans[:20]]}

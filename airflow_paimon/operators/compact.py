@@ -1,0 +1,60 @@
+"""Compaction as an Airflow task: plan on the Spark driver, rewrite buckets in parallel Spark tasks, commit
+one COMPACT snapshot. Chain it after a PaimonCommitOperator."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from airflow.exceptions import AirflowSkipException
+
+from airflow_paimon.engine.compact.plan import SCOPES, writes_since_compaction
+from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.operators.paimon import PaimonCommitOperator, PaimonSparkJobOperator
+
+
+class PaimonCompactOperator(PaimonSparkJobOperator):
+    """Compact the table after this run's commit; returns ``{"table", "snapshot_id", "compacted_buckets",
+    "files_before", "files_after", "already_committed"}`` where ``snapshot_id`` is the COMPACT snapshot, or the
+    commit's snapshot when nothing needed compacting.
+
+    - ``full``: False → Paimon's universal compaction per bucket, steered by the table options
+      ``num-sorted-run.compaction-trigger``, ``compaction.max-size-amplification-percent``,
+      ``compaction.size-ratio`` (and ``num-levels``); True → full compaction: every bucket in scope becomes
+      one sorted run at the max level, deleted rows dropped.
+    - ``scope``: ``"snapshot"`` → only the buckets written since the table's last compaction (up to the
+      commit's snapshot); ``"table"`` → every bucket. ``partition_filter`` (``{"dt": "2026-11-01"}``) narrows
+      either. Templated.
+    - ``every_n_runs``: compact only when at least N write snapshots have landed since the last COMPACT
+      snapshot (counted on the table, so manual runs, backfills and failed runs count correctly). When not
+      due the task is **skipped** (AirflowSkipException), like LatestOnlyOperator: the grid shows it, the DAG
+      run still succeeds; a downstream task that must run anyway needs ``trigger_rule="none_failed"``. Tasks
+      that need the snapshot ID should pull it from the commit task.
+
+    Safe to retry: the COMPACT commit carries an identity derived from (dag_id, run_id, table); a retry finds
+    it and returns it (``already_committed: true``). If a concurrent commit removed an input file the task
+    fails, nothing is committed, and a re-run plans again.
+    """
+
+    job = "compact"
+    template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "partition_filter", "scope")
+
+    def __init__(self, *, full: bool = False, scope: str = "snapshot", partition_filter: dict | None = None,
+                 every_n_runs: int = 1, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if every_n_runs < 1:
+            raise ValueError("every_n_runs must be at least 1")
+        if scope not in SCOPES and "{{" not in scope:
+            raise ValueError(f"scope must be one of {SCOPES}")
+        self.full, self.scope, self.partition_filter = full, scope, partition_filter
+        self.every_n_runs = every_n_runs
+
+    def job_spec(self, context, hook: PaimonHook) -> dict:
+        snapshot_id = self.upstream_result(context, PaimonCommitOperator)["snapshot_id"]
+        if self.every_n_runs > 1:
+            writes = len(writes_since_compaction(hook.get_table(self.table), snapshot_id))
+            if writes < self.every_n_runs:
+                raise AirflowSkipException(f"{writes} write snapshot(s) of {self.table} since the last "
+                                           f"compaction; compacting every {self.every_n_runs}")
+        dag_run = context["dag_run"]
+        return {"snapshot_id": snapshot_id, "full": self.full, "scope": self.scope,
+                "partition_filter": self.partition_filter or None, "dag_id": dag_run.dag_id,
+                "run_id": dag_run.run_id}

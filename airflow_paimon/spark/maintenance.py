@@ -1,0 +1,21 @@
+"""Table maintenance jobs (driver-only: metadata reads and deletes, no Spark work)."""
+from __future__ import annotations
+
+import time
+
+from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.maintenance.orphans import DEFAULT_OLDER_THAN_MS, remove_orphan_files
+from airflow_paimon.engine.table import get_table
+
+
+def run_expire_snapshots(spec: dict) -> dict:
+    table = get_table(spec["catalog_options"], spec["table"])
+    options = ExpireOptions.of(spec["table"], dict(table.table_schema.options), spec.get("options"))
+    return expire_snapshots(table, options, dry_run=bool(spec.get("dry_run")))
+
+
+def run_remove_orphan_files(spec: dict) -> dict:
+    table = get_table(spec["catalog_options"], spec["table"])
+    margin_ms = int(spec.get("older_than_ms") or DEFAULT_OLDER_THAN_MS)
+    return remove_orphan_files(table, int(time.time() * 1000) - margin_ms, staging_root=spec.get("staging_root"),
+                               dry_run=bool(spec.get("dry_run")))

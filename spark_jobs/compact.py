@@ -1,0 +1,6 @@
+"""Spark job: compact. Arguments: --spec JSON --result-uri URI."""
+from airflow_paimon.spark.compact import run_compact
+from airflow_paimon.spark.job import run, spark_session
+
+if __name__ == "__main__":
+    run(lambda spec: run_compact(spark_session(spec, f"paimon-compact {spec['table']}"), spec))

@@ -1,0 +1,6 @@
+"""Spark job: expire snapshots (driver-only). Arguments: --spec JSON --result-uri URI."""
+from airflow_paimon.spark.job import run
+from airflow_paimon.spark.maintenance import run_expire_snapshots
+
+if __name__ == "__main__":
+    run(run_expire_snapshots)

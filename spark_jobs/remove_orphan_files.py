@@ -1,0 +1,6 @@
+"""Spark job: remove orphan files (driver-only). Arguments: --spec JSON --result-uri URI."""
+from airflow_paimon.spark.job import run
+from airflow_paimon.spark.maintenance import run_remove_orphan_files
+
+if __name__ == "__main__":
+    run(run_remove_orphan_files)
