@@ -1,0 +1,172 @@
+"""Row kinds and in-batch merging, columnar, the way Paimon's write buffer merges one key's records.
+
+- An operation column holds +I, -U, +U, -D; Paimon's RowKind bytes are 0, 1, 2, 3 (-U and -D retract).
+- Paimon orders one key's records by the table's ``sequence.field`` columns (reversed when
+  ``sequence.field.sort-order`` = descending; nulls first either way), then by sequence number (input order
+  here), and hands them to the merge function: deduplicate keeps the last, first-row the first
+  (retractions refused unless ``ignore-delete``), partial-update takes each column's last non-null value
+  (with ``partial-update.remove-record-on-delete`` a -D resets the key and -U is ignored; otherwise
+  retractions are refused unless ``ignore-delete``, which drops them for every engine).
+- Aggregation needs the table's aggregate functions: resolve it in Paimon itself by writing the r-th
+  occurrence of each key in the r-th file (``occurrence_rounds``) so the read/compaction merge aggregates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+_ORDER = "__input_order"
+
+
+def row_kinds(op: pa.Array | pa.ChunkedArray, *, table: str = "?", column: str = "op") -> np.ndarray:
+    """RowKind byte per row of an operation column; an unknown or null value fails naming table, column, value."""
+    op = op.cast(pa.string())
+    codes = pc.index_in(op, value_set=pa.array(list(ROW_KINDS)))
+    if codes.null_count:
+        bad = pc.filter(op, pc.is_null(codes)).to_pylist()[0]
+        raise ValueError(f"table {table}, column {column!r}, value {bad!r}: operation must be one of "
+                         f"{list(ROW_KINDS)}")
+    return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int8)
+
+
+def is_retract(kinds: np.ndarray) -> np.ndarray:
+    return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+
+
+def sequence_fields(options: dict) -> list[str]:
+    return [f.strip() for f in str(options.get("sequence.field", "") or "").split(",") if f.strip()]
+
+
+def sequence_ascending(options: dict) -> bool:
+    return str(options.get("sequence.field.sort-order", "ascending")).strip().lower() != "descending"
+
+
+def merge_order(rows: pa.Table, key_fields: list[str], seq_fields: list[str] = (), ascending: bool = True
+                ) -> np.ndarray:
+    """Row indices sorted by key, then sequence fields, then input order: each key's records as Paimon
+    merges them."""
+    t = pa.table({**{f"k{i}": rows.column(k) for i, k in enumerate(key_fields)},
+                  **{f"s{i}": rows.column(s) for i, s in enumerate(seq_fields)},
+                  _ORDER: pa.array(np.arange(rows.num_rows, dtype=np.int64))})
+    direction = "ascending" if ascending else "descending"
+    keys = [(f"k{i}", "ascending") for i in range(len(key_fields))]
+    # Java's generated comparator puts null sequence values first in either direction (nullIsLast=false).
+    order = pc.sort_indices(t, sort_keys=keys + [(f"s{i}", direction) for i in range(len(seq_fields))]
+                            + [(_ORDER, "ascending")], null_placement="at_start")
+    return np.asarray(order.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def key_group_starts(rows: pa.Table, key_fields: list[str], order: np.ndarray) -> np.ndarray:
+    """Positions in ``order`` where a new key starts (``order`` groups equal keys together)."""
+    n = len(order)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    take = pa.array(order)
+    for k in key_fields:
+        col = rows.column(k).take(take)
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        differs = pc.fill_null(pc.not_equal(col.slice(0, n - 1), col.slice(1)), True)
+        new[1:] |= np.asarray(differs.to_numpy(zero_copy_only=False))
+    return np.nonzero(new)[0]
+
+
+def occurrence_rounds(rows: pa.Table, key_fields: list[str], seq_fields: list[str] = (), ascending: bool = True
+                      ) -> np.ndarray:
+    """For each row, how many earlier records of its key precede it in merge order (0 for the first)."""
+    order = merge_order(rows, key_fields, seq_fields, ascending)
+    starts = key_group_starts(rows, key_fields, order)
+    group_start = np.repeat(starts, np.diff(np.append(starts, len(order))))
+    rounds = np.empty(len(order), dtype=np.int64)
+    rounds[order] = np.arange(len(order)) - group_start
+    return rounds
+
+
+@dataclass
+class Resolved:
+    rows: pa.Table      # one row per key, in input order of each key's surviving (last merged) record
+    kinds: np.ndarray   # int8 RowKind of each row
+    dropped: int        # input rows that did not survive as their own row
+
+
+def resolve_duplicates(rows: pa.Table, kinds: np.ndarray, key_fields: list[str], *, merge_engine: str = "deduplicate",
+                       options: dict | None = None, table: str = "?") -> Resolved:
+    """One record per key, as Paimon's merge function would leave it after merging this batch."""
+    options = options or {}
+    seq, asc = sequence_fields(options), sequence_ascending(options)
+    ignore_delete = str(options.get("ignore-delete", "false")).lower() == "true"
+    kinds = np.asarray(kinds, dtype=np.int8)
+    n_in = rows.num_rows
+    retract = is_retract(kinds)
+    if retract.any() and ignore_delete:
+        keep = pa.array(~retract)
+        rows, kinds, retract = rows.filter(keep), kinds[~retract], retract[~retract]
+    if merge_engine == "deduplicate":
+        pick = _pick(rows, key_fields, seq, asc, last=True)
+    elif merge_engine == "first-row":
+        _refuse_retract(retract, table, merge_engine)
+        pick = _pick(rows, key_fields, seq, asc, last=False)
+    elif merge_engine == "partial-update":
+        remove_on_delete = str(options.get("partial-update.remove-record-on-delete", "false")).lower() == "true"
+        return _partial_update(rows, kinds, key_fields, seq, asc, remove_on_delete, table, n_in, options)
+    elif merge_engine == "aggregation":
+        raise NotImplementedError("aggregation merges with the table's aggregate functions: write each key's "
+                                  "r-th record in the r-th file (occurrence_rounds) and let Paimon merge them")
+    else:
+        raise ValueError(f"table {table}: merge-engine {merge_engine!r} is not supported")
+    pick = np.sort(pick)
+    return Resolved(rows.take(pa.array(pick)), kinds[pick], n_in - len(pick))
+
+
+def _refuse_retract(retract: np.ndarray, table: str, merge_engine: str) -> None:
+    if retract.any():
+        raise ValueError(f"table {table}: merge-engine {merge_engine} cannot accept -U/-D records "
+                         f"({int(retract.sum())} in this batch); set 'ignore-delete' = 'true' to drop them")
+
+
+def _pick(rows, key_fields, seq, asc, *, last: bool) -> np.ndarray:
+    order = merge_order(rows, key_fields, seq, asc)
+    starts = key_group_starts(rows, key_fields, order)
+    ends = np.append(starts[1:], len(order)) - 1
+    return order[ends if last else starts]
+
+
+def _partial_update(rows, kinds, key_fields, seq, asc, remove_on_delete, table, n_in, options) -> Resolved:
+    retract = is_retract(kinds)
+    deletes = kinds == DELETE
+    if retract.any() and not remove_on_delete:
+        _refuse_retract(retract, table, "partial-update")
+    if any(k.startswith("fields.") and k.endswith(".sequence-group") for k in options):
+        raise ValueError(f"table {table}: partial-update with sequence-group is not supported")
+    order = merge_order(rows, key_fields, seq, asc)
+    starts = key_group_starts(rows, key_fields, order)
+    n = len(order)
+    group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+    pos = np.arange(n)
+    # With remove-record-on-delete a -D resets the key and -U is ignored: only later +I/+U values count.
+    last_delete = np.full(len(starts), -1, dtype=np.int64)
+    if deletes.any():
+        np.maximum.at(last_delete, group, np.where(deletes[order], pos, -1))
+    live = pos > last_delete[group]
+    ends = np.append(starts[1:], n) - 1
+    columns = {}
+    for name in rows.column_names:
+        col = rows.column(name).combine_chunks().take(pa.array(order))
+        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False)) & live & ~retract[order]
+        last_valid = np.full(len(starts), -1, dtype=np.int64)
+        np.maximum.at(last_valid, group, np.where(valid, pos, -1))
+        columns[name] = col.take(pa.array(np.where(last_valid >= 0, last_valid, ends), mask=last_valid < 0))
+    merged = pa.table(columns, schema=rows.schema)
+    out_kinds = np.where(last_delete == ends, DELETE, INSERT).astype(np.int8)
+    # The key columns always come from the key's last record (every record carries them).
+    for k in key_fields:
+        merged = merged.set_column(merged.schema.get_field_index(k), rows.schema.field(k),
+                                   rows.column(k).combine_chunks().take(pa.array(order[ends])))
+    by_input = np.argsort(order[ends], kind="stable")
+    return Resolved(merged.take(pa.array(by_input)), out_kinds[by_input], n_in - len(starts))
