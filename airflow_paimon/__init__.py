@@ -14,9 +14,9 @@ def get_provider_info() -> dict:
             {"hook-class-name": "airflow_paimon.hooks.paimon.PaimonHook", "connection-type": "paimon"},
         ],
         "hooks": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.hooks.paimon"]}],
-        "operators": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.operators.paimon",
-                                                                                  "airflow_paimon.operators.compact",
-                                                                                  "airflow_paimon.operators.maintenance"]}],
+        "operators": [{"integration-name": "Apache Paimon", "python-modules": [
+            "airflow_paimon.operators.paimon", "airflow_paimon.operators.compact",
+            "airflow_paimon.operators.maintenance"]}],
         "integrations": [{"integration-name": "Apache Paimon", "external-doc-url": "https://paimon.apache.org/",
                           "tags": ["software"]}],
     }

@@ -4,12 +4,16 @@ Each run reads the day's change file ``{source_root}/orders/{{ ds }}.parquet`` â
 differ from the partition the key lives in today; such keys move. Connections used: ``paimon_default``
 (the warehouse) and ``spark_default`` (e.g. host ``local[2]``). Set the Airflow Variable
 ``paimon_source_root`` to where the change files land.
+
+The run ends with compaction (Paimon's universal compaction of the buckets written since the last one);
+set ``COMPACT_EVERY_N_RUNS`` to compact only after every Nth write (the compact task is skipped otherwise).
 """
 from __future__ import annotations
 
 import pendulum
 from airflow.sdk import DAG
 
+from airflow_paimon.operators.compact import PaimonCompactOperator
 from airflow_paimon.operators.paimon import (PaimonAssignAndWriteOperator, PaimonBootstrapIndexOperator,
                                              PaimonCommitOperator)
 
@@ -21,6 +25,7 @@ TABLE_SCHEMA = {
     "partition_keys": ["dt"],
     "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "200000"},
 }
+COMPACT_EVERY_N_RUNS = 1
 
 with DAG(
     dag_id="paimon_upsert_daily",
@@ -37,4 +42,5 @@ with DAG(
         task_id="assign_and_write", table=TABLE,
         source="{{ var.value.get('paimon_source_root', '/tmp/paimon-sources') }}/orders/{{ ds }}.parquet")
     commit = PaimonCommitOperator(task_id="commit", table=TABLE)
-    bootstrap >> write >> commit
+    compact = PaimonCompactOperator(task_id="compact", table=TABLE, every_n_runs=COMPACT_EVERY_N_RUNS)
+    bootstrap >> write >> commit >> compact

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from airflow.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_paimon.engine.compact.plan import SCOPES, writes_since_compaction
 from airflow_paimon.hooks.paimon import PaimonHook
@@ -16,14 +16,14 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
     "files_before", "files_after", "already_committed"}`` where ``snapshot_id`` is the COMPACT snapshot, or the
     commit's snapshot when nothing needed compacting.
 
-    - ``full``: False → Paimon's universal compaction per bucket, steered by the table options
+    - ``full`` (templated; "true"/"false" strings accepted): False → Paimon's universal compaction per bucket, steered by the table options
       ``num-sorted-run.compaction-trigger``, ``compaction.max-size-amplification-percent``,
       ``compaction.size-ratio`` (and ``num-levels``); True → full compaction: every bucket in scope becomes
       one sorted run at the max level, deleted rows dropped.
     - ``scope``: ``"snapshot"`` → only the buckets written since the table's last compaction (up to the
       commit's snapshot); ``"table"`` → every bucket. ``partition_filter`` (``{"dt": "2026-11-01"}``) narrows
       either. Templated.
-    - ``every_n_runs``: compact only when at least N write snapshots have landed since the last COMPACT
+    - ``every_n_runs`` (templated): compact only when at least N write snapshots have landed since the last COMPACT
       snapshot (counted on the table, so manual runs, backfills and failed runs count correctly). When not
       due the task is **skipped** (AirflowSkipException), like LatestOnlyOperator: the grid shows it, the DAG
       run still succeeds; a downstream task that must run anyway needs ``trigger_rule="none_failed"``. Tasks
@@ -35,12 +35,13 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
     """
 
     job = "compact"
-    template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "partition_filter", "scope")
+    template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "partition_filter", "scope",
+                                      "full", "every_n_runs")
 
-    def __init__(self, *, full: bool = False, scope: str = "snapshot", partition_filter: dict | None = None,
-                 every_n_runs: int = 1, **kwargs) -> None:
+    def __init__(self, *, full: bool | str = False, scope: str = "snapshot", partition_filter: dict | None = None,
+                 every_n_runs: int | str = 1, **kwargs) -> None:
         super().__init__(**kwargs)
-        if every_n_runs < 1:
+        if isinstance(every_n_runs, int) and every_n_runs < 1:
             raise ValueError("every_n_runs must be at least 1")
         if scope not in SCOPES and "{{" not in scope:
             raise ValueError(f"scope must be one of {SCOPES}")
@@ -49,12 +50,16 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
 
     def job_spec(self, context, hook: PaimonHook) -> dict:
         snapshot_id = self.upstream_result(context, PaimonCommitOperator)["snapshot_id"]
-        if self.every_n_runs > 1:
+        every = int(self.every_n_runs)  # templated: may arrive as a rendered string
+        if every < 1:
+            raise ValueError(f"every_n_runs must be at least 1, got {every}")
+        if every > 1:
             writes = len(writes_since_compaction(hook.get_table(self.table), snapshot_id))
-            if writes < self.every_n_runs:
+            if writes < every:
                 raise AirflowSkipException(f"{writes} write snapshot(s) of {self.table} since the last "
-                                           f"compaction; compacting every {self.every_n_runs}")
+                                           f"compaction; compacting every {every}")
         dag_run = context["dag_run"]
-        return {"snapshot_id": snapshot_id, "full": self.full, "scope": self.scope,
+        full = self.full if isinstance(self.full, bool) else str(self.full).strip().lower() in ("true", "1", "yes")
+        return {"snapshot_id": snapshot_id, "full": full, "scope": self.scope,
                 "partition_filter": self.partition_filter or None, "dag_id": dag_run.dag_id,
                 "run_id": dag_run.run_id}
