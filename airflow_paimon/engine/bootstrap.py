@@ -59,7 +59,8 @@ def plan_bootstrap(table, table_uri: str, shards: int) -> BootstrapPlan:
         return rebuild(f"published index of snapshot {base.snapshot_id} has another schema, shard count or hash")
     problem = verify(table_uri, base)
     if problem:
-        log.warning("index of %s at snapshot %s unusable, rebuilding: %s", table.identifier, base.snapshot_id, problem)
+        log.warning("index of %s at snapshot %s unusable, rebuilding: %s", table.identifier.get_full_name(),
+                    base.snapshot_id, problem)
         return rebuild(problem)
     if base.snapshot_id == lid:
         return BootstrapPlan(REUSE, lid, base, reason="index is of the latest snapshot")
@@ -99,8 +100,8 @@ def write_shard(shard: int, rows: pa.Table, local_dir: str) -> tuple[str | None,
         raise ValueError(f"index shard {shard}: a key lives in more than one bucket; the table is inconsistent")
     path = os.path.join(local_dir, f"base-{shard:05d}.sst")
     count = write_sst(keys, values, path)
-    buckets, _, partitions = decode_values(values)
-    return (path if count else None), count, count_buckets(partitions, buckets)
+    decoded = decode_values(values)
+    return (path if count else None), count, count_buckets(decoded.partition, decoded.bucket)
 
 
 # --- catch up ------------------------------------------------------------------------------------------
@@ -134,11 +135,11 @@ def apply_changes(index: ShardIndex, changes: pa.Table, buckets: BucketAssigner)
     keys, alive = final.column("key").combine_chunks(), final.column("alive").combine_chunks()
     old = index.lookup(keys)
     known = old.is_valid()
-    old_bucket, _, old_part = decode_values(old.filter(known))
-    buckets.decrement(old_part, old_bucket)
+    old_place = decode_values(old.filter(known))
+    buckets.decrement(old_place.partition, old_place.bucket)
     live = final.filter(alive)
-    new_bucket, _, new_part = decode_values(live.column("value").combine_chunks())
-    buckets.increment(new_part, new_bucket)
+    new_place = decode_values(live.column("value").combine_chunks())
+    buckets.increment(new_place.partition, new_place.bucket)
     index.put(live.column("key").combine_chunks(), live.column("value").combine_chunks())
     gone = pc.and_(pc.invert(alive), known)
     index.delete(keys.filter(gone))

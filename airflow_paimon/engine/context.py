@@ -16,6 +16,22 @@ def _cached_table(options_json: str, identifier: str):
     return get_table(json.loads(options_json), identifier)
 
 
+def table_ordering(table):
+    """The table's ``sequence.field`` ordering for resolving duplicate keys in one batch."""
+    from airflow_paimon.engine.assign.assigner import Ordering
+    from airflow_paimon.engine.errors import ValidationError
+
+    options = table.table_schema.options
+    fields = [f.strip() for f in str(options.get("sequence.field", "")).split(",") if f.strip()]
+    if fields and table.bucket_mode().name == "CROSS_PARTITION":
+        # Paimon's own rule (SchemaValidation; pypaimon refuses to read such a table).
+        raise ValidationError(table.identifier.get_full_name(), "You can not use sequence.field in cross partition update case "
+                              f"(primary keys {list(table.primary_keys)} do not include all partition fields "
+                              f"{list(table.partition_keys)})", column="sequence.field", value=",".join(fields))
+    ascending = str(options.get("sequence.field.sort-order", "ascending")).lower() != "descending"
+    return Ordering(tuple(fields), ascending)
+
+
 @dataclass
 class WriteContext:
     catalog_options: dict
@@ -62,6 +78,10 @@ class WriteContext:
     def index_options(self):
         from airflow_paimon.engine.index.shard import IndexOptions
         return IndexOptions.from_table_options(dict(self.table().table_schema.options))
+
+    @property
+    def ordering(self):
+        return table_ordering(self.table())
 
     @property
     def merge_engine(self) -> str:

@@ -13,7 +13,7 @@ from airflow_paimon.engine.assign.task import assign_task
 from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.staging import Staged, stage
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.context import WriteContext, table_ordering
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values, shard_of
 from airflow_paimon.engine.index.layout import read_manifest
@@ -53,6 +53,7 @@ def run_assign_and_write(spark, spec: dict) -> dict:
         raise ValidationError(identifier, f"bucket mode {table.bucket_mode().name} is not supported yet "
                                           "(cross-partition primary-key tables only)")
 
+    table_ordering(table)  # refuses what Paimon refuses (sequence.field on a cross-partition table)
     source, rows_in = validate_and_cast(read_source(spark, spec["source"], identifier), table, identifier)
     snapshot = table.snapshot_manager().get_snapshot_by_id(base) if base else None
     storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet

@@ -85,10 +85,10 @@ def _rebuild(spark, table, snapshot_id, bucket_files, shards: int, table_uri: st
     if buckets:
         rows = _parallel_tasks(spark, len(buckets)).mapInArrow(read_buckets, _spark_schema(INDEX_ROWS))
         metas = _collect(rows.groupBy("shard").applyInArrow(write_one, SHARD_RESULT))
-    manifest = IndexManifest(table.identifier, snapshot_id, table.table_schema.id, shards, KEY_HASH_SCHEME,
+    manifest = IndexManifest(table.identifier.get_full_name(), snapshot_id, table.table_schema.id, shards, KEY_HASH_SCHEME,
                              [metas.get(i, ShardMeta(i)) for i in range(shards)], origin=REBUILD)
     write_manifest(table_uri, manifest)
-    log.info("rebuilt the index of %s at snapshot %s: %s keys", table.identifier, snapshot_id, manifest.keys)
+    log.info("rebuilt the index of %s at snapshot %s: %s keys", table.identifier.get_full_name(), snapshot_id, manifest.keys)
     return manifest
 
 

@@ -57,3 +57,14 @@ def test_first_row_drops_moved_key(index):
 def test_unknown_merge_engine_is_refused(index):
     with pytest.raises(ValueError, match="merge-engine"):
         run(index, batch([2], ["c"], [20]), "lookup")
+
+
+def test_duplicates_in_a_batch_resolve_by_sequence_field_then_input_order():
+    from airflow_paimon.engine.assign.assigner import Ordering, last_per_key
+
+    b = batch([1, 1, 1, 2, 2], list("abcab"), [0, 1, 2, 3, 4]).append_column("ts", pa.array([5, 9, 9, 2, 1]))
+    ascending = last_per_key(b, Ordering(("ts",)))
+    assert sorted((r["id"], r["v"]) for r in ascending.to_pylist()) == [(1, 2.0), (2, 3.0)]
+    descending = last_per_key(b, Ordering(("ts",), ascending=False))
+    assert sorted((r["id"], r["v"]) for r in descending.to_pylist()) == [(1, 0.0), (2, 4.0)]
+    assert sorted((r["id"], r["v"]) for r in last_per_key(b).to_pylist()) == [(1, 2.0), (2, 4.0)]

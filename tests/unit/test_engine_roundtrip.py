@@ -52,7 +52,7 @@ def test_commit_refused_when_table_moved_since_bootstrap(warehouse):
     stale = bootstrap(opts, "db.t", warehouse + "/.index", 2)
     upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), pa.Table.from_pandas(
         BATCHES[0], schema=SCHEMA, preserve_index=False), run_id="other")
-    with pytest.raises(StaleIndexError, match="changed since bootstrap at snapshot None"):
+    with pytest.raises(StaleIndexError, match="table db.t changed since bootstrap at snapshot None"):
         upsert(stale, pa.Table.from_pandas(BATCHES[1], schema=SCHEMA, preserve_index=False), run_id="late")
     assert_table_equals(get_table(opts, "db.t"), expected_upsert(BATCHES[:1], "id"), "id")
 
@@ -76,3 +76,13 @@ def test_continues_a_table_written_by_pypaimon_rust_and_back(warehouse):
     assert_table_equals(table, expected_upsert(BATCHES[:2], "id"), "id")
     native_write(BATCHES[2])  # and the native writer continues our table
     assert_table_equals(get_table(opts, "db.t"), expected_upsert(BATCHES, "id"), "id")
+
+
+def test_sequence_field_on_a_cross_partition_table_is_refused_as_paimon_does(warehouse):
+    from airflow_paimon.engine.context import table_ordering
+    from airflow_paimon.engine.errors import ValidationError
+
+    spec = TableSpec(SPEC.columns, SPEC.primary_keys, SPEC.partition_keys, {"bucket": "-1", "sequence.field": "v"})
+    table = get_or_create_table({"warehouse": warehouse}, "db.s", spec)
+    with pytest.raises(ValidationError, match="table db.s, column 'sequence.field', value 'v': You can not use"):
+        table_ordering(table)

@@ -10,10 +10,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.buckets import BucketAssigner
-from airflow_paimon.engine.index.keys import decode_partition, encode_partitions
+from airflow_paimon.engine.index.keys import decode_partition, encode_ordering, encode_partitions
 from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values
 
 KEY, ORDER, BUCKET, KIND = "_key", "_order", "_bucket", "_kind"
+_ORDERING = "_ordering"
+ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 INSERT, DELETE = 0, 3  # Paimon RowKind bytes: +I and -D
 
 
@@ -27,15 +29,31 @@ class Assigned:
     new_keys: int  # keys the index did not know before
 
 
-def last_per_key(batch: pa.Table) -> pa.Table:
-    """Duplicate keys in one batch: the last row (by input order) wins."""
+@dataclass(frozen=True)
+class Ordering:
+    """The table's ``sequence.field`` (empty: arrival order only) and its sort order."""
+
+    fields: tuple[str, ...] = ()
+    ascending: bool = True
+
+    def of(self, batch: pa.Table) -> pa.Array:
+        return encode_ordering(batch, list(self.fields))
+
+
+def last_per_key(batch: pa.Table, ordering: Ordering = Ordering()) -> pa.Table:
+    """Duplicate keys in one batch resolve as Paimon's merge would: the highest sequence.field wins (the
+    lowest for descending order), ties and tables without one go to the last row in input order."""
     if batch.num_rows < 2:
         return batch
-    ordered = batch.take(pc.sort_indices(batch, sort_keys=[(KEY, "ascending"), (ORDER, "ascending")]))
+    sort_keys = [(KEY, "ascending")]
+    if ordering.fields:
+        batch = batch.append_column(_ORDERING, ordering.of(batch))
+        sort_keys.append((_ORDERING, "ascending" if ordering.ascending else "descending"))
+    ordered = batch.take(pc.sort_indices(batch, sort_keys=sort_keys + [(ORDER, "ascending")]))
     keys = ordered.column(KEY).combine_chunks()
     is_last = pc.not_equal(keys.slice(0, len(keys) - 1), keys.slice(1))
-    keep = pa.concat_arrays([is_last, pa.array([True])])
-    return ordered.filter(keep)
+    kept = ordered.filter(pa.concat_arrays([is_last, pa.array([True])]))
+    return kept.drop_columns([_ORDERING]) if ordering.fields else kept
 
 
 def _with_partition(rows: pa.Table, partition_fields: list[str], encoded: pa.Array,
@@ -50,60 +68,60 @@ def _with_partition(rows: pa.Table, partition_fields: list[str], encoded: pa.Arr
 
 
 def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_types: list[pa.DataType],
-                 index: ShardIndex, buckets: BucketAssigner, merge_engine: str = "deduplicate") -> Assigned:
+                 index: ShardIndex, buckets: BucketAssigner, merge_engine: str = "deduplicate",
+                 ordering: Ordering = Ordering()) -> Assigned:
     """Assign every row of ``batch`` (one shard's rows, carrying _key and _order) to (partition, bucket).
 
     Updates ``index`` and ``buckets`` in place; returns the rows to write, delete rows included.
     """
+    if merge_engine not in ENGINES:
+        raise ValueError(f"merge-engine {merge_engine!r} is not supported for cross-partition upsert")
     rows_in = batch.num_rows
-    batch = last_per_key(batch)
+    batch = last_per_key(batch, ordering)
     batch = batch.take(pc.sort_indices(batch.column(ORDER)))  # arrival order decides new buckets
     keys = batch.column(KEY).combine_chunks()
     new_part = encode_partitions(batch, partition_fields)
     found = index.lookup(keys)
     known = np.asarray(found.is_valid().to_numpy(zero_copy_only=False))
+    known_idx = np.nonzero(known)[0]
+    stored = decode_values(found.filter(pa.array(known)))
+    same = np.asarray(pc.equal(stored.partition, new_part.filter(pa.array(known))).to_numpy(zero_copy_only=False))
 
     bucket = np.full(batch.num_rows, -1, dtype=np.int32)
-    known_idx = np.nonzero(known)[0]
-    old_bucket, _, old_part = decode_values(found.filter(pa.array(known)))
-    same = np.asarray(pc.equal(old_part, new_part.filter(pa.array(known))).to_numpy(zero_copy_only=False))
-    bucket[known_idx[same]] = old_bucket[same]
-
-    moved_idx, moved_bucket = known_idx[~same], old_bucket[~same]
-    moved_part = old_part.filter(pa.array(~same))
+    bucket[known_idx[same]] = stored.bucket[same]
+    moving = ~same
+    if merge_engine in ("partial-update", "aggregation"):
+        moving[:] = False  # the update belongs to the row where the key already lives
+    stay_elsewhere = ~same & ~moving  # written into the key's old place, which the merge engine resolves
     keep = np.ones(batch.num_rows, dtype=bool)
-    deletes = None
-    if merge_engine == "deduplicate":
-        # Delete from the old place, then treat as a new key of its new partition.
-        deletes = _with_partition(batch.take(moved_idx), partition_fields, moved_part, partition_types)
-        deletes = deletes.append_column(BUCKET, pa.array(moved_bucket, pa.int32()))
-        buckets.decrement(moved_part, moved_bucket)
-    elif merge_engine in ("partial-update", "aggregation"):
-        # The update belongs to the row where the key already lives.
-        bucket[moved_idx] = moved_bucket
-        batch = _replace_rows_partition(batch, moved_idx, moved_part, partition_fields, partition_types)
-        new_part = encode_partitions(batch, partition_fields)
-    elif merge_engine == "first-row":
-        keep[moved_idx] = False  # the first row stays where it is
-    else:
-        raise ValueError(f"merge-engine {merge_engine!r} is not supported for cross-partition upsert")
+    if merge_engine == "first-row":
+        keep[known_idx[~same]] = False  # the first row stays where it is
+        moving[:] = stay_elsewhere[:] = False
+    bucket[known_idx[stay_elsewhere]] = stored.bucket[stay_elsewhere]
+    batch = _replace_rows_partition(batch, known_idx[stay_elsewhere], stored.partition.filter(pa.array(stay_elsewhere)),
+                                    partition_fields, partition_types)
+    new_part = encode_partitions(batch, partition_fields)
 
-    # New keys, and keys that moved under deduplicate, take a bucket in their (new) partition.
+    moved_idx, moved_bucket = known_idx[moving], stored.bucket[moving]
+    moved_part = stored.partition.filter(pa.array(moving))
+    deletes = _with_partition(batch.take(pa.array(moved_idx, pa.int64())), partition_fields, moved_part,
+                              partition_types).append_column(BUCKET, pa.array(moved_bucket, pa.int32()))
+    buckets.decrement(moved_part, moved_bucket)
+
+    # New keys, and moved keys (deduplicate), take a bucket in their (new) partition.
     fresh = np.nonzero((bucket < 0) & keep)[0]
-    fresh_take = pa.array(fresh, pa.int64())
-    bucket[fresh] = buckets.assign(new_part.take(fresh_take))
-    index.put(keys.take(fresh_take), encode_values(bucket[fresh], new_part.take(fresh_take)))
+    bucket[fresh] = buckets.assign(new_part.take(pa.array(fresh, pa.int64())))
+    take = pa.array(fresh, pa.int64())
+    index.put(keys.take(take), encode_values(bucket[fresh], new_part.take(take)))
 
     placed = np.nonzero(keep)[0]
     out = batch.take(pa.array(placed, pa.int64())).append_column(BUCKET, pa.array(bucket[placed], pa.int32()))
     out = out.append_column(KIND, pa.array(np.full(len(placed), INSERT, dtype=np.int8)))
-    n_deletes = 0
-    if deletes is not None and deletes.num_rows:
-        n_deletes = deletes.num_rows
-        deletes = deletes.append_column(KIND, pa.array(np.full(n_deletes, DELETE, dtype=np.int8)))
+    if deletes.num_rows:
+        deletes = deletes.append_column(KIND, pa.array(np.full(deletes.num_rows, DELETE, dtype=np.int8)))
         out = pa.concat_tables([out, deletes.select(out.column_names)])
     out = out.drop_columns([ORDER])
-    return Assigned(out, rows_in, n_deletes, len(moved_idx), dropped=batch.num_rows - len(placed),
+    return Assigned(out, rows_in, deletes.num_rows, len(moved_idx), dropped=batch.num_rows - len(placed),
                     new_keys=int((~known).sum()))
 
 

@@ -24,7 +24,7 @@ def assign_task(ctx: WriteContext, shard: int, rows: pa.Table) -> tuple[pa.Table
             buckets = BucketAssigner(shard, ctx.shards, ctx.target_row_num, meta.bucket_counts)
             result = assign_shard(ctx.conform(rows), partition_fields=ctx.partition_keys,
                                   partition_types=ctx.partition_types, index=index, buckets=buckets,
-                                  merge_engine=ctx.merge_engine)
+                                  merge_engine=ctx.merge_engine, ordering=ctx.ordering)
             local, kind, entries = export_changes(index, meta, tmp)
             stage_shard(ctx.staging_uri, shard, local, kind, entries, meta.keys + result.new_keys, buckets.to_dict())
     counters = {"rows_in": result.rows_in, "deletes": result.deletes, "moved_keys": result.moved_keys,

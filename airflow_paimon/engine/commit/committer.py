@@ -34,7 +34,7 @@ def check_not_moved(table, base_snapshot_id: int | None) -> None:
         if snap is None or snap.commit_kind != COMPACT:
             kind = snap.commit_kind if snap else "expired"
             raise StaleIndexError(
-                f"table {table.identifier} changed since bootstrap at snapshot {base_snapshot_id}: "
+                f"table {table.identifier.get_full_name()} changed since bootstrap at snapshot {base_snapshot_id}: "
                 f"snapshot {sid} ({kind}) by {snap.commit_user if snap else '?'}; re-run from bootstrap-index")
 
 

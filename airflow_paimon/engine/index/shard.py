@@ -65,25 +65,32 @@ def now_seconds() -> int:
 
 
 def encode_values(buckets: np.ndarray, partitions: pa.Array, written_at: int | None = None) -> pa.Array:
-    """Index values for rows with these buckets and encoded partitions, stamped ``written_at``."""
+    """Index values: bucket, ``written_at`` (default now), then the encoded partition."""
     n = len(buckets)
     header = np.empty((n, 2), dtype=">u4")
     header[:, 0] = np.asarray(buckets, dtype=np.int64).astype(np.uint32)
     header[:, 1] = now_seconds() if written_at is None else written_at
-    head = pa.Array.from_buffers(pa.binary(HEADER), n, [None, pa.py_buffer(header.tobytes())])
-    return pc.binary_join_element_wise(head.cast(pa.binary()), partitions.cast(pa.binary()), b"")
+    head = pa.Array.from_buffers(pa.binary(HEADER), n, [None, pa.py_buffer(header.tobytes())]).cast(pa.binary())
+    return pc.binary_join_element_wise(head, partitions.cast(pa.binary()), b"")
 
 
-def decode_values(values: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """(bucket, written_at, encoded partition) of non-null index values."""
+@dataclass
+class IndexValues:
+    bucket: np.ndarray       # int32
+    written_at: np.ndarray   # int64 epoch seconds
+    partition: pa.Array      # string
+
+
+def decode_values(values: pa.Array) -> IndexValues:
+    """Decode non-null index values."""
     if len(values) == 0:
-        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64), pa.array([], pa.string())
+        return IndexValues(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64), pa.array([], pa.string()))
     heads = pc.binary_slice(values, 0, HEADER).cast(pa.binary(HEADER))
     header = np.frombuffer(heads.buffers()[1], dtype=">u4", count=2 * len(values),
                            offset=heads.offset * HEADER).reshape(-1, 2)
     longest = max(pc.max(pc.binary_length(values)).as_py(), HEADER)
     partitions = pc.binary_slice(values, HEADER, longest).cast(pa.string())
-    return header[:, 0].astype(np.int32), header[:, 1].astype(np.int64), partitions
+    return IndexValues(header[:, 0].astype(np.int32), header[:, 1].astype(np.int64), partitions)
 
 
 def _options(opts: IndexOptions = IndexOptions()) -> Options:
@@ -136,7 +143,7 @@ class ShardIndex:
         found = pa.array(self.db.get(keys.to_numpy(zero_copy_only=False).tolist()), pa.binary())
         if self.options.ttl_seconds is None or found.null_count == len(found):
             return found
-        _, written_at, _ = decode_values(found.fill_null(b"\0" * HEADER))
+        written_at = decode_values(found.fill_null(b"\0" * HEADER)).written_at
         expired = pa.array((now_seconds() - written_at) > self.options.ttl_seconds)
         return pc.if_else(expired, pa.scalar(None, pa.binary()), found)
 

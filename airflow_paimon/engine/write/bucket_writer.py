@@ -66,5 +66,5 @@ def _check_unique(table, kv: pa.Table) -> None:
         return
     distinct = kv.select(key_cols).group_by(key_cols).aggregate([]).num_rows
     if distinct != kv.num_rows:
-        raise PaimonJobError(f"table {table.identifier}: {kv.num_rows - distinct} duplicate keys in one bucket "
+        raise PaimonJobError(f"table {table.identifier.get_full_name()}: {kv.num_rows - distinct} duplicate keys in one bucket "
                              "write; the assigner must resolve duplicates first")
