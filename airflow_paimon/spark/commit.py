@@ -39,7 +39,7 @@ def _already_done(table, spec: dict) -> dict:
     """Nothing staged: a retry after this run committed and cleaned up, or a run that never wrote."""
     snap = find_commit(table, spec.get("commit_user"), spec.get("commit_identifier"), spec.get("base_snapshot_id"))
     if snap is None:
-        raise PaimonJobError(f"table {table.identifier}: nothing staged at {spec['staging_uri']} and no snapshot "
+        raise PaimonJobError(f"table {spec['table']}: nothing staged at {spec['staging_uri']} and no snapshot "
                              "of this run; re-run from bootstrap-index")
     return {"table": spec["table"], "snapshot_id": snap.id, "base_snapshot_id": spec.get("base_snapshot_id"),
             "already_committed": True}
