@@ -1,5 +1,4 @@
 """Fixed-bucket assignment and BinaryRow hashing against pypaimon's own row_key_extractor, key by key."""
-import datetime as dt
 import decimal
 
 import numpy as np

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from airflow_paimon.engine.assign.murmur import hash_codes
+from airflow_paimon.engine.assign.binary_row import RowBytes
+from airflow_paimon.engine.assign.murmur import hash_by_words, hash_codes
 from airflow_paimon.engine.index.hash_index import hash_index_entries, read_hashes, write_hashes
 
 MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
@@ -46,16 +47,13 @@ def key_hashes(table, rows: pa.Table | pa.RecordBatch) -> np.ndarray:
 
 
 def partition_hashes(table, rows: pa.Table | pa.RecordBatch) -> np.ndarray:
+    """Java int hash of each row's partition (BinaryRow.EMPTY_ROW, 8 zero bytes, when unpartitioned)."""
     fields = table.partition_keys_fields
     if not fields:
-        return hash_codes([], []) if rows.num_rows == 0 else np.full(rows.num_rows, _empty_row_hash(), np.int32)
+        n = rows.num_rows
+        return hash_by_words(RowBytes(np.zeros(8 * n, np.uint8), np.arange(n, dtype=np.int64) * 8,
+                                      np.full(n, 8, np.int64)))
     return hash_codes([rows.column(f.name) for f in fields], [f.type for f in fields])
-
-
-def _empty_row_hash() -> int:
-    from airflow_paimon.engine.assign.binary_row import RowBytes
-    from airflow_paimon.engine.assign.murmur import hash_by_words
-    return int(hash_by_words(RowBytes(np.zeros(8, np.uint8), np.zeros(1, np.int64), np.full(1, 8, np.int64)))[0])
 
 
 def _java_rem(a: np.ndarray, n: int) -> np.ndarray:
