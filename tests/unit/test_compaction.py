@@ -2,7 +2,6 @@
 pypaimon and pypaimon-rust against a pandas oracle, re-levelling, conflicts and retries."""
 from __future__ import annotations
 
-from collections import defaultdict
 from types import SimpleNamespace
 
 import numpy as np
@@ -18,11 +17,10 @@ from airflow_paimon.engine.compact.run import compact_task, compaction_identity,
 from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalCompaction, create_unit
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.plan import _read_columns, file_path, latest_snapshot, live_entries
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from local_runner import bootstrap, upsert
+from airflow_paimon.engine.table import get_table
+from compaction_tables import (assert_reads, batches, bucket_files, compact, cross_partition_table,
+                               pypaimon_written_table)
 from oracle import expected_upsert, read_table
-
-COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]
 
 
 # --- planning: the picks of Paimon's UniversalCompaction -------------------------------------------------
@@ -70,70 +68,6 @@ def test_options_come_from_paimon_keys():
                            "compaction.max-size-amplification-percent": "50"})
     assert (o.num_sorted_run_compaction_trigger, o.size_ratio, o.max_size_amplification_percent, o.levels) == \
         (3, 10, 50, 4)
-
-
-# --- tables of every shape, written in several batches -----------------------------------------------------
-
-def batches(n: int, seed: int = 3, keys: int = 400, rows: int = 150) -> list[pd.DataFrame]:
-    rng = np.random.default_rng(seed)
-    return [pd.DataFrame({"id": rng.choice(keys, rows, replace=False).astype("int64"),
-                          "dt": rng.choice(list("abc"), rows), "v": rng.random(rows).round(6)}) for _ in range(n)]
-
-
-def cross_partition_table(warehouse, data, options=None):
-    opts = {"warehouse": warehouse}
-    spec = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id"], "partition_keys": ["dt"],
-                                "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "60", **(options or {})}})
-    get_or_create_table(opts, "db.t", spec)
-    for i, batch in enumerate(data):
-        upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2),
-               pa.Table.from_pandas(batch, schema=spec.arrow_schema(), preserve_index=False), run_id=f"r{i}")
-    return get_table(opts, "db.t"), expected_upsert(data, "id")
-
-
-def pypaimon_written_table(warehouse, data, options):
-    """Fixed- and dynamic-bucket tables (primary key holds the partition) pypaimon writes itself."""
-    opts = {"warehouse": warehouse}
-    spec = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id", "dt"], "partition_keys": ["dt"],
-                                "options": options})
-    get_or_create_table(opts, "db.t", spec)
-    for batch in data:
-        builder = get_table(opts, "db.t").new_batch_write_builder()
-        write = builder.new_write()
-        write.write_arrow(pa.Table.from_pandas(batch, schema=spec.arrow_schema(), preserve_index=False))
-        builder.new_commit().commit(write.prepare_commit())
-        write.close()
-    expected = pd.concat(data).drop_duplicates(["id", "dt"], keep="last")
-    return get_table(opts, "db.t"), expected.sort_values(["id", "dt"]).reset_index(drop=True)
-
-
-def compact(table, run_id="c", snapshot_id=None, **kwargs):
-    snapshot_id = snapshot_id if snapshot_id is not None else latest_snapshot(table).id
-    return run_compaction(table, compaction_identity("dag", run_id, "db.t"), snapshot_id,
-                          execute=lambda work: [compact_task(table, w) for w in work], **kwargs)
-
-
-def rust_read(warehouse) -> pd.DataFrame:
-    from pypaimon_rust.datafusion import SQLContext
-    ctx = SQLContext()
-    ctx.register_catalog("p", {"warehouse": warehouse})
-    ctx.set_current_catalog("p")
-    return pa.Table.from_batches(ctx.sql("SELECT * FROM db.t")).to_pandas()
-
-
-def assert_reads(table, warehouse, expected, keys, rust=True):
-    """pypaimon and pypaimon-rust both read exactly the oracle's rows, no key twice."""
-    for actual in (read_table(table), *([rust_read(warehouse)] if rust else [])):
-        assert not actual.duplicated(keys).any()
-        actual = actual[list(expected.columns)].sort_values(keys).reset_index(drop=True)
-        pd.testing.assert_frame_equal(actual, expected.sort_values(keys).reset_index(drop=True), check_dtype=False)
-
-
-def bucket_files(table) -> dict:
-    groups = defaultdict(list)
-    for e in live_entries(table, latest_snapshot(table)):
-        groups[(tuple(e.partition.values), e.bucket)].append(e)
-    return groups
 
 
 def assert_one_run_at_max_level(table, max_level=5):
