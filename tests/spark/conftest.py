@@ -1,6 +1,8 @@
 """An in-process local Spark session, and the three jobs called directly (no spark-submit, no Airflow)."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 
@@ -9,6 +11,7 @@ def spark():
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]").appName("airflow-paimon-tests")
+               .config("spark.pyspark.python", sys.executable)
                .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false").getOrCreate())
     yield session
     session.stop()

@@ -19,9 +19,7 @@ from airflow_paimon.engine.assign.rowkind import (ROW_KINDS, occurrence_rounds, 
                                                    row_kinds, sequence_ascending, sequence_fields)
 from airflow_paimon.engine.index.hash_index import hash_index_entries
 from airflow_paimon.engine.plan import buckets_at
-from airflow_paimon.engine.write import bucket_writer
 from airflow_paimon.engine.write.bucket_writer import write_bucket
-from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),
                     pa.field("v", pa.float64()), pa.field("w", pa.string()), pa.field("s", pa.int64())])
@@ -32,12 +30,6 @@ ENGINES = {"deduplicate": {}, "partial-update": {},
 
 
 # ---------------------------------------------------------------- the engine's write, run in-process
-
-@pytest.fixture(autouse=True)
-def _files_count_their_deletes(monkeypatch):
-    """Until bucket_writer uses KeyValueFileWriter itself (proposed): files must carry delete_row_count."""
-    monkeypatch.setattr(bucket_writer, "KeyValueDataWriter", KeyValueFileWriter)
-
 
 def engine_write(table, batch: pa.Table, ops: list[str], identifier: int) -> int:
     """One batch through the engine, committed as one snapshot; returns the snapshot id."""

@@ -2,7 +2,8 @@
 
 The rows of one bucket arrive already unique per key (the assigner resolved duplicates), so we build the
 key-value layout columnar — _KEY_ columns, _SEQUENCE_NUMBER above the bucket's current maximum,
-_VALUE_KIND — and hand it to pypaimon's roll-writer, which writes the files and their metadata.
+_VALUE_KIND — and hand it to pypaimon's roll-writer, which writes the files and their metadata (with each file's
+delete_row_count, see kv_writer).
 """
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pypaimon.common.options.core_options import CoreOptions
 from pypaimon.write.commit_message import CommitMessage
-from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
 from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
 SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
 
@@ -45,7 +46,7 @@ def write_bucket(table, partition: tuple, bucket: int, rows: pa.Table, kinds: pa
     rows = rows.select(list(table.field_names)).cast(_file_schema(table))
     kv = key_value_layout(table, rows, kinds, max_sequence_number)
     _check_unique(table, kv)
-    writer = KeyValueDataWriter(table=table, partition=tuple(partition), bucket=bucket,
+    writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket,
                                 max_seq_number=max_sequence_number, options=CoreOptions.copy(table.options))
     try:
         writer._roll_write(kv)  # pypaimon's size-based roll of key-unique sorted rows into files
