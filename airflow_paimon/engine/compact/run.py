@@ -54,7 +54,9 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
     try:
         snapshot_id = commit_compaction(table, plan, messages, identity.commit_user, identity.commit_identifier)
     except Exception:
-        discard_outputs(table, plan, messages)
+        # An uncertain commit may still have landed: its files are then live and must stay.
+        if find_commit(table, identity.commit_user, identity.commit_identifier, plan.snapshot_id) is None:
+            discard_outputs(table, plan, messages)
         raise
     return {**result, "snapshot_id": snapshot_id, **counters_of(messages), "already_committed": False}
 
