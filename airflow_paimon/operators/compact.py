@@ -16,8 +16,8 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
     "files_before", "files_after", "already_committed"}`` where ``snapshot_id`` is the COMPACT snapshot, or the
     commit's snapshot when nothing needed compacting.
 
-    - ``full`` (templated; "true"/"false" strings accepted): False → Paimon's universal compaction per bucket, steered by the table options
-      ``num-sorted-run.compaction-trigger``, ``compaction.max-size-amplification-percent``,
+    - ``full`` (templated; "true"/"false" strings accepted): False → Paimon's universal compaction per
+      bucket, steered by the table options ``num-sorted-run.compaction-trigger``, ``compaction.max-size-amplification-percent``,
       ``compaction.size-ratio`` (and ``num-levels``); True → full compaction: every bucket in scope becomes
       one sorted run at the max level, deleted rows dropped.
     - ``scope``: ``"snapshot"`` → only the buckets written since the table's last compaction (up to the

@@ -1,7 +1,6 @@
 """Table maintenance as Airflow tasks: snapshot expiry and orphan-file removal (driver-only Spark jobs)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import timedelta
 
 from airflow_paimon.hooks.paimon import PaimonHook
@@ -43,7 +42,6 @@ class PaimonRemoveOrphanFilesOperator(PaimonSparkJobOperator):
     """
 
     job = "remove_orphan_files"
-    template_fields: Sequence[str] = PaimonSparkJobOperator.template_fields
 
     def __init__(self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)

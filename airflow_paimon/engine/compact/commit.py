@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import logging
 
-from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.file_store_commit import FileStoreCommit
 
 from airflow_paimon.engine.commit.committer import COMPACT, find_commit
 from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.maintenance.references import ADD, DELETE, SnapshotReader
 from airflow_paimon.engine.plan import file_path
 
 log = logging.getLogger(__name__)
-ADD, DELETE = 0, 1
 PROPERTY_PREFIX = "airflow-paimon.compact."
 COUNTERS = ("compacted_buckets", "files_before", "files_after")
 
@@ -66,30 +64,29 @@ def counters_from_snapshot(snapshot) -> dict:
 def check_no_conflict(table, plan, messages) -> None:
     """Refuse if a snapshot after the plan removed a picked file or added a file above level 0 to a bucket
     being compacted (a concurrent compaction: two outputs on one level would overlap)."""
-    manager = table.snapshot_manager()
+    manager, name = table.snapshot_manager(), table.identifier.get_full_name()
     latest = manager.get_latest_snapshot()
     if latest is None or latest.id == plan.snapshot_id:
         return
     buckets = {(tuple(m.partition), m.bucket) for m in messages}
     picked = set(plan.entries)
-    manifests, lists = ManifestFileManager(table), ManifestListManager(table)
+    reader = SnapshotReader(table)
     for sid in range(plan.snapshot_id + 1, latest.id + 1):
         snap = manager.get_snapshot_by_id(sid)
         if snap is None:
-            raise CompactConflictError(f"table {table.identifier}: snapshot {sid} expired while compacting; "
+            raise CompactConflictError(f"table {name}: snapshot {sid} expired while compacting; "
                                        "nothing committed, re-run to plan again")
-        for meta in lists.read_delta(snap):
-            for e in manifests.read(meta.file_name, drop_stats=True):
-                where = (tuple(e.partition.values), e.bucket)
-                removed = e.kind == DELETE and (*where, e.file.file_name, e.file.level) in picked
-                stacked = e.kind == ADD and where in buckets and e.file.level > 0
-                if removed or stacked:
-                    what = "removed input file" if removed else "added a level-%d file to" % e.file.level
-                    raise CompactConflictError(
-                        f"table {table.identifier}: snapshot {sid} ({snap.commit_kind} by {snap.commit_user}) "
-                        f"{what} {e.file.file_name if removed else ''} partition {where[0]} bucket {where[1]} "
-                        f"after compaction planned at snapshot {plan.snapshot_id}; nothing committed, re-run to "
-                        "plan again")
+        for e in reader.delta_entries(snap):
+            where = (tuple(e.partition.values), e.bucket)
+            removed = e.kind == DELETE and (*where, e.file.file_name, e.file.level) in picked
+            stacked = e.kind == ADD and where in buckets and e.file.level > 0
+            if removed or stacked:
+                what = (f"removed input file {e.file.file_name} of" if removed
+                        else f"added a level-{e.file.level} file to")
+                raise CompactConflictError(
+                    f"table {name}: snapshot {sid} ({snap.commit_kind} by {snap.commit_user}) {what} partition "
+                    f"{where[0]} bucket {where[1]} after compaction planned at snapshot {plan.snapshot_id}; nothing "
+                    "committed, re-run to plan again")
 
 
 def commit_compaction(table, plan, messages, commit_user: str, commit_identifier: int) -> int:
@@ -98,6 +95,7 @@ def commit_compaction(table, plan, messages, commit_user: str, commit_identifier
     check_no_conflict(table, plan, messages)
     entries = compact_entries(plan, messages)
     props = {PROPERTY_PREFIX + k: str(v) for k, v in counters_of(messages).items()}
+    name = table.identifier.get_full_name()
     committer = FileStoreCommit(table.new_snapshot_commit(), table, commit_user)
     try:
         committer._try_commit(commit_kind=COMPACT, commit_identifier=commit_identifier,
@@ -106,11 +104,11 @@ def commit_compaction(table, plan, messages, commit_user: str, commit_identifier
     except RuntimeError as e:
         if "conflict" not in str(e).lower():
             raise
-        raise CompactConflictError(f"table {table.identifier}: {e}; nothing committed, re-run to plan again") from e
+        raise CompactConflictError(f"table {name}: {e}; nothing committed, re-run to plan again") from e
     finally:
         committer.close()
     snap = find_commit(table, commit_user, commit_identifier, plan.snapshot_id)
     if snap is None:
-        raise PaimonJobError(f"table {table.identifier}: COMPACT commit finished but its snapshot is not found")
-    log.info("%s: COMPACT snapshot %s (%s)", table.identifier, snap.id, counters_of(messages))
+        raise PaimonJobError(f"table {name}: COMPACT commit finished but its snapshot is not found")
+    log.info("%s: COMPACT snapshot %s (%s)", name, snap.id, counters_of(messages))
     return snap.id

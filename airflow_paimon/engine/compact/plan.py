@@ -4,12 +4,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
-
 from airflow_paimon.engine.commit.committer import COMPACT
 from airflow_paimon.engine.compact.levels import level_sorted_runs, non_empty_highest_level, number_of_levels
 from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalCompaction, pick_full_compaction
+from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.plan import file_path, live_entries
 
 SCOPES = ("snapshot", "table")
@@ -50,13 +48,8 @@ def writes_since_compaction(table, snapshot_id: int | None) -> list:
 
 def touched_buckets(table, snapshots) -> set[tuple]:
     """(partition, bucket) pairs the snapshots' own deltas added or removed files in."""
-    manifests, lists = ManifestFileManager(table), ManifestListManager(table)
-    touched = set()
-    for snapshot in snapshots:
-        for meta in lists.read_delta(snapshot):
-            for e in manifests.read(meta.file_name, drop_stats=True):
-                touched.add((tuple(e.partition.values), e.bucket))
-    return touched
+    reader = SnapshotReader(table)
+    return {(tuple(e.partition.values), e.bucket) for s in snapshots for e in reader.delta_entries(s)}
 
 
 def plan_compaction(table, snapshot, full: bool, scope_snapshots: list | None = None,
