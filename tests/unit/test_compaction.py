@@ -216,3 +216,25 @@ def test_conflicting_concurrent_commit_fails_cleanly_and_a_rerun_succeeds(wareho
 def _data_files(warehouse):
     import glob
     return glob.glob(f"{warehouse}/db.db/t/dt=*/bucket-*/*.parquet")
+
+
+def test_partition_filter_limits_the_compaction(warehouse):
+    table, expected = cross_partition_table(warehouse, batches(3))
+    with pytest.raises(PaimonJobError, match="column 'day'"):
+        compact(table, full=True, scope="table", partition_filter={"day": "a"})
+    result = compact(table, full=True, scope="table", partition_filter={"dt": "a"})
+    table = get_table({"warehouse": warehouse}, "db.t")
+    levels = {where: {e.file.level for e in es} for where, es in bucket_files(table).items()}
+    assert result["compacted_buckets"] == sum(1 for (p, _) in levels if p == ("a",))
+    assert all(lv == ({5} if p == ("a",) else {0}) for (p, _), lv in levels.items())
+    assert_reads(table, warehouse, expected, ["id"])
+
+
+def test_writes_since_compaction_counts_back_to_the_last_compact_snapshot(warehouse):
+    from airflow_paimon.engine.compact.plan import writes_since_compaction
+    table, _ = cross_partition_table(warehouse, batches(2))
+    assert [s.id for s in writes_since_compaction(table, 2)] == [2, 1]
+    compact(table, full=True, scope="table")  # snapshot 3
+    table, _ = cross_partition_table(warehouse, batches(2, seed=8))  # snapshots 4, 5
+    assert [s.id for s in writes_since_compaction(table, 5)] == [5, 4]
+    assert writes_since_compaction(table, None) == []
