@@ -2,8 +2,6 @@
 through dag.test(); read back with pypaimon and pypaimon-rust against the pandas oracle."""
 from __future__ import annotations
 
-import pandas as pd
-import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.plan import latest_snapshot

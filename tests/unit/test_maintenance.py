@@ -6,7 +6,6 @@ import os
 import time
 
 import pandas as pd
-import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.errors import ValidationError

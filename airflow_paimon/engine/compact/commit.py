@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.file_store_commit import FileStoreCommit
 
 from airflow_paimon.engine.commit.committer import COMPACT, find_commit
