@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.assign.assigner import BUCKET, KEY, ORDER
+from airflow_paimon.engine.assign.assigner import BUCKET, KEY, KIND, ORDER
 from airflow_paimon.engine.assign.task import assign_task
 from airflow_paimon.engine.bootstrap import index_rows_of_bucket, write_shard
 from airflow_paimon.engine.commit.committer import commit_once
@@ -50,12 +50,14 @@ def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
     return ctx
 
 
-def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run"):
+def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None):
     table = ctx.table()
     ident = CommitIdentity.for_run("test", run_id, ctx.identifier)
     ctx.staging_uri = storage.join(ctx.index_uri, "..", "..", "staging", ctx.identifier, ident.commit_user)
     keys = encode_keys(source, ctx.primary_keys)
     source = source.append_column(KEY, keys).append_column(ORDER, pa.array(np.arange(source.num_rows), pa.int64()))
+    source = source.append_column(KIND, pa.array(np.zeros(source.num_rows, np.int8) if kinds is None else kinds,
+                                                  pa.int8()))
     shard = shard_of(keys, ctx.shards)
     assigned = [assign_task(ctx, s, source.filter(pa.array(shard == s)))[0] for s in range(ctx.shards)
                 if (shard == s).any()]

@@ -16,20 +16,16 @@ def _cached_table(options_json: str, identifier: str):
     return get_table(json.loads(options_json), identifier)
 
 
-def table_ordering(table):
-    """The table's ``sequence.field`` ordering for resolving duplicate keys in one batch."""
-    from airflow_paimon.engine.assign.assigner import Ordering
+def check_cross_partition_table(table) -> None:
+    """Refuse, before anything is written, what Paimon refuses for a cross-partition table."""
+    from airflow_paimon.engine.assign.rowkind import sequence_fields
     from airflow_paimon.engine.errors import ValidationError
 
-    options = table.table_schema.options
-    fields = [f.strip() for f in str(options.get("sequence.field", "")).split(",") if f.strip()]
-    if fields and table.bucket_mode().name == "CROSS_PARTITION":
-        # Paimon's own rule (SchemaValidation; pypaimon refuses to read such a table).
-        raise ValidationError(table.identifier.get_full_name(), "You can not use sequence.field in cross partition update case "
-                              f"(primary keys {list(table.primary_keys)} do not include all partition fields "
-                              f"{list(table.partition_keys)})", column="sequence.field", value=",".join(fields))
-    ascending = str(options.get("sequence.field.sort-order", "ascending")).lower() != "descending"
-    return Ordering(tuple(fields), ascending)
+    fields = sequence_fields(table.table_schema.options)
+    if fields:  # Paimon's own rule (SchemaValidation); pypaimon refuses to read such a table
+        raise ValidationError(table.identifier.get_full_name(), "You can not use sequence.field in cross partition "
+                              f"update case (primary keys {list(table.primary_keys)} do not include all partition "
+                              f"fields {list(table.partition_keys)})", column="sequence.field", value=",".join(fields))
 
 
 @dataclass
@@ -80,8 +76,16 @@ class WriteContext:
         return IndexOptions.from_table_options(dict(self.table().table_schema.options))
 
     @property
-    def ordering(self):
-        return table_ordering(self.table())
+    def bucket_mode(self) -> str:
+        return self.table().bucket_mode().name
+
+    def base_snapshot(self):
+        return self.table().snapshot_manager().get_snapshot_by_id(self.base_snapshot_id) \
+            if self.base_snapshot_id else None
+
+    @property
+    def options(self) -> dict:
+        return dict(self.table().table_schema.options)
 
     @property
     def merge_engine(self) -> str:

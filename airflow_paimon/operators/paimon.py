@@ -127,14 +127,18 @@ class PaimonAssignAndWriteOperator(PaimonSparkJobOperator):
 
     ``source``: a path (parquet / CSV / JSON, format from the extension or ``source_format``), or
     ``{"query": "..."}`` / ``{"table": "..."}`` for a Spark SQL query or table. Templated.
+    ``row_kind_column``: a source column holding each row's operation (+I, -U, +U, -D); without it every
+    row is an upsert (+I). Defaults to the table option ``rowkind.field`` when that is set.
     """
 
     job = "assign_and_write"
-    template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "source", "source_format")
+    template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "source", "source_format",
+                                      "row_kind_column")
 
     def __init__(self, *, source: str | dict, source_format: str | None = None,
-                 source_options: dict | None = None, **kwargs) -> None:
+                 source_options: dict | None = None, row_kind_column: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.row_kind_column = row_kind_column
         self.source = source
         self.source_format = source_format
         self.source_options = source_options or {}
@@ -148,8 +152,8 @@ class PaimonAssignAndWriteOperator(PaimonSparkJobOperator):
             source["options"] = self.source_options
         dag_run = context["dag_run"]
         return {"source": source, "base_snapshot_id": bootstrap["base_snapshot_id"],
-                "index_uri": bootstrap["index_uri"], "staging_root": hook.staging_root(),
-                "dag_id": dag_run.dag_id, "run_id": dag_run.run_id}
+                "index_uri": bootstrap["index_uri"], "shards": bootstrap["shards"], "staging_root": hook.staging_root(),
+                "dag_id": dag_run.dag_id, "run_id": dag_run.run_id, "row_kind_column": self.row_kind_column}
 
 
 class PaimonCommitOperator(PaimonSparkJobOperator):

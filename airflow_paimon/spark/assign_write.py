@@ -8,15 +8,19 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.assign.assigner import BUCKET, DELETE, KEY, KIND, ORDER
+from airflow_paimon.engine.assign.assigner import BUCKET, KEY, ORDER
+from airflow_paimon.engine.assign.dynamic import (HashBucketAssigner, assigner_of, check_dynamic_table, key_hashes,
+                                                  partition_hashes)
+from airflow_paimon.engine.assign.fixed import check_fixed_table, fixed_buckets
 from airflow_paimon.engine.assign.task import assign_task
 from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.staging import Staged, stage
-from airflow_paimon.engine.context import WriteContext, table_ordering
+from airflow_paimon.engine.context import WriteContext, check_cross_partition_table
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values, shard_of
 from airflow_paimon.engine.index.layout import read_manifest
+from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.plan import buckets_at
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.write.task import write_task
@@ -34,7 +38,8 @@ def staging_uri(staging_root: str, identifier: str, commit_user: str) -> str:
 def run_assign_and_write(spark, spec: dict) -> dict:
     identifier = spec["table"]
     table = get_table(spec["catalog_options"], identifier)
-    base, index_uri = spec["base_snapshot_id"], spec["index_uri"]
+    base, index_uri = spec["base_snapshot_id"], spec.get("index_uri")
+    mode = table.bucket_mode().name
     ident = CommitIdentity.for_run(spec["dag_id"], spec["run_id"], identifier)
     staged_at = staging_uri(spec["staging_root"], identifier, ident.commit_user)
     result = {"table": identifier, "base_snapshot_id": base, "commit_user": ident.commit_user,
@@ -45,63 +50,149 @@ def run_assign_and_write(spark, spec: dict) -> dict:
         log.info("run already committed as snapshot %s; nothing to write", done.id)
         return {**result, "rows_in": 0, "rows_written": 0, "deletes": 0, "moved_keys": 0, "files": 0,
                 "already_committed": True}
-    manifest = read_manifest(index_uri, base)
-    if manifest is None:
-        raise ValidationError(identifier, f"no published index at {index_uri} for snapshot {base}; "
-                                          "re-run bootstrap-index")
-    if not table.primary_keys or table.bucket_mode().name != "CROSS_PARTITION":
-        raise ValidationError(identifier, f"bucket mode {table.bucket_mode().name} is not supported yet "
-                                          "(cross-partition primary-key tables only)")
-
-    table_ordering(table)  # refuses what Paimon refuses (sequence.field on a cross-partition table)
-    source, rows_in = validate_and_cast(read_source(spark, spec["source"], identifier), table, identifier)
-    snapshot = table.snapshot_manager().get_snapshot_by_id(base) if base else None
+    shards = _check_mode(table, identifier, mode, base, index_uri, spec)
+    row_kind_column = spec.get("row_kind_column") or table.table_schema.options.get("rowkind.field")
+    source, rows_in = validate_and_cast(read_source(spark, spec["source"], identifier), table, identifier,
+                                        row_kind_column)
     storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
-    ctx = WriteContext(spec["catalog_options"], identifier, base, index_uri, manifest.shards, staged_at)
+    ctx = WriteContext(spec["catalog_options"], identifier, base, index_uri or "", shards, staged_at)
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
-                                b.max_sequence_number for b in buckets_at(table, snapshot)}
+                                b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot())}
 
-    written = _assign_and_write(spark, source, ctx).collect()
+    pipeline = {"CROSS_PARTITION": _cross_partition, "HASH_FIXED": _fixed, "HASH_DYNAMIC": _dynamic}.get(mode)
+    written = (pipeline(source, ctx) if table.primary_keys else _append(source, ctx)).collect()
     messages = [bytes(r["message"]) for r in written]
     counters = {"rows_in": rows_in, "rows_written": sum(r["rows_written"] for r in written),
-                "deletes": sum(r["deletes"] for r in written), "files": sum(r["files"] for r in written)}
-    # Under deduplicate each moved key leaves exactly one DELETE row behind in its old bucket.
-    counters["moved_keys"] = counters["deletes"]
+                "deletes": sum(r["deletes"] for r in written), "files": sum(r["files"] for r in written),
+                "moved_keys": sum(d["counters"].get("moved_keys", 0) for d in staged_shards(staged_at).values())}
     stage(table, staged_at, Staged(identifier, base, ident.commit_user, ident.commit_identifier, [],
                                    extra={**counters, "index_uri": index_uri}), messages)
     log.info("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return {**result, **counters, "already_committed": False}
 
 
-def _assign_and_write(spark, source, ctx: WriteContext):
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType, IntegerType, LongType, ByteType, StructField, StructType
+def _check_mode(table, identifier: str, mode: str, base, index_uri, spec) -> int:
+    """Refuse what cannot be written before reading the source; returns the shard / assigner count."""
+    if not table.primary_keys:
+        if spec.get("row_kind_column"):
+            raise ValidationError(identifier, "an append-only table takes no row kinds (no primary key)",
+                                  column=spec["row_kind_column"])
+        return 1
+    if mode == "CROSS_PARTITION":
+        check_cross_partition_table(table)
+        manifest = read_manifest(index_uri, base) if index_uri else None
+        if manifest is None:
+            raise ValidationError(identifier, f"no published index at {index_uri} for snapshot {base}; "
+                                              "re-run bootstrap-index")
+        return manifest.shards
+    if mode == "HASH_FIXED":
+        check_fixed_table(table)
+        return 1
+    if mode == "HASH_DYNAMIC":
+        check_dynamic_table(table)
+        return max(1, int(spec.get("shards") or 1))
+    raise ValidationError(identifier, f"bucket mode {mode} is not supported (use bucket -1 or a fixed bucket count)")
 
-    primary_keys, shards = ctx.primary_keys, ctx.shards
-    source = source.withColumn(ORDER, F.monotonically_increasing_id())
-    keyed_schema = StructType(source.schema.fields + [StructField(KEY, BinaryType(), False),
-                                                      StructField(SHARD, IntegerType(), False)])
 
-    def add_key(batches):
-        for batch in batches:
-            keys = encode_keys(batch, primary_keys)
-            yield pa.RecordBatch.from_arrays(
-                batch.columns + [keys, pa.array(shard_of(keys, shards), pa.int32())], names=keyed_schema.names)
-
-    def assign(rows: pa.Table) -> pa.Table:
-        shard = rows.column(SHARD)[0].as_py()
-        assigned, _ = assign_task(ctx, shard, rows.drop_columns([SHARD]))
-        return assigned
-
+def _writer(ctx: WriteContext):
     def write(rows: pa.Table) -> pa.Table:
         message, counters = write_task(ctx, rows)
-        deletes = int(np.count_nonzero(rows.column(KIND).to_numpy() == DELETE))
-        return pa.table({"message": [message], "rows_written": [counters["rows_written"] - deletes],
-                         "deletes": [deletes], "files": [counters["files"]]})
+        return pa.table({"message": [message], "rows_written": [counters["rows_written"]],
+                         "deletes": [counters["deletes"]], "files": [counters["files"]]})
+    return write
 
-    assigned_schema = StructType([f for f in source.schema.fields if f.name != ORDER]
-                                 + [StructField(KEY, BinaryType(), False), StructField(BUCKET, IntegerType(), False),
-                                    StructField(KIND, ByteType(), False)])
-    keyed = source.mapInArrow(add_key, keyed_schema)
-    assigned = keyed.groupBy(SHARD).applyInArrow(assign, assigned_schema)
-    return assigned.groupBy(*ctx.partition_keys, BUCKET).applyInArrow(write, WRITTEN)
+
+def _with_columns(df, fn, extra: list):
+    """``df`` with columns computed per Arrow batch by ``fn(batch) -> list of arrays``."""
+    from pyspark.sql.types import StructType
+
+    schema = StructType(df.schema.fields + extra)
+
+    def add(batches):
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays(batch.columns + fn(batch), names=schema.names)
+
+    return df.mapInArrow(add, schema)
+
+
+def _write_buckets(assigned, ctx: WriteContext):
+    return assigned.groupBy(*ctx.partition_keys, BUCKET).applyInArrow(_writer(ctx), WRITTEN)
+
+
+def _cross_partition(source, ctx: WriteContext):
+    from pyspark.sql.types import BinaryType, IntegerType, StructField
+
+    primary_keys, shards = ctx.primary_keys, ctx.shards
+
+    def key_and_shard(batch):
+        keys = encode_keys(batch, primary_keys)
+        return [keys, pa.array(shard_of(keys, shards), pa.int32())]
+
+    keyed = _with_columns(source, key_and_shard, [StructField(KEY, BinaryType(), False),
+                                                  StructField(SHARD, IntegerType(), False)])
+    out_fields = [f for f in keyed.schema.fields if f.name not in (ORDER, SHARD)] + [
+        StructField(BUCKET, IntegerType(), False)]
+    names = [f.name for f in out_fields]
+
+    def assign(rows: pa.Table) -> pa.Table:
+        assigned, _ = assign_task(ctx, rows.column(SHARD)[0].as_py(), rows.drop_columns([SHARD]))
+        return assigned.select(names)
+
+    from pyspark.sql.types import StructType
+    return _write_buckets(keyed.groupBy(SHARD).applyInArrow(assign, StructType(out_fields)), ctx)
+
+
+def _fixed(source, ctx: WriteContext):
+    from pyspark.sql.types import IntegerType, StructField
+
+    table = ctx.table()
+    bucketed = _with_columns(source, lambda b: [pa.array(fixed_buckets(table, b), pa.int32())],
+                             [StructField(BUCKET, IntegerType(), False)])
+    return _write_buckets(bucketed, ctx)
+
+
+def _dynamic(source, ctx: WriteContext):
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    table, n = ctx.table(), ctx.shards
+
+    def assigner(batch):
+        return [pa.array(assigner_of(partition_hashes(table, batch), key_hashes(table, batch), n, n), pa.int32())]
+
+    routed = _with_columns(source, assigner, [StructField(SHARD, IntegerType(), False)])
+    out = StructType([f for f in routed.schema.fields if f.name != SHARD] + [StructField(BUCKET, IntegerType(), False)])
+
+    def assign(rows: pa.Table) -> pa.Table:
+        i = rows.column(SHARD)[0].as_py()
+        rows = ctx.conform(rows.drop_columns([SHARD]))
+        rows = rows.take(pa.compute.sort_indices(rows.column(ORDER)))  # arrival order fills buckets
+        buckets = HashBucketAssigner(ctx.table(), ctx.base_snapshot(), num_channels=n, num_assigners=n,
+                                     assign_id=i).assign(rows)
+        return rows.append_column(BUCKET, pa.array(buckets, pa.int32())).select(out.names)
+
+    return _write_buckets(routed.groupBy(SHARD).applyInArrow(assign, out), ctx)
+
+
+def _append(source, ctx: WriteContext):
+    """Append-only tables: pypaimon's own writer per Spark partition; its commit messages are staged."""
+    from airflow_paimon.engine.commit.staging import encode_message
+
+    names = [f.name for f in ctx.arrow_schema]
+
+    def write(batches):
+        table = ctx.table()
+        builder = table.new_batch_write_builder()
+        writer = builder.new_write()
+        rows = 0
+        for batch in batches:
+            batch = ctx.conform(pa.Table.from_batches([batch]).select(names))
+            writer.write_arrow(batch)
+            rows += batch.num_rows
+        messages = writer.prepare_commit()
+        writer.close()
+        for m in messages:
+            yield pa.RecordBatch.from_pydict({"message": [encode_message(table, m)], "rows_written": [rows],
+                                              "deletes": [0], "files": [len(m.new_files)]})
+            rows = 0
+
+    return source.mapInArrow(write, WRITTEN)

@@ -11,6 +11,9 @@ from dataclasses import replace
 import pyarrow as pa
 
 from airflow_paimon.engine.assign.buckets import BucketAssigner
+from airflow_paimon.engine.assign.dynamic import check_dynamic_table
+from airflow_paimon.engine.assign.fixed import check_fixed_table
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.bootstrap import (CATCH_UP, CHANGE_ROWS, INDEX_ROWS, REBUILD, REUSE, apply_changes,
                                              change_rows_of_file, index_rows_of_bucket, plan_bootstrap, write_shard)
 from airflow_paimon.engine.index.keys import KEY_HASH_SCHEME
@@ -29,6 +32,9 @@ def run_bootstrap(spark, spec: dict) -> dict:
     identifier, shards = spec["table"], int(spec["shards"])
     table_spec = TableSpec.from_dict(spec["table_spec"]) if spec.get("table_spec") else None
     table = get_or_create_table(spec["catalog_options"], identifier, table_spec)
+    result = {"table": identifier, "shards": shards}
+    if not table.primary_keys or table.bucket_mode().name != "CROSS_PARTITION":
+        return {**result, **_no_index_needed(table)}
     table_uri = table_index_uri(spec["index_root"], identifier)
     plan = plan_bootstrap(table, table_uri, shards)
     log.info("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.path, plan.reason)
@@ -48,9 +54,23 @@ def run_bootstrap(spark, spec: dict) -> dict:
         files_read = sum(len(b.paths) for b in bucket_files)
         manifest = _rebuild(spark, table, plan.snapshot_id, bucket_files, shards, table_uri)
     clean_up(table_uri)
-    return {"table": identifier, "base_snapshot_id": plan.snapshot_id, "index_uri": table_uri, "shards": shards,
-            "keys": manifest.keys, "reused": plan.path == REUSE, "path": plan.path, "reason": plan.reason,
+    return {**result, "base_snapshot_id": plan.snapshot_id, "index_uri": table_uri, "keys": manifest.keys, "reused": plan.path == REUSE, "path": plan.path, "reason": plan.reason,
             "data_files_read": files_read}
+
+
+def _no_index_needed(table) -> dict:
+    """Fixed buckets hash the key, dynamic buckets keep Paimon's own HASH index, append tables have no key:
+    the base snapshot is all the next task needs. Unsupported shapes are refused here, before any work."""
+    mode = table.bucket_mode().name
+    if table.primary_keys and mode == "HASH_FIXED":
+        check_fixed_table(table)
+    elif table.primary_keys and mode == "HASH_DYNAMIC":
+        check_dynamic_table(table)
+    elif table.primary_keys:
+        raise ValidationError(table.identifier.get_full_name(), f"bucket mode {mode} is not supported")
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    return {"base_snapshot_id": snapshot.id if snapshot else None, "index_uri": None, "keys": 0, "reused": True,
+            "path": "not_needed", "reason": f"{mode} table needs no global index", "data_files_read": 0}
 
 
 def _table_facts(table):

@@ -26,7 +26,7 @@ def run_commit(spec: dict) -> dict:
     snapshot_id, already = commit_once(table, staged.messages, staged.commit_user, staged.commit_identifier,
                                        staged.base_snapshot_id)
     log.info("%s: snapshot %s (already committed: %s)", identifier, snapshot_id, already)
-    if snapshot_id is not None and snapshot_id != staged.base_snapshot_id:
+    if snapshot_id is not None and snapshot_id != staged.base_snapshot_id and staged.extra.get("index_uri"):
         # also on a retry that finds the commit done: the index of the new snapshot may not be out yet
         publish_index(staged.extra["index_uri"], staged, staging_uri, snapshot_id)
     storage.delete_dir(staging_uri)  # committed and published: the staging has served

@@ -18,10 +18,11 @@ class Jobs:
                                           "table_spec": self.table_spec, "shards": self.shards,
                                           "index_root": f"{self.warehouse}/.airflow-paimon/index"})
 
-    def assign_and_write(self, boot: dict, source: dict, run_id: str) -> dict:
+    def assign_and_write(self, boot: dict, source: dict, run_id: str, row_kind_column: str | None = None) -> dict:
         return run_assign_and_write(self.spark, {
-            "catalog_options": self.options, "table": self.table, "source": source,
+            "catalog_options": self.options, "table": self.table, "source": source, "shards": boot["shards"],
             "base_snapshot_id": boot["base_snapshot_id"], "index_uri": boot["index_uri"],
+            "row_kind_column": row_kind_column,
             "staging_root": f"{self.warehouse}/.airflow-paimon/staging", "dag_id": "tests", "run_id": run_id})
 
     def commit(self, written: dict) -> dict:
@@ -29,9 +30,9 @@ class Jobs:
                            **{k: written[k] for k in ("staging_uri", "commit_user", "commit_identifier",
                                                       "base_snapshot_id")}})
 
-    def upsert(self, df: pd.DataFrame, run_id: str, tmp_path) -> tuple[dict, dict, dict]:
+    def upsert(self, df: pd.DataFrame, run_id: str, tmp_path, row_kind_column: str | None = None):
         path = tmp_path / f"{run_id}.parquet"
         df.to_parquet(path, index=False)
         boot = self.bootstrap()
-        written = self.assign_and_write(boot, {"path": str(path)}, run_id)
+        written = self.assign_and_write(boot, {"path": str(path)}, run_id, row_kind_column)
         return boot, written, self.commit(written)

@@ -92,12 +92,12 @@ def test_retried_commit_still_publishes_the_index(spark, warehouse, tmp_path, mo
 
 
 def test_index_ttl_forgets_keys_with_paimons_duplicate_risk(spark, warehouse, tmp_path):
-    spec = {**SPEC, "options": {**SPEC["options"], "cross-partition-upsert.index-ttl": "1 s"}}
+    spec = {**SPEC, "options": {**SPEC["options"], "cross-partition-upsert.index-ttl": "15 s"}}
     jobs = Jobs(spark, warehouse, "db.t", spec)
     jobs.upsert(frame([1, 2], "ab", [1, 2]), "r1", tmp_path)
     _, written, _ = jobs.upsert(frame([1], "b", [10]), "r2", tmp_path)  # within the TTL: a proper move
     assert written["moved_keys"] == 1
-    time.sleep(2.5)
+    time.sleep(16)
     _, written, _ = jobs.upsert(frame([2], "a", [20]), "r3", tmp_path)  # after it: key 2 is unknown
     assert written["moved_keys"] == 0
     data = read_table(get_table({"warehouse": warehouse}, "db.t"))

@@ -10,9 +10,10 @@ from airflow_paimon.engine.index.shard import ShardIndex, encode_values
 PTYPES = [pa.string()]
 
 
-def batch(ids, dts, vs):
+def batch(ids, dts, vs, kinds=None):
     t = pa.table({"id": pa.array(ids, pa.int64()), "dt": dts, "v": pa.array(vs, pa.float64())})
-    return t.append_column(KEY, encode_keys(t, ["id"])).append_column(ORDER, pa.array(np.arange(len(ids)), pa.int64()))
+    t = t.append_column(KEY, encode_keys(t, ["id"])).append_column(ORDER, pa.array(np.arange(len(ids)), pa.int64()))
+    return t.append_column(KIND, pa.array(kinds or [INSERT] * len(ids), pa.int8()))
 
 
 @pytest.fixture
@@ -54,17 +55,22 @@ def test_first_row_drops_moved_key(index):
     assert list(rows) == [(5, INSERT)] and out.dropped == 1
 
 
+def test_deletes_leave_the_index_and_hit_the_old_place(index):
+    out, rows = run(index, batch([2, 7, 1], ["c", "a", "a"], [0, 0, 5], [DELETE, DELETE, INSERT]))
+    assert (rows[(2, DELETE)]["dt"], rows[(2, DELETE)][BUCKET]) == ("b", 3)  # where key 2 lives, whatever dt said
+    assert (7, DELETE) not in rows                                            # unknown key: nothing to delete
+    assert (out.deletes, out.removed_keys, out.dropped, out.moved_keys) == (1, 1, 1, 0)
+    assert not index.lookup(encode_keys(pa.table({"id": pa.array([2], pa.int64())}), ["id"])).is_valid()[0].as_py()
+
+
+def test_aggregation_writes_every_record_where_the_key_lives(index):
+    out, _ = run(index, batch([2, 2, 8, 8], ["c", "c", "a", "a"], [1, 2, 3, 4]), "aggregation")
+    placed = sorted((r["id"], r["dt"], r[BUCKET], r["v"]) for r in out.rows.to_pylist())
+    assert placed == [(2, "b", 3, 1.0), (2, "b", 3, 2.0), (8, "a", 0, 3.0), (8, "a", 0, 4.0)]
+    assert (out.deletes, out.new_keys) == (0, 1)
+
+
 def test_unknown_merge_engine_is_refused(index):
     with pytest.raises(ValueError, match="merge-engine"):
         run(index, batch([2], ["c"], [20]), "lookup")
 
-
-def test_duplicates_in_a_batch_resolve_by_sequence_field_then_input_order():
-    from airflow_paimon.engine.assign.assigner import Ordering, last_per_key
-
-    b = batch([1, 1, 1, 2, 2], list("abcab"), [0, 1, 2, 3, 4]).append_column("ts", pa.array([5, 9, 9, 2, 1]))
-    ascending = last_per_key(b, Ordering(("ts",)))
-    assert sorted((r["id"], r["v"]) for r in ascending.to_pylist()) == [(1, 2.0), (2, 3.0)]
-    descending = last_per_key(b, Ordering(("ts",), ascending=False))
-    assert sorted((r["id"], r["v"]) for r in descending.to_pylist()) == [(1, 0.0), (2, 4.0)]
-    assert sorted((r["id"], r["v"]) for r in last_per_key(b).to_pylist()) == [(1, 2.0), (2, 4.0)]

@@ -79,10 +79,10 @@ def test_continues_a_table_written_by_pypaimon_rust_and_back(warehouse):
 
 
 def test_sequence_field_on_a_cross_partition_table_is_refused_as_paimon_does(warehouse):
-    from airflow_paimon.engine.context import table_ordering
+    from airflow_paimon.engine.context import check_cross_partition_table
     from airflow_paimon.engine.errors import ValidationError
 
     spec = TableSpec(SPEC.columns, SPEC.primary_keys, SPEC.partition_keys, {"bucket": "-1", "sequence.field": "v"})
     table = get_or_create_table({"warehouse": warehouse}, "db.s", spec)
     with pytest.raises(ValidationError, match="table db.s, column 'sequence.field', value 'v': You can not use"):
-        table_ordering(table)
+        check_cross_partition_table(table)

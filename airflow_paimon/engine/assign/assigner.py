@@ -1,5 +1,6 @@
 """Assign one shard of a batch like Paimon's GlobalIndexAssigner: known keys keep their place, moved keys
-follow the merge engine, new keys get a bucket from BucketAssigner. Columnar; RocksDB calls are batched.
+follow the merge engine, deletes leave the index, new keys get a bucket from BucketAssigner. Columnar;
+RocksDB calls are batched.
 """
 from __future__ import annotations
 
@@ -10,50 +11,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.buckets import BucketAssigner
-from airflow_paimon.engine.index.keys import decode_partition, encode_ordering, encode_partitions
+from airflow_paimon.engine.assign.rowkind import DELETE, INSERT, is_retract, resolve_duplicates
+from airflow_paimon.engine.index.keys import decode_partition, encode_partitions
 from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values
 
 KEY, ORDER, BUCKET, KIND = "_key", "_order", "_bucket", "_kind"
-_ORDERING = "_ordering"
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
-INSERT, DELETE = 0, 3  # Paimon RowKind bytes: +I and -D
+__all__ = ["KEY", "ORDER", "BUCKET", "KIND", "INSERT", "DELETE", "Assigned", "assign_shard"]
 
 
 @dataclass
 class Assigned:
     rows: pa.Table  # the table's columns + _key, _bucket, _kind; partition columns hold the target partition
     rows_in: int
-    deletes: int
+    deletes: int      # delete rows written to a key's old place (moves and -D/-U of known keys)
     moved_keys: int
-    dropped: int
-    new_keys: int  # keys the index did not know before
-
-
-@dataclass(frozen=True)
-class Ordering:
-    """The table's ``sequence.field`` (empty: arrival order only) and its sort order."""
-
-    fields: tuple[str, ...] = ()
-    ascending: bool = True
-
-    def of(self, batch: pa.Table) -> pa.Array:
-        return encode_ordering(batch, list(self.fields))
-
-
-def last_per_key(batch: pa.Table, ordering: Ordering = Ordering()) -> pa.Table:
-    """Duplicate keys in one batch resolve as Paimon's merge would: the highest sequence.field wins (the
-    lowest for descending order), ties and tables without one go to the last row in input order."""
-    if batch.num_rows < 2:
-        return batch
-    sort_keys = [(KEY, "ascending")]
-    if ordering.fields:
-        batch = batch.append_column(_ORDERING, ordering.of(batch))
-        sort_keys.append((_ORDERING, "ascending" if ordering.ascending else "descending"))
-    ordered = batch.take(pc.sort_indices(batch, sort_keys=sort_keys + [(ORDER, "ascending")]))
-    keys = ordered.column(KEY).combine_chunks()
-    is_last = pc.not_equal(keys.slice(0, len(keys) - 1), keys.slice(1))
-    kept = ordered.filter(pa.concat_arrays([is_last, pa.array([True])]))
-    return kept.drop_columns([_ORDERING]) if ordering.fields else kept
+    dropped: int      # input rows that are not written (merged duplicates, first-row, unknown deletes)
+    new_keys: int     # keys the index did not know before
+    removed_keys: int  # keys deleted from the index
 
 
 def _with_partition(rows: pa.Table, partition_fields: list[str], encoded: pa.Array,
@@ -67,68 +42,89 @@ def _with_partition(rows: pa.Table, partition_fields: list[str], encoded: pa.Arr
     return rows
 
 
+def _resolve(batch: pa.Table, merge_engine: str, options: dict, table: str) -> tuple[pa.Table, pa.Table]:
+    """(one record per key — the one that decides where the key goes, all records to write)."""
+    kinds = np.asarray(batch.column(KIND).to_numpy(), dtype=np.int8)
+    if merge_engine == "aggregation":  # every record is written; Paimon's merge aggregates them
+        last = resolve_duplicates(batch, np.zeros(batch.num_rows, np.int8), [KEY], options=options, table=table)
+        return last.rows, batch
+    resolved = resolve_duplicates(batch, kinds, [KEY], merge_engine=merge_engine, options=options, table=table)
+    rows = resolved.rows.set_column(resolved.rows.schema.get_field_index(KIND), KIND,
+                                    pa.array(resolved.kinds, pa.int8()))
+    return rows, rows
+
+
 def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_types: list[pa.DataType],
                  index: ShardIndex, buckets: BucketAssigner, merge_engine: str = "deduplicate",
-                 ordering: Ordering = Ordering()) -> Assigned:
-    """Assign every row of ``batch`` (one shard's rows, carrying _key and _order) to (partition, bucket).
+                 options: dict | None = None, table: str = "?") -> Assigned:
+    """Assign every row of ``batch`` (one shard's rows, carrying _key, _order and _kind) to a place.
 
     Updates ``index`` and ``buckets`` in place; returns the rows to write, delete rows included.
     """
     if merge_engine not in ENGINES:
-        raise ValueError(f"merge-engine {merge_engine!r} is not supported for cross-partition upsert")
+        raise ValueError(f"table {table}: merge-engine {merge_engine!r} is not supported for cross-partition upsert")
     rows_in = batch.num_rows
-    batch = last_per_key(batch, ordering)
-    batch = batch.take(pc.sort_indices(batch.column(ORDER)))  # arrival order decides new buckets
-    keys = batch.column(KEY).combine_chunks()
-    new_part = encode_partitions(batch, partition_fields)
+    batch = batch.take(pc.sort_indices(batch.column(ORDER)))  # input order: merge order and new buckets
+    deciding, records = _resolve(batch, merge_engine, options or {}, table)
+    keys = deciding.column(KEY).combine_chunks()
+    new_part = encode_partitions(deciding, partition_fields)
     found = index.lookup(keys)
     known = np.asarray(found.is_valid().to_numpy(zero_copy_only=False))
+    # Under aggregation a retraction is an input to the aggregate, not a delete of the key.
+    retract = (is_retract(np.asarray(deciding.column(KIND).to_numpy(), dtype=np.int8))
+               if merge_engine != "aggregation" else np.zeros(deciding.num_rows, dtype=bool))
     known_idx = np.nonzero(known)[0]
     stored = decode_values(found.filter(pa.array(known)))
     same = np.asarray(pc.equal(stored.partition, new_part.filter(pa.array(known))).to_numpy(zero_copy_only=False))
 
-    bucket = np.full(batch.num_rows, -1, dtype=np.int32)
-    bucket[known_idx[same]] = stored.bucket[same]
-    moving = ~same
-    if merge_engine in ("partial-update", "aggregation"):
-        moving[:] = False  # the update belongs to the row where the key already lives
-    stay_elsewhere = ~same & ~moving  # written into the key's old place, which the merge engine resolves
-    keep = np.ones(batch.num_rows, dtype=bool)
-    if merge_engine == "first-row":
-        keep[known_idx[~same]] = False  # the first row stays where it is
-        moving[:] = stay_elsewhere[:] = False
-    bucket[known_idx[stay_elsewhere]] = stored.bucket[stay_elsewhere]
-    batch = _replace_rows_partition(batch, known_idx[stay_elsewhere], stored.partition.filter(pa.array(stay_elsewhere)),
-                                    partition_fields, partition_types)
-    new_part = encode_partitions(batch, partition_fields)
+    # Per key (rows of ``deciding``): where its records go, and whether they go at all.
+    n = deciding.num_rows
+    bucket = np.full(n, -1, dtype=np.int32)
+    keep = ~retract | known  # a delete of a key the index does not know has nothing to delete
+    removed = known & retract
+    moving = np.zeros(n, dtype=bool)
+    if merge_engine == "deduplicate":
+        moving[known_idx[~same]] = True
+    elif merge_engine == "first-row":
+        keep[known_idx] = False  # the first row stays; a known key takes nothing new
+    moving &= ~retract
+    # Known keys that do not move (same partition, partial-update / aggregation, deletes) go to their place.
+    at_old = np.zeros(n, dtype=bool)
+    at_old[known_idx] = True
+    at_old &= ~moving & keep
+    old_bucket = np.full(n, -1, dtype=np.int32)
+    old_bucket[known_idx] = stored.bucket
+    old_part = np.full(n, None, dtype=object)
+    old_part[known_idx] = np.asarray(stored.partition.to_numpy(zero_copy_only=False), dtype=object)
+    bucket[at_old] = old_bucket[at_old]
+    target_part = pa.array(np.where(at_old, old_part, np.asarray(new_part.to_numpy(zero_copy_only=False),
+                                                                   dtype=object)), pa.string())
 
-    moved_idx, moved_bucket = known_idx[moving], stored.bucket[moving]
-    moved_part = stored.partition.filter(pa.array(moving))
-    deletes = _with_partition(batch.take(pa.array(moved_idx, pa.int64())), partition_fields, moved_part,
-                              partition_types).append_column(BUCKET, pa.array(moved_bucket, pa.int32()))
-    buckets.decrement(moved_part, moved_bucket)
+    # Moves (deduplicate): a delete in the old place, then the key is new in its new partition.
+    moved = np.nonzero(moving)[0]
+    moved_take = pa.array(moved, pa.int64())
+    move_deletes = _with_partition(deciding.take(moved_take), partition_fields,
+                                   pa.array(old_part[moved], pa.string()), partition_types)
+    move_deletes = move_deletes.set_column(move_deletes.schema.get_field_index(KIND), KIND,
+                                           pa.array(np.full(len(moved), DELETE, np.int8)))
+    move_deletes = move_deletes.append_column(BUCKET, pa.array(old_bucket[moved], pa.int32()))
+    left = np.nonzero(moving | removed)[0]
+    buckets.decrement(pa.array(old_part[left], pa.string()), old_bucket[left])
 
-    # New keys, and moved keys (deduplicate), take a bucket in their (new) partition.
     fresh = np.nonzero((bucket < 0) & keep)[0]
-    bucket[fresh] = buckets.assign(new_part.take(pa.array(fresh, pa.int64())))
-    take = pa.array(fresh, pa.int64())
-    index.put(keys.take(take), encode_values(bucket[fresh], new_part.take(take)))
+    fresh_take = pa.array(fresh, pa.int64())
+    bucket[fresh] = buckets.assign(new_part.take(fresh_take))
+    index.put(keys.take(fresh_take), encode_values(bucket[fresh], new_part.take(fresh_take)))
+    index.delete(keys.filter(pa.array(removed)))
 
-    placed = np.nonzero(keep)[0]
-    out = batch.take(pa.array(placed, pa.int64())).append_column(BUCKET, pa.array(bucket[placed], pa.int32()))
-    out = out.append_column(KIND, pa.array(np.full(len(placed), INSERT, dtype=np.int8)))
-    if deletes.num_rows:
-        deletes = deletes.append_column(KIND, pa.array(np.full(deletes.num_rows, DELETE, dtype=np.int8)))
-        out = pa.concat_tables([out, deletes.select(out.column_names)])
-    out = out.drop_columns([ORDER])
-    return Assigned(out, rows_in, deletes.num_rows, len(moved_idx), dropped=batch.num_rows - len(placed),
-                    new_keys=int((~known).sum()))
-
-
-def _replace_rows_partition(batch, idx, encoded, partition_fields, partition_types) -> pa.Table:
-    if len(idx) == 0:
-        return batch
-    moved = _with_partition(batch.take(pa.array(idx, pa.int64())), partition_fields, encoded, partition_types)
-    rest = np.setdiff1d(np.arange(batch.num_rows), idx)
-    merged = pa.concat_tables([batch.take(pa.array(rest, pa.int64())), moved])
-    return merged.take(pc.sort_indices(merged.column(ORDER)))
+    # Every record of a kept key goes where its key goes.
+    position = pc.index_in(records.column(KEY), value_set=keys)
+    pos = np.asarray(position.to_numpy(zero_copy_only=False), dtype=np.int64)
+    placed = np.nonzero(keep[pos])[0]
+    out = records.take(pa.array(placed, pa.int64()))
+    out = _with_partition(out, partition_fields, target_part.take(pa.array(pos[placed])), partition_types)
+    out = out.append_column(BUCKET, pa.array(bucket[pos[placed]], pa.int32()))
+    out = pa.concat_tables([out, move_deletes.select(out.column_names)]).drop_columns([ORDER])
+    return Assigned(out, rows_in, deletes=len(moved) + int(removed.sum()), moved_keys=len(moved),
+                    dropped=records.num_rows - len(placed) + (rows_in - records.num_rows),
+                    new_keys=int((~known & keep).sum()), removed_keys=int(removed.sum()))

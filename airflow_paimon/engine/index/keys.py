@@ -61,38 +61,6 @@ def encode_keys(table: pa.Table | pa.RecordBatch, key_fields: list[str]) -> pa.A
     return pc.binary_join_element_wise(*parts, b"")
 
 
-ORDERING_WIDTH = 8  # bytes per sequence.field value in the index
-
-
-def encode_ordering(table: pa.Table | pa.RecordBatch, sequence_fields: list[str]) -> pa.Array:
-    """The ``sequence.field`` values of each row as fixed-width bytes that compare like the values
-    (8 bytes per field; a null orders first). Empty bytes when the table has no sequence field."""
-    n = table.num_rows
-    if not sequence_fields:
-        return pa.array([b""] * n, pa.binary())
-    parts = []
-    for name in sequence_fields:
-        col = _as_array(table.column(name))
-        t = col.type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date(t)
-                or pa.types.is_timestamp(t) or pa.types.is_decimal(t)):
-            raise ValueError(f"sequence.field {name!r} of type {t} cannot order rows")
-        if pa.types.is_decimal(t):
-            col = col.cast(pa.float64())
-        encoded = _column_bytes(col.fill_null(_lowest(col.type)), prefix_length=False)
-        parts.append(encoded)
-    return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, b"")
-
-
-def _lowest(t: pa.DataType):
-    if pa.types.is_floating(t):
-        return pa.scalar(float("-inf"), t)
-    if pa.types.is_date(t) or pa.types.is_timestamp(t):
-        return pa.scalar(np.iinfo(np.int32 if t == pa.date32() else np.int64).min).cast(
-            pa.int32() if t == pa.date32() else pa.int64()).cast(t)
-    return pa.scalar(np.iinfo(np.int64).min if t.bit_width == 64 else -(2 ** (t.bit_width - 1)), t)
-
-
 def shard_of(keys: pa.Array, shards: int) -> np.ndarray:
     """Shard id (0..shards-1) of each encoded key: a stable 64-bit hash, modulo ``shards``."""
     if len(keys) == 0:

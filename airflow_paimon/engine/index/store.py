@@ -66,10 +66,10 @@ def advance(meta: ShardMeta, new_file: IndexFile | None, kind: str, keys: int, b
 
 
 def stage_shard(staging_uri: str, shard: int, local_path: str | None, kind: str, entries: int, keys: int,
-                bucket_counts: dict) -> None:
+                bucket_counts: dict, counters: dict | None = None) -> None:
     """Hand a shard's changes over to the commit task (which publishes them once its snapshot exists)."""
     doc = {"shard": shard, "kind": kind, "entries": entries, "keys": keys, "bucket_counts": bucket_counts,
-           "file": None}
+           "file": None, "counters": counters or {}}
     if local_path is not None:
         doc["file"] = storage.join(staging_uri, "index", shard_file_name(shard, kind))
         storage.upload(local_path, doc["file"])

@@ -1,0 +1,94 @@
+"""Benchmark: cold (rebuild), warm (reuse) and catch-up bootstrap of the global index, in-job (the Spark
+job's function in a local[2] session, no spark-submit), on a cross-partition table of M rows over 30 date
+partitions written by pypaimon-rust's native writer.
+
+    python tests/benchmarks/bench_bootstrap.py --rows 1000000 5000000 [--shards 4] [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+SPEC = {"columns": [["id", "BIGINT"], ["dt", "DATE"], ["customer", "STRING"], ["amount", "DOUBLE"]],
+        "primary_keys": ["id"], "partition_keys": ["dt"],
+        "options": {"bucket": "-1", "write.native.enabled": "true"}}
+
+
+def batch(ids: np.ndarray, rng) -> pa.Table:
+    days = np.datetime64("2026-10-01") + rng.integers(0, 30, len(ids)).astype("timedelta64[D]")
+    return pa.table({"id": pa.array(ids, pa.int64()), "dt": pa.array(days.astype("datetime64[D]")),
+                     "customer": pa.array(rng.integers(0, 10_000, len(ids)).astype(str)),
+                     "amount": pa.array(rng.random(len(ids)) * 100)})
+
+
+def native_write(table, data: pa.Table) -> float:
+    start = time.perf_counter()
+    builder = table.new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(data)
+    builder.new_commit().commit(write.prepare_commit())
+    write.close()
+    return time.perf_counter() - start
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def run(rows: int, shards: int, spark) -> dict:
+    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from spark.jobs import Jobs
+
+    warehouse = tempfile.mkdtemp(prefix="bench-bootstrap-")
+    table = get_or_create_table({"warehouse": warehouse}, "db.t", TableSpec.from_dict(SPEC))
+    rng = np.random.default_rng(1)
+    write_s = native_write(table, batch(np.arange(rows), rng))
+    jobs = Jobs(spark, warehouse, "db.t", shards=shards)
+    cold_s, cold = timed(jobs.bootstrap)
+    warm_s, warm = timed(jobs.bootstrap)
+    half = min(50_000, rows // 2)
+    upsert = np.concatenate([rng.choice(rows, half, replace=False), np.arange(rows, rows + half)])
+    native_write(table, batch(upsert, rng))
+    catch_s, caught = timed(jobs.bootstrap)
+    assert (cold["path"], warm["path"], caught["path"]) == ("rebuilt", "reused", "caught_up")
+    assert cold["keys"] == rows and caught["keys"] == rows + half
+    return {"rows": rows, "shards": shards, "native_initial_write_s": round(write_s, 2),
+            "cold_bootstrap_s": round(cold_s, 2), "cold_keys_per_s": int(rows / cold_s),
+            "cold_files_read": cold["data_files_read"], "warm_bootstrap_s": round(warm_s, 3),
+            "warm_files_read": warm["data_files_read"], "catch_up_100k_s": round(catch_s, 2),
+            "catch_up_files_read": caught["data_files_read"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--out", default=None, help="directory for bootstrap.json")
+    args = parser.parse_args()
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").config("spark.pyspark.python", sys.executable)
+             .config("spark.sql.shuffle.partitions", str(args.shards))
+             .config("spark.ui.enabled", "false").getOrCreate())
+    spark.range(1).collect()  # JVM and Python workers warm, as in a running job
+    results = [run(m, args.shards, spark) for m in args.rows]
+    for r in results:
+        print(json.dumps(r))
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "bootstrap.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
