@@ -105,3 +105,22 @@ def test_unknown_operation_is_named(spark, warehouse, tmp_path):
     pd.DataFrame([(1, "a", 1.0, "x", "upsert")], columns=["id", "dt", "v", "w", "op"]).to_parquet(path, index=False)
     with pytest.raises(ValidationError, match="table db.t, column 'op', value 'upsert': row kind must be one of"):
         jobs.assign_and_write(jobs.bootstrap(), {"path": str(path)}, "r", row_kind_column="op")
+
+
+@pytest.mark.parametrize("options", [{"bucket": "-1"}, {"bucket": "2", "bucket-key": "id"}])
+def test_append_only_tables_append(spark, warehouse, tmp_path, options):
+    spec = {"columns": COLUMNS, "primary_keys": [], "partition_keys": ["dt"], "options": options}
+    jobs = Jobs(spark, warehouse, "db.log", spec)
+    batches = [pd.DataFrame(B1, columns=["id", "dt", "v", "w", "op"]).drop(columns="op"),
+               pd.DataFrame(B1[:2], columns=["id", "dt", "v", "w", "op"]).drop(columns="op")]
+    for i, batch in enumerate(batches):
+        boot, written, committed = jobs.upsert(batch, f"a{i}", tmp_path)
+        assert boot["path"] == "not_needed" and committed["snapshot_id"] == i + 1
+        assert written["rows_written"] == len(batch)
+    table = get_table(jobs.options, "db.log")
+    rb = table.new_read_builder()
+    actual = rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pandas()
+    expected = pd.concat(batches, ignore_index=True)
+    key = ["id", "dt", "v"]
+    pd.testing.assert_frame_equal(actual[expected.columns].sort_values(key).reset_index(drop=True),
+                                  expected.sort_values(key).reset_index(drop=True), check_dtype=False)
