@@ -12,7 +12,7 @@ from airflow_paimon.engine.table import get_table
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_table(options_json: str, identifier: str):
+def cached_table(options_json: str, identifier: str):
     return get_table(json.loads(options_json), identifier)
 
 
@@ -41,7 +41,7 @@ class WriteContext:
 
     def table(self):
         """The table handle, opened once per Python worker."""
-        return _cached_table(json.dumps(self.catalog_options, sort_keys=True), self.identifier)
+        return cached_table(json.dumps(self.catalog_options, sort_keys=True), self.identifier)
 
     @property
     def primary_keys(self) -> list[str]:

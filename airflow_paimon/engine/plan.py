@@ -60,17 +60,17 @@ def added_entries(table, snapshot) -> list:
 
 def read_key_rows(path: str, key_fields: list[str]) -> pa.Table:
     """Key columns, _SEQUENCE_NUMBER and _VALUE_KIND of one data file, newest row per key."""
-    rows = _read_columns(path, list(dict.fromkeys(key_fields)) + ["_SEQUENCE_NUMBER", "_VALUE_KIND"])
+    rows = read_columns(path, list(dict.fromkeys(key_fields)) + ["_SEQUENCE_NUMBER", "_VALUE_KIND"])
     if rows.num_rows < 2:
         return rows
     rows = rows.sort_by([(k, "ascending") for k in key_fields] + [("_SEQUENCE_NUMBER", "ascending")])
-    return rows.filter(_is_last_of_key(rows, key_fields))
+    return rows.filter(is_last_of_key(rows, key_fields))
 
 
 def read_live_keys(paths: list[str], key_fields: list[str]) -> pa.Table:
     """The primary keys alive in one bucket: newest version per key (all levels), retractions dropped."""
     columns = list(dict.fromkeys(key_fields)) + ["_SEQUENCE_NUMBER", "_VALUE_KIND"]
-    parts = [_read_columns(p, columns) for p in paths]
+    parts = [read_columns(p, columns) for p in paths]
     if not parts:
         return pa.table({k: pa.array([]) for k in columns})
     data = pa.concat_tables(parts, promote_options="permissive")
@@ -78,13 +78,13 @@ def read_live_keys(paths: list[str], key_fields: list[str]) -> pa.Table:
         return data.select(key_fields)
     order = pc.sort_indices(data, sort_keys=[(k, "ascending") for k in key_fields] + [("_SEQUENCE_NUMBER", "ascending")])
     data = data.take(order)
-    last = _is_last_of_key(data, key_fields)
+    last = is_last_of_key(data, key_fields)
     newest = data.filter(last)
     alive = pc.invert(pc.is_in(newest.column("_VALUE_KIND"), pa.array(RETRACT_KINDS, pa.int8())))
     return newest.filter(alive).select(key_fields)
 
 
-def _is_last_of_key(data: pa.Table, key_fields: list[str]) -> pa.Array:
+def is_last_of_key(data: pa.Table, key_fields: list[str]) -> pa.Array:
     n = data.num_rows
     differs = None
     for k in key_fields:
@@ -94,7 +94,7 @@ def _is_last_of_key(data: pa.Table, key_fields: list[str]) -> pa.Array:
     return pa.concat_arrays([differs, pa.array([True])])
 
 
-def _read_columns(path: str, columns: list[str]) -> pa.Table:
+def read_columns(path: str, columns: list[str]) -> pa.Table:
     if path.endswith(".orc"):
         import pyarrow.orc as orc
         return orc.ORCFile(_local(path)).read(columns=columns)

@@ -11,7 +11,7 @@ import uuid
 import pyarrow.fs as pafs
 
 
-def _fs(uri: str) -> tuple[pafs.FileSystem, str]:
+def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     if "://" not in uri:
         return pafs.LocalFileSystem(), os.path.abspath(uri)
     return pafs.FileSystem.from_uri(uri)
@@ -22,19 +22,19 @@ def join(base: str, *parts: str) -> str:
 
 
 def exists(uri: str) -> bool:
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     return fs.get_file_info(path).type != pafs.FileType.NotFound
 
 
 def read_bytes(uri: str) -> bytes:
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     with fs.open_input_stream(path) as f:
         return f.read()
 
 
 def write_bytes_atomic(uri: str, data: bytes) -> None:
     """Write to a temporary sibling, then rename over the target."""
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     parent = path.rsplit("/", 1)[0]
     fs.create_dir(parent, recursive=True)
     tmp = f"{path}.{uuid.uuid4().hex}.tmp"
@@ -45,7 +45,7 @@ def write_bytes_atomic(uri: str, data: bytes) -> None:
 
 def upload(local_path: str, uri: str) -> None:
     """Copy a local file to storage atomically."""
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     parent = path.rsplit("/", 1)[0]
     fs.create_dir(parent, recursive=True)
     tmp = f"{path}.{uuid.uuid4().hex}.tmp"
@@ -54,45 +54,45 @@ def upload(local_path: str, uri: str) -> None:
 
 
 def download(uri: str, local_path: str) -> None:
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     pafs.copy_files(path, local_path, source_filesystem=fs, destination_filesystem=pafs.LocalFileSystem())
 
 
 def delete_dir(uri: str) -> None:
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     if fs.get_file_info(path).type != pafs.FileType.NotFound:
         fs.delete_dir(path)
 
 
 def move(src_uri: str, dst_uri: str) -> None:
-    fs, src = _fs(src_uri)
-    _, dst = _fs(dst_uri)
+    fs, src = filesystem(src_uri)
+    _, dst = filesystem(dst_uri)
     fs.create_dir(dst.rsplit("/", 1)[0], recursive=True)
     fs.move(src, dst)
 
 
 def is_dir(uri: str) -> bool:
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     return fs.get_file_info(path).type == pafs.FileType.Directory
 
 
 def list_dir(uri: str) -> list[str]:
     """Names directly under ``uri`` (empty if it does not exist)."""
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     if fs.get_file_info(path).type == pafs.FileType.NotFound:
         return []
     return [info.base_name for info in fs.get_file_info(pafs.FileSelector(path))]
 
 
 def size(uri: str) -> int:
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     return fs.get_file_info(path).size
 
 
 def sha256(uri: str) -> str:
     import hashlib
 
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     digest = hashlib.sha256()
     with fs.open_input_stream(path) as f:
         while chunk := f.read(8 << 20):
@@ -101,12 +101,12 @@ def sha256(uri: str) -> str:
 
 
 def mtime(uri: str) -> float:
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     info = fs.get_file_info(path)
     return info.mtime.timestamp() if info.mtime else 0.0
 
 
 def delete_file(uri: str) -> None:
-    fs, path = _fs(uri)
+    fs, path = filesystem(uri)
     if fs.get_file_info(path).type != pafs.FileType.NotFound:
         fs.delete_file(path)

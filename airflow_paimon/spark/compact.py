@@ -7,7 +7,7 @@ import logging
 import pyarrow as pa
 
 from airflow_paimon.engine.compact.run import compact_task, compaction_identity, run_compaction
-from airflow_paimon.engine.context import _cached_table
+from airflow_paimon.engine.context import cached_table
 from airflow_paimon.engine.table import get_table
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ def _execute(spark, spec: dict, work: list) -> list[bytes]:
     options_json, identifier = json.dumps(spec["catalog_options"], sort_keys=True), spec["table"]
 
     def rewrite(batches):
-        table = _cached_table(options_json, identifier)
+        table = cached_table(options_json, identifier)
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 yield pa.RecordBatch.from_arrays([pa.array([compact_task(table, work[i])], pa.binary())],

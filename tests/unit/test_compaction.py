@@ -16,7 +16,7 @@ from airflow_paimon.engine.compact.levels import LevelSortedRun, interval_partit
 from airflow_paimon.engine.compact.run import compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalCompaction, create_unit
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.plan import _read_columns, file_path, latest_snapshot
+from airflow_paimon.engine.plan import read_columns, file_path, latest_snapshot
 from airflow_paimon.engine.table import get_table
 from compaction_tables import (assert_reads, batches, bucket_files, compact, cross_partition_table,
                                pypaimon_written_table)
@@ -75,7 +75,7 @@ def assert_one_run_at_max_level(table, max_level=5):
         assert {e.file.level for e in entries} == {max_level}, where
         assert all(len(s) == 1 for s in interval_partition([e.file for e in entries])), f"{where} overlaps"
         for e in entries:
-            kinds = _read_columns(file_path(table, e), ["_VALUE_KIND"]).column("_VALUE_KIND")
+            kinds = read_columns(file_path(table, e), ["_VALUE_KIND"]).column("_VALUE_KIND")
             assert pc.sum(pc.is_in(kinds, pa.array([1, 3], pa.int8())).cast(pa.int64())).as_py() in (0, None)
 
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.plan import RETRACT_KINDS as RETRACT, _is_last_of_key as is_last_of_key
+from airflow_paimon.engine.plan import RETRACT_KINDS as RETRACT, is_last_of_key
 
 SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
 RETRACT_KINDS = pa.array(RETRACT, pa.int8())  # -U and -D

@@ -15,8 +15,8 @@ from airflow_paimon.engine.compact.levels import interval_partition
 from airflow_paimon.engine.compact.merge import RETRACT_KINDS, SEQUENCE, VALUE_KIND, merge_key_values, retract_counts
 from airflow_paimon.engine.compact.plan import BucketCompaction
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.plan import _read_columns
-from airflow_paimon.engine.write.bucket_writer import _file_schema
+from airflow_paimon.engine.plan import read_columns
+from airflow_paimon.engine.write.bucket_writer import file_schema
 
 log = logging.getLogger(__name__)
 COMPACT_FILE_SOURCE = 1  # DataFileMeta.file_source: 0 APPEND, 1 COMPACT
@@ -29,7 +29,7 @@ def min_file_size(table) -> int:
 
 def key_value_schema(table) -> pa.Schema:
     """The physical layout of a primary-key data file: _KEY_ columns, sequence number, value kind, row."""
-    row = _file_schema(table)
+    row = file_schema(table)
     keys = [pa.field(f"_KEY_{k}", row.field(k).type, nullable=False) for k in table.trimmed_primary_keys]
     return pa.schema(keys + [pa.field(SEQUENCE, pa.int64(), nullable=False),
                              pa.field(VALUE_KIND, pa.int8(), nullable=False), *row])
@@ -132,7 +132,7 @@ class BucketRewriter:
 
     def _read(self, f, columns: list[str] | None = None) -> pa.Table:
         names = columns or self.schema.names
-        data = _read_columns(self.work.paths[f.file_name], names)
+        data = read_columns(self.work.paths[f.file_name], names)
         target = pa.schema([self.schema.field(n) for n in names])
         return data.select(names).cast(target)
 

@@ -25,7 +25,7 @@ PROTECTED_DIRS = ("schema", "snapshot", "tag", "branch", "consumer", "statistics
 
 def _files(uri: str, older_than_s: float) -> list[tuple[str, int]]:
     """(path, size) of every file under ``uri`` last modified before ``older_than_s``."""
-    fs, root = storage._fs(uri)
+    fs, root = storage.filesystem(uri)
     if fs.get_file_info(root).type == pafs.FileType.NotFound:
         return []
     found = []
@@ -56,7 +56,7 @@ def orphan_files(table, older_than_ms: int) -> list[tuple[str, int]]:
 def stale_staging(staging_root: str, identifier: str, older_than_ms: int) -> list[str]:
     """Staged-commit directories of this table not touched since ``older_than_ms``."""
     base = storage.join(staging_root, identifier)
-    fs, root = storage._fs(base)
+    fs, root = storage.filesystem(base)
     if fs.get_file_info(root).type != pafs.FileType.Directory:
         return []
     stale = []

@@ -43,7 +43,7 @@ def key_value_layout(table, rows: pa.Table, kinds: pa.Array, max_sequence_number
 def write_bucket(table, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array,
                  max_sequence_number: int) -> CommitMessage:
     """Write the rows of one (partition, bucket); returns the CommitMessage that adds the new files."""
-    rows = rows.select(list(table.field_names)).cast(_file_schema(table))
+    rows = rows.select(list(table.field_names)).cast(file_schema(table))
     kv = key_value_layout(table, rows, kinds, max_sequence_number)
     _check_unique(table, kv)
     writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket,
@@ -56,7 +56,7 @@ def write_bucket(table, partition: tuple, bucket: int, rows: pa.Table, kinds: pa
     return CommitMessage(partition=tuple(partition), bucket=bucket, new_files=list(writer.committed_files))
 
 
-def _file_schema(table) -> pa.Schema:
+def file_schema(table) -> pa.Schema:
     from pypaimon.schema.data_types import PyarrowFieldParser
     return PyarrowFieldParser.from_paimon_schema(table.table_schema.fields)
 
