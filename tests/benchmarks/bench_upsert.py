@@ -1,0 +1,693 @@
+"""Benchmark: upsert of a batch of B rows into a cross-partition Paimon table of M rows (id primary key, 30
+date partitions, three value columns), ours against the peers, on the same data, in one run:
+
+- ours in-job: cold bootstrap, assign-and-write, commit, warm bootstrap (the next batch's), full compaction —
+  the Spark jobs' functions called in one warm local[2] SparkSession (the engine work, no spark-submit);
+- ours end to end: the same five tasks, each a ``spark-submit spark_jobs/<job>.py --spec .. --result-uri ..``
+  as the operators submit it, on an identical copy of the table; plus a trivial spark-submit for reference;
+- pypaimon-rust's native writer (table option write.native.enabled=true) upserting into an identical table;
+- pure pypaimon writing into the dynamic-bucket equivalent (bucket -1, primary key (id, dt));
+- delta-rs (``deltalake``) MERGE into the equivalent Delta table partitioned by dt;
+- the floor: pyarrow writing the batch as one parquet file.
+
+The batch: half updates of existing keys (10 % of them move to another partition), half new keys. Every peer
+runs in its own subprocess; peak RSS is the largest sum of RSS over the measured process tree, sampled with
+psutil every 20 ms (for ours in-job: this process + Spark's JVM + its Python workers). After our upsert the
+table is read back with pypaimon and checked (row count, no duplicate key, the batch's dt and amount), so a
+fast but wrong run cannot report numbers. Writes results.md, results.json and upsert_time.png to --out.
+
+    python tests/benchmarks/bench_upsert.py [--rows 1000000 5000000] [--batch 100000] [--out DIR]
+        [--peers ours ours-e2e pypaimon-rust pypaimon delta floor] [--profile]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+TABLE = "db.t"
+DAYS = 30
+PEERS = ("ours", "ours-e2e", "pypaimon-rust", "pypaimon", "delta", "floor")
+COLUMNS = [["id", "BIGINT"], ["dt", "DATE"], ["customer", "STRING"], ["amount", "DOUBLE"], ["qty", "INT"]]
+CROSS = {"columns": COLUMNS, "primary_keys": ["id"], "partition_keys": ["dt"],
+         "options": {"bucket": "-1", "write.native.enabled": "true"}}
+# pypaimon cannot write cross-partition tables: the dynamic-bucket equivalent keeps dt in the primary key.
+DYNAMIC = {"columns": COLUMNS, "primary_keys": ["id", "dt"], "partition_keys": ["dt"], "options": {"bucket": "-1"}}
+
+
+# ---------------------------------------------------------------------------------------------- data
+def rows(ids: np.ndarray, days: np.ndarray, rng) -> pa.Table:
+    dates = (np.datetime64("2026-10-01") + days.astype("timedelta64[D]")).astype("datetime64[D]")
+    return pa.table({"id": pa.array(ids, pa.int64()), "dt": pa.array(dates),
+                     "customer": pa.array(np.char.add("c", rng.integers(0, 100_000, len(ids)).astype(str))),
+                     "amount": pa.array(rng.random(len(ids)) * 1000),
+                     "qty": pa.array(rng.integers(1, 100, len(ids)), pa.int32())})
+
+
+def make_data(m: int, b: int, seed: int = 1) -> tuple[pa.Table, pa.Table, dict]:
+    """The table's M rows and the batch: b//2 updates (10 % change partition) and the rest new keys."""
+    rng = np.random.default_rng(seed)
+    base_days = rng.integers(0, DAYS, m)
+    updates = rng.choice(m, b // 2, replace=False)
+    days = base_days[updates].copy()
+    moved = len(updates) // 10
+    days[:moved] = (days[:moved] + rng.integers(1, DAYS, moved)) % DAYS  # another partition
+    new = np.arange(m, m + b - len(updates))
+    ids = np.concatenate([updates, new])
+    order = rng.permutation(len(ids))
+    batch = rows(ids[order], np.concatenate([days, rng.integers(0, DAYS, len(new))])[order], rng)
+    return rows(np.arange(m), base_days, rng), batch, {"updates": len(updates), "moved": moved, "new": len(new)}
+
+
+# ---------------------------------------------------------------------------------------------- measuring
+class PeakRSS:
+    """Largest sum of RSS over a process and its descendants, sampled every ``interval`` seconds."""
+
+    def __init__(self, pid: int, interval: float = 0.02):
+        self.pid, self.interval, self.peak = pid, interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> int:
+        import psutil
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return 0
+        total = 0
+        for p in procs:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "PeakRSS":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._sample())
+
+    @property
+    def mib(self) -> float:
+        return round(self.peak / 2**20, 1)
+
+
+def measure(fn) -> tuple[dict, object]:
+    """Time ``fn()`` in this process; peak RSS of this process tree meanwhile."""
+    with PeakRSS(os.getpid()) as rss:
+        start = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - start
+    return {"s": round(seconds, 3), "rss_mib": rss.mib}, result
+
+
+def run_child(cmd: list[str], log: Path, env: dict | None = None) -> dict:
+    """Run ``cmd`` to completion; wall seconds and peak RSS of its process tree."""
+    with open(log, "w") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        with PeakRSS(proc.pid) as rss:
+            code = proc.wait()
+        wall = time.perf_counter() - start
+    if code != 0:
+        raise RuntimeError(f"{cmd[:3]} exited {code}:\n" + "".join(log.read_text().splitlines(True)[-30:]))
+    return {"wall_s": round(wall, 3), "rss_mib": rss.mib}
+
+
+# ---------------------------------------------------------------------------------------------- tables
+def catalog_options(warehouse: Path) -> dict:
+    return {"warehouse": str(warehouse)}
+
+
+def load_paimon(warehouse: Path, spec: dict, base: pa.Table) -> float:
+    """Create the table and write its M rows with pypaimon-rust's native writer (fast; not measured)."""
+    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+
+    table = get_or_create_table(catalog_options(warehouse), TABLE, TableSpec.from_dict(spec))
+    start = time.perf_counter()
+    paimon_write(table.copy({"write.native.enabled": "true"}), base)
+    return time.perf_counter() - start
+
+
+def paimon_write(table, data: pa.Table) -> None:
+    builder = table.new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(data)
+    builder.new_commit().commit(write.prepare_commit())
+    write.close()
+
+
+def verify(read: pa.Table, batch: pa.Table, expect_rows: int, what: str) -> None:
+    """The upserted table holds each key once, and the batch's values where the batch has them."""
+    ids = read.column("id").to_numpy()
+    if len(ids) != expect_rows:
+        raise AssertionError(f"{what}: {len(ids)} rows read back, expected {expect_rows}")
+    order = np.argsort(ids, kind="stable")
+    if not np.array_equal(ids[order], np.arange(expect_rows)):
+        raise AssertionError(f"{what}: keys are not 0..{expect_rows - 1} exactly once (duplicates or losses)")
+    at = order[batch.column("id").to_numpy()]
+    for column in ("dt", "amount"):
+        got = read.column(column).take(pa.array(at)).combine_chunks()
+        if not got.equals(batch.column(column).combine_chunks()):
+            raise AssertionError(f"{what}: column {column} does not hold the batch's values")
+
+
+def read_paimon(warehouse: Path) -> pa.Table:
+    from airflow_paimon.engine.table import get_table
+
+    builder = get_table(catalog_options(warehouse), TABLE).new_read_builder().with_projection(["id", "dt", "amount"])
+    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
+
+# ---------------------------------------------------------------------------------------------- peers
+def worker(name: str, args: dict) -> dict:
+    """One peer's upsert, run in a subprocess (``--worker NAME ARGS``): seconds from reading the batch to
+    the committed result."""
+    start = time.perf_counter()
+    if name in ("pypaimon-rust", "pypaimon"):
+        from pypaimon import CatalogFactory
+        table = CatalogFactory.create({"warehouse": args["warehouse"]}).get_table(TABLE)
+        paimon_write(table, pq.read_table(args["batch"]))
+    elif name == "delta":
+        from deltalake import DeltaTable
+        (DeltaTable(args["path"]).merge(pq.read_table(args["batch"]), "t.id = s.id", source_alias="s",
+                                        target_alias="t")
+         .when_matched_update_all().when_not_matched_insert_all().execute())
+    elif name == "floor":
+        batch = pq.read_table(args["batch"])
+        start = time.perf_counter()  # the floor is the write alone
+        pq.write_table(batch, args["path"])
+    else:
+        raise ValueError(name)
+    return {"s": round(time.perf_counter() - start, 3)}
+
+
+def run_peer(name: str, args: dict, work: Path) -> dict:
+    log = work / f"{name}.log"
+    measured = run_child([sys.executable, __file__, "--worker", name, json.dumps(args)], log)
+    lines = [line for line in log.read_text().splitlines() if line.startswith("{")]
+    return {**json.loads(lines[-1]), **measured}
+
+
+def delta_available() -> bool:
+    try:
+        import deltalake  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------- ours
+class Ours:
+    """The five task specs, as the operators build them (tests/spark/jobs.py does the same for three)."""
+
+    def __init__(self, warehouse: Path, shards: int, run_id: str):
+        self.options, self.warehouse = catalog_options(warehouse), warehouse
+        self.shards, self.run_id = shards, run_id
+
+    def spec(self, job: str, upstream: dict | None = None, source: str | None = None) -> dict:
+        common = {"catalog_options": self.options, "table": TABLE}
+        if job == "bootstrap_index":
+            return {**common, "table_spec": CROSS, "shards": self.shards,
+                    "index_root": f"{self.warehouse}/.airflow-paimon/index"}
+        if job == "assign_and_write":
+            return {**common, "source": {"path": source}, "base_snapshot_id": upstream["base_snapshot_id"],
+                    "index_uri": upstream["index_uri"], "staging_root": f"{self.warehouse}/.airflow-paimon/staging",
+                    "dag_id": "bench", "run_id": self.run_id}
+        if job == "commit":
+            return {**common, **{k: upstream[k] for k in ("staging_uri", "commit_user", "commit_identifier",
+                                                          "base_snapshot_id")}}
+        if job == "compact":
+            return {**common, "snapshot_id": upstream["snapshot_id"], "full": True, "scope": "snapshot",
+                    "partition_filter": None, "dag_id": "bench", "run_id": self.run_id}
+        raise ValueError(job)
+
+
+STEPS = ("cold_bootstrap", "assign_and_write", "commit", "warm_bootstrap", "compact")
+JOB_OF = {"cold_bootstrap": "bootstrap_index", "warm_bootstrap": "bootstrap_index",
+          "assign_and_write": "assign_and_write", "commit": "commit", "compact": "compact"}
+
+
+def ours_steps(run_step, ours: Ours, source: str, on_committed=None) -> tuple[dict, dict]:
+    """cold bootstrap → assign-and-write → commit → warm bootstrap → compact through ``run_step(job, spec)``,
+    which returns (measurement, result)."""
+    out, results = {}, {}
+    upstream = None
+    for step in STEPS:
+        job = JOB_OF[step]
+        if job == "compact":
+            upstream = results["commit"]
+        try:
+            out[step], result = run_step(job, ours.spec(job, upstream, source))
+        except Exception as e:  # noqa: BLE001 - compaction failing is a finding, the upsert numbers stand
+            if job != "compact":
+                raise
+            out[step], result = {"error": f"{type(e).__name__}: {_last_error_line(e)}"}, None
+        results[step] = result
+        if step == "commit" and on_committed:
+            on_committed()
+        if step in ("cold_bootstrap", "assign_and_write"):
+            upstream = result
+    if results["cold_bootstrap"]["path"] != "rebuilt" or not results["warm_bootstrap"]["reused"]:
+        raise AssertionError(f"bootstrap paths: cold {results['cold_bootstrap']['path']}, "
+                             f"warm {results['warm_bootstrap']['path']} (expected rebuilt, then reused)")
+    return out, results
+
+
+def _last_error_line(e: Exception) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if "Error" in ln or "error" in ln]
+    return (lines[-1] if lines else str(e).splitlines()[0])[:300]
+
+
+def in_job_runner(spark):
+    from airflow_paimon.spark.assign_write import run_assign_and_write
+    from airflow_paimon.spark.bootstrap import run_bootstrap
+    from airflow_paimon.spark.commit import run_commit
+    from airflow_paimon.spark.compact import run_compact
+
+    fns = {"bootstrap_index": lambda spec: run_bootstrap(spark, spec),
+           "assign_and_write": lambda spec: run_assign_and_write(spark, spec),
+           "commit": run_commit, "compact": lambda spec: run_compact(spark, spec)}
+    return lambda job, spec: measure(lambda: fns[job](spec))
+
+
+def submit_command(script: str, name: str, args: list[str]) -> list[str]:
+    """What SparkSubmitHook runs for the operators (PaimonSparkJobOperator._submit) on master local[2]."""
+    return [str(VENV_BIN / "spark-submit"), "--master", "local[2]",
+            "--conf", f"spark.pyspark.python={sys.executable}",
+            "--conf", f"spark.pyspark.driver.python={sys.executable}", "--name", name, script, *args]
+
+
+def submit_env() -> dict:
+    return {**os.environ, "PATH": str(VENV_BIN) + os.pathsep + os.environ.get("PATH", ""),
+            "PYSPARK_PYTHON": sys.executable}
+
+
+def e2e_runner(work: Path):
+    counter = iter(range(1000))
+
+    def run(job: str, spec: dict):
+        n = next(counter)
+        result_uri = str(work / f"e2e-{n}-{job}.json")
+        cmd = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
+                             ["--spec", json.dumps(spec), "--result-uri", result_uri])
+        measured = run_child(cmd, work / f"e2e-{n}-{job}.log", submit_env())
+        return measured, json.loads(Path(result_uri).read_text())
+    return run
+
+
+TRIVIAL_JOB = """import json, sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.appName("trivial").getOrCreate()
+spark.range(1).collect()
+open(sys.argv[-1], "w").write(json.dumps({"ok": True}))
+"""
+
+
+def trivial_submit(work: Path) -> dict:
+    script = work / "trivial_job.py"
+    script.write_text(TRIVIAL_JOB)
+    return run_child(submit_command(str(script), "trivial", [str(work / "trivial.json")]),
+                     work / "trivial.log", submit_env())
+
+
+# ---------------------------------------------------------------------------------------------- profiling
+def profile(spark, warehouse: Path, shards: int, source: str, out: Path, rate: int = 100) -> dict:
+    """py-spy (all processes: driver, JVM's Python workers) over a cold bootstrap and one assign-and-write."""
+    py_spy = shutil.which("py-spy", path=str(VENV_BIN)) or shutil.which("py-spy")
+    if not py_spy:
+        return {"skipped": "py-spy is not installed (uv sync --group bench)"}
+    run_step, ours, summaries = in_job_runner(spark), Ours(warehouse, shards, "profile"), {}
+    upstream = None
+    for step, job in (("cold_bootstrap", "bootstrap_index"), ("assign_and_write", "assign_and_write")):
+        raw = out / f"profile_{step}.raw.txt"
+        spy = subprocess.Popen([py_spy, "record", "--pid", str(os.getpid()), "--subprocesses", "--rate", str(rate),
+                                "--format", "raw", "--nonblocking", "-o", str(raw)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # py-spy attached
+        measured, upstream = run_step(job, ours.spec(job, upstream, source))
+        time.sleep(0.5)
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
+        summaries[step] = {**measured, **summarise_profile(raw, out / f"profile_{step}.md", step, measured["s"])}
+        raw.unlink(missing_ok=True)  # the summary is what stays
+    return summaries
+
+
+def _frame(frame: str) -> tuple[str, str]:
+    """'func (path:line)' → (func, short path:line)."""
+    func, _, where = frame.rpartition(" (")
+    where = where.rstrip(")")
+    for marker in ("site-packages/", "/work/main/"):
+        if marker in where:
+            where = where.split(marker, 1)[1]
+    return func, where
+
+
+def summarise_profile(raw: Path, md: Path, step: str, seconds: float, top: int = 15) -> dict:
+    self_lines, own_incl, samples = Counter(), Counter(), 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")[1:]  # first item: the process
+        if not frames or not count.isdigit():
+            continue
+        n = int(count)
+        samples += n
+        func, where = _frame(frames[-1])
+        self_lines[f"{where} {func}"] += n
+        seen = set()
+        for f in frames:
+            func, where = _frame(f)
+            if where.startswith("airflow_paimon/"):
+                key = f"{where.rsplit(':', 1)[0]} {func}"
+                if key not in seen:
+                    seen.add(key)
+                    own_incl[key] += n
+    def table(counter: Counter) -> list[str]:
+        return [f"| {n} | {100 * n / max(samples, 1):.1f} % | `{k}` |" for k, n in counter.most_common(top)]
+    lines = [f"# py-spy profile: {step} ({seconds} s in-job)", "",
+             f"{samples} samples over all Python processes (driver and Spark's Python workers, active threads).", "",
+             "## Self time by line (leaf frames)", "", "| samples | share | where |", "|---|---|---|",
+             *table(self_lines), "", "## Inclusive time of airflow_paimon functions", "",
+             "| samples | share | function |", "|---|---|---|", *table(own_incl), ""]
+    md.write_text("\n".join(lines))
+    return {"samples": samples, "self_top": self_lines.most_common(top), "airflow_paimon_top": own_incl.most_common(top)}
+
+
+# ---------------------------------------------------------------------------------------------- one table size
+def bench_size(m: int, b: int, shards: int, peers: tuple, work: Path, spark, log=print) -> dict:
+    work.mkdir(parents=True, exist_ok=True)
+    base, batch, facts = make_data(m, b)
+    batch_path = str(work / "batch.parquet")
+    pq.write_table(batch, batch_path)
+    expect = m + facts["new"]
+    result = {"rows": m, "batch": b, "shards": shards, **facts, "load_s": {}, "ours_in_job": {}, "ours_e2e": {},
+              "peers": {}, "notes": []}
+
+    cross = work / "cross"
+    result["load_s"]["paimon_cross_native"] = round(load_paimon(cross, CROSS, base), 2)
+    log(f"M={m}: loaded the cross-partition table in {result['load_s']['paimon_cross_native']} s")
+    copies = {}
+    for name in ("ours", "ours-e2e", "pypaimon-rust"):
+        copies[name] = work / f"wh-{name}"
+        shutil.copytree(cross, copies[name])
+    if "pypaimon" in peers:
+        result["load_s"]["paimon_dynamic_native"] = round(load_paimon(work / "dynamic", DYNAMIC, base), 2)
+    if "delta" in peers:
+        if delta_available():
+            from deltalake import write_deltalake
+            start = time.perf_counter()
+            write_deltalake(str(work / "delta"), base, partition_by=["dt"])
+            result["load_s"]["delta"] = round(time.perf_counter() - start, 2)
+        else:
+            peers = tuple(p for p in peers if p != "delta")
+            result["notes"].append("delta-rs skipped: deltalake is not installed (uv sync --group bench)")
+    del base
+
+    if "ours" in peers:
+        runner = in_job_runner(spark)
+        result["ours_in_job"], results = ours_steps(
+            runner, Ours(copies["ours"], shards, f"m{m}"), batch_path,
+            on_committed=lambda: verify(read_paimon(copies["ours"]), batch, expect, "ours in-job"))
+        result["ours_in_job_results"] = results
+        log(f"M={m}: ours in-job {result['ours_in_job']}")
+    if "ours-e2e" in peers:
+        result["ours_e2e"], _ = ours_steps(e2e_runner(work), Ours(copies["ours-e2e"], shards, f"m{m}"), batch_path,
+                                           on_committed=lambda: verify(read_paimon(copies["ours-e2e"]), batch,
+                                                                       expect, "ours end to end"))
+        result["ours_e2e"]["trivial_spark_submit"] = trivial_submit(work)
+        log(f"M={m}: ours end to end {result['ours_e2e']}")
+    if "pypaimon-rust" in peers:
+        result["peers"]["pypaimon-rust"] = run_peer("pypaimon-rust", {"warehouse": str(copies["pypaimon-rust"]),
+                                                                      "batch": batch_path}, work)
+        verify(read_paimon(copies["pypaimon-rust"]), batch, expect, "pypaimon-rust")
+    if "pypaimon" in peers:
+        result["peers"]["pypaimon"] = run_peer("pypaimon", {"warehouse": str(work / "dynamic"), "batch": batch_path},
+                                               work)
+        result["notes"].append("pypaimon (dynamic bucket, dt in the key): a moved key becomes a new row, the old "
+                               "one stays — not the same semantics as a cross-partition upsert")
+    if "delta" in peers:
+        result["peers"]["delta"] = run_peer("delta", {"path": str(work / "delta"), "batch": batch_path}, work)
+    if "floor" in peers:
+        result["peers"]["floor"] = run_peer("floor", {"path": str(work / "floor.parquet"), "batch": batch_path}, work)
+    log(f"M={m}: peers {result['peers']}")
+    derive(result)
+    return result
+
+
+def derive(r: dict) -> None:
+    """Upsert totals, rates, ratios and the targets' inputs."""
+    ij, e2e, b, d = r["ours_in_job"], r["ours_e2e"], r["batch"], {}
+    if ij:
+        d["ours_upsert_in_job_s"] = round(ij["warm_bootstrap"]["s"] + ij["assign_and_write"]["s"] + ij["commit"]["s"], 3)
+        d["ours_first_upsert_in_job_s"] = round(ij["cold_bootstrap"]["s"] + ij["assign_and_write"]["s"] + ij["commit"]["s"], 3)
+        d["cold_bootstrap_keys_per_s_per_core"] = int(r["rows"] / ij["cold_bootstrap"]["s"] / 2)
+    if e2e:
+        d["ours_upsert_e2e_s"] = round(sum(e2e[s]["wall_s"] for s in ("warm_bootstrap", "assign_and_write", "commit")), 3)
+        trivial = e2e["trivial_spark_submit"]["wall_s"]
+        if ij:
+            d["submit_overhead_s"] = {s: round(e2e[s]["wall_s"] - ij[s]["s"], 3) for s in STEPS
+                                      if "s" in ij[s] and "wall_s" in e2e[s]}
+            d["submit_overhead_vs_trivial"] = {s: round(v / trivial, 2) for s, v in d["submit_overhead_s"].items()}
+    d["rows_per_s"] = {}
+    for name, key in (("ours in-job", "ours_upsert_in_job_s"), ("ours end to end", "ours_upsert_e2e_s")):
+        if key in d:
+            d["rows_per_s"][name] = int(b / d[key])
+    d["peer_vs_ours"] = {}
+    for peer, m in r["peers"].items():
+        d["rows_per_s"][peer] = int(b / m["s"])
+        d["peer_vs_ours"][peer] = {k: round(m["s"] / d[key], 2) for k, key in
+                                   (("in_job", "ours_upsert_in_job_s"), ("e2e", "ours_upsert_e2e_s")) if key in d}
+    r["derived"] = d
+
+
+# ---------------------------------------------------------------------------------------------- report
+PEER_LABEL = {"pypaimon-rust": "pypaimon-rust native writer (cross-partition, in process)",
+              "pypaimon": "pure pypaimon (dynamic bucket, in process)", "delta": "delta-rs MERGE (in process)",
+              "floor": "floor: pyarrow writes the batch as parquet"}
+
+
+def fmt_rate(n: float) -> str:
+    return f"{n / 1e6:.2f} M" if n >= 1e6 else f"{n / 1e3:.0f} k" if n >= 1e4 else f"{n:,.0f}"
+
+
+def report(results: list[dict], meta: dict) -> str:
+    out = [f"# Upsert benchmark — {meta['date']}", "",
+           f"Machine: {meta['machine']}. Load average before / after: {meta['load_before']} / {meta['load_after']}.",
+           f"Command: `{meta['command']}`", "",
+           "## Upsert of the batch (same data for every system)", "",
+           "Ours = warm bootstrap + assign-and-write + commit (a scheduled run, index published by the previous "
+           "commit); peers time their whole upsert in their own process (no Spark). `×` = peer time / ours.", "",
+           "| M rows | system | seconds | rows/s | × ours in-job | × ours end to end | peak RSS MiB |",
+           "|---:|---|---:|---:|---:|---:|---:|"]
+    for r in results:
+        d, ij, e2e = r["derived"], r["ours_in_job"], r["ours_e2e"]
+        if ij:
+            rss = max(ij[s]["rss_mib"] for s in ("warm_bootstrap", "assign_and_write", "commit"))
+            out.append(f"| {r['rows']:,} | **ours, in-job** | {d['ours_upsert_in_job_s']:.2f} | "
+                       f"{fmt_rate(d['rows_per_s']['ours in-job'])} | 1 | | {rss} |")
+            out.append(f"| {r['rows']:,} | ours, in-job, first run (cold bootstrap) | "
+                       f"{d['ours_first_upsert_in_job_s']:.2f} | {fmt_rate(r['batch'] / d['ours_first_upsert_in_job_s'])}"
+                       f" | | | |")
+        if e2e:
+            rss = max(e2e[s]["rss_mib"] for s in ("warm_bootstrap", "assign_and_write", "commit"))
+            out.append(f"| {r['rows']:,} | **ours, end to end** (3 × spark-submit) | {d['ours_upsert_e2e_s']:.2f} | "
+                       f"{fmt_rate(d['rows_per_s']['ours end to end'])} | | 1 | {rss} |")
+        for peer, m in r["peers"].items():
+            ratio = d["peer_vs_ours"][peer]
+            out.append(f"| {r['rows']:,} | {PEER_LABEL[peer]} | {m['s']:.2f} | {fmt_rate(d['rows_per_s'][peer])} | "
+                       f"{ratio.get('in_job', '')} | {ratio.get('e2e', '')} | {m['rss_mib']} |")
+    out += ["", "## Our tasks, step by step", "",
+            "In-job: the job's function in a warm local[2] SparkSession. End to end: `spark-submit "
+            "spark_jobs/<job>.py` as the operator runs it (wall time). Overhead = end to end − in-job; "
+            "÷ trivial = overhead / a trivial spark-submit's wall time.", "",
+            "| M rows | step | in-job s | rate | in-job peak RSS MiB | end to end s | e2e peak RSS MiB | overhead s "
+            "| overhead ÷ trivial |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        ij, e2e, d = r["ours_in_job"], r["ours_e2e"], r["derived"]
+        for s in STEPS:
+            if s not in ij and s not in e2e:
+                continue
+            if "error" in ij.get(s, {}) or "error" in e2e.get(s, {}):
+                out.append(f"| {r['rows']:,} | {s.replace('_', ' ')} | failed: {ij.get(s, e2e.get(s))['error']} "
+                           "| | | | | | |")
+                continue
+            n = r["rows"] if "bootstrap" in s or s == "compact" else r["batch"]
+            rate = f"{fmt_rate(n / ij[s]['s'])} {'keys' if 'bootstrap' in s else 'rows'}/s" if s in ij else ""
+            over = d.get("submit_overhead_s", {}).get(s, "")
+            ratio = d.get("submit_overhead_vs_trivial", {}).get(s, "")
+            out.append(f"| {r['rows']:,} | {s.replace('_', ' ')} | {ij.get(s, {}).get('s', '')} | {rate} | "
+                       f"{ij.get(s, {}).get('rss_mib', '')} | {e2e.get(s, {}).get('wall_s', '')} | "
+                       f"{e2e.get(s, {}).get('rss_mib', '')} | {over} | {ratio} |")
+        if e2e:
+            t = e2e["trivial_spark_submit"]
+            out.append(f"| {r['rows']:,} | trivial spark-submit | | | | {t['wall_s']} | {t['rss_mib']} | | |")
+    out += ["", "## Targets (issue 6)", "", *targets(results), ""]
+    notes = sorted({n for r in results for n in r["notes"]}) + meta.get("notes", [])
+    if notes:
+        out += ["## Notes", "", *[f"- {n}" for n in notes], ""]
+    return "\n".join(out)
+
+
+def targets(results: list[dict]) -> list[str]:
+    lines, big, small = [], results[-1], results[0]
+    d = big["derived"]
+    if "ours_upsert_in_job_s" in d and "pypaimon-rust" in big["peers"]:
+        x = d["peer_vs_ours"]["pypaimon-rust"]["in_job"]
+        lines.append(f"- upsert of {big['batch']:,} rows into {big['rows']:,}: pypaimon-rust takes {x}× ours in-job "
+                     f"(target ≥ 5×): {'met' if x >= 5 else 'NOT met'}")
+    if len(results) > 1 and "ours_upsert_in_job_s" in d:
+        growth = d["ours_upsert_in_job_s"] / small["derived"]["ours_upsert_in_job_s"]
+        lines.append(f"- ours in-job from M={small['rows']:,} to {big['rows']:,} ({big['rows'] / small['rows']:.0f}× "
+                     f"the table): upsert time × {growth:.2f} (target: roughly flat)")
+    for r in results:
+        if "cold_bootstrap_keys_per_s_per_core" in r["derived"]:
+            k = r["derived"]["cold_bootstrap_keys_per_s_per_core"]
+            lines.append(f"- cold bootstrap at M={r['rows']:,}: {fmt_rate(k)} keys/s per core (target ≥ 1 M): "
+                         f"{'met' if k >= 1e6 else 'NOT met'}")
+    if "submit_overhead_vs_trivial" in d:
+        worst = max(d["submit_overhead_vs_trivial"].items(), key=lambda kv: kv[1])
+        lines.append(f"- spark-submit overhead per task at M={big['rows']:,}: worst {worst[0]} {worst[1]}× a trivial "
+                     f"spark-submit (target ≤ 1.3×): {'met' if worst[1] <= 1.3 else 'NOT met'}")
+    return lines
+
+
+def plot(results: list[dict], path: Path) -> str | None:
+    try:
+        import matplotlib
+    except ImportError:
+        return "plot skipped: matplotlib is not installed (uv sync --group bench)"
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r["rows"] for r in results]
+    series = {"ours, in-job": [r["derived"].get("ours_upsert_in_job_s") for r in results],
+              "ours, end to end": [r["derived"].get("ours_upsert_e2e_s") for r in results]}
+    for peer, label in PEER_LABEL.items():
+        series[label] = [r["peers"].get(peer, {}).get("s") for r in results]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for label, ys in series.items():
+        points = [(x, y) for x, y in zip(sizes, ys) if y is not None]
+        if points:
+            ax.plot(*zip(*points), marker="o", label=label)
+    ax.set_xlabel("table size M (rows)")
+    ax.set_ylabel(f"upsert time of {results[0]['batch']:,} rows (s)")
+    ax.set_yscale("log")
+    ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- main
+def make_spark():
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers' Python (spark.pyspark.python alone is not enough)
+    # as spark_jobs' spark_session(): 8 shuffle partitions, Arrow on; local[2] as the DAGs' connection
+    spark = (SparkSession.builder.master("local[2]").appName("bench-upsert")
+             .config("spark.pyspark.python", sys.executable).config("spark.sql.shuffle.partitions", "8")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true").config("spark.ui.enabled", "false")
+             .getOrCreate())
+    spark.range(1).collect()  # JVM up, as in a running job
+    return spark
+
+
+def machine() -> str:
+    import psutil
+    return (f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
+            f"Python {platform.python_version()}, {java_version()}")
+
+
+def java_version() -> str:
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30).stderr
+        return "Java " + out.split('"')[1] if '"' in out else "Java ?"
+    except (OSError, subprocess.SubprocessError):
+        return "Java ?"
+
+
+def run(sizes: list[int], batch: int, out: Path, peers: tuple = PEERS, shards: int = 4, spark=None,
+        profile_rows: int | None = None, work: Path | None = None, log=print) -> list[dict]:
+    out.mkdir(parents=True, exist_ok=True)
+    own_work = work is None
+    work = work or Path(tempfile.mkdtemp(prefix="bench-upsert-"))
+    meta = {"date": datetime.date.today().isoformat(), "machine": machine(), "load_before": load_average(),
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "peers": list(peers), "notes": []}
+    spark = spark or make_spark()
+    try:
+        results = [bench_size(m, batch, shards, peers, work / f"m{m}", spark, log) for m in sizes]
+        if profile_rows:
+            m = profile_rows if profile_rows in sizes else sizes[0]
+            shutil.copytree(work / f"m{m}" / "cross", work / f"m{m}" / "wh-profile")  # as loaded, never written
+            meta["profile"] = profile(spark, work / f"m{m}" / "wh-profile", shards, str(work / f"m{m}" / "batch.parquet"),
+                                      out)
+            meta["profile_rows"] = m
+    finally:
+        if own_work:
+            shutil.rmtree(work, ignore_errors=True)
+    meta["load_after"] = load_average()
+    note = plot(results, out / "upsert_time.png")
+    if note:
+        meta["notes"].append(note)
+    (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2, default=str))
+    (out / "results.md").write_text(report(results, meta))
+    return results
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        print(json.dumps(worker(sys.argv[2], json.loads(sys.argv[3]))))
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000], help="table sizes M")
+    parser.add_argument("--batch", type=int, default=100_000, help="batch size B")
+    parser.add_argument("--shards", type=int, default=4, help="index shards (the operator's default)")
+    parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=PEERS)
+    parser.add_argument("--profile", action="store_true", help="py-spy a cold bootstrap and an assign-and-write "
+                                                               "at the smallest M")
+    parser.add_argument("--out", type=Path, default=ROOT / "tests" / "benchmarks" / "results" /
+                        datetime.date.today().isoformat())
+    args = parser.parse_args()
+    run(sorted(args.rows), args.batch, args.out, tuple(args.peers), args.shards,
+        profile_rows=min(args.rows) if args.profile else None)
+    print((args.out / "results.md").read_text())
+    print(f"written to {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
