@@ -139,34 +139,62 @@ def _pick(rows, key_fields, seq, asc, *, last: bool) -> np.ndarray:
 
 def _partial_update(rows, kinds, key_fields, seq, asc, remove_on_delete, table, n_in, options) -> Resolved:
     retract = is_retract(kinds)
-    deletes = kinds == DELETE
     if retract.any() and not remove_on_delete:
         _refuse_retract(retract, table, "partial-update")
     if any(k.startswith("fields.") and k.endswith(".sequence-group") for k in options):
         raise ValueError(f"table {table}: partial-update with sequence-group is not supported")
     order = merge_order(rows, key_fields, seq, asc)
     starts = key_group_starts(rows, key_fields, order)
-    n = len(order)
-    group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
-    pos = np.arange(n)
-    # With remove-record-on-delete a -D resets the key and -U is ignored: only later +I/+U values count.
-    last_delete = np.full(len(starts), -1, dtype=np.int64)
-    if deletes.any():
-        np.maximum.at(last_delete, group, np.where(deletes[order], pos, -1))
-    live = pos > last_delete[group]
-    ends = np.append(starts[1:], n) - 1
-    columns = {}
-    for name in rows.column_names:
-        col = rows.column(name).combine_chunks().take(pa.array(order))
-        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False)) & live & ~retract[order]
-        last_valid = np.full(len(starts), -1, dtype=np.int64)
-        np.maximum.at(last_valid, group, np.where(valid, pos, -1))
-        columns[name] = col.take(pa.array(np.where(last_valid >= 0, last_valid, ends), mask=last_valid < 0))
-    merged = pa.table(columns, schema=rows.schema)
-    out_kinds = np.where(last_delete == ends, DELETE, INSERT).astype(np.int8)
+    merged, out_kinds = merge_partial_update(rows, kinds, order, starts, remove_on_delete=remove_on_delete)
+    ends = np.append(starts[1:], len(order)) - 1
     # The key columns always come from the key's last record (every record carries them).
     for k in key_fields:
         merged = merged.set_column(merged.schema.get_field_index(k), rows.schema.field(k),
                                    rows.column(k).combine_chunks().take(pa.array(order[ends])))
     by_input = np.argsort(order[ends], kind="stable")
     return Resolved(merged.take(pa.array(by_input)), out_kinds[by_input], n_in - len(starts))
+
+
+def merge_partial_update(rows: pa.Table, kinds: np.ndarray, order: np.ndarray, starts: np.ndarray, *,
+                         remove_on_delete: bool, ignore_delete: bool = False, paimon_retractions: bool = False
+                         ) -> tuple[pa.Table, np.ndarray]:
+    """Paimon's PartialUpdateMergeFunction (no sequence groups), columnar: ``rows.take(order)`` holds each key's
+    records in merge order, a key starting at each of ``starts``; returns one row per key (in that order) with
+    every column's last non-null value, and each key's RowKind. The caller refuses retractions it cannot take.
+
+    With ``remove_on_delete`` a -D resets the key and -U is ignored; ``ignore_delete`` skips retractions.
+    ``paimon_retractions``: retractions exactly as Paimon's merge function treats them (compaction): a
+    retraction that starts the key, or a -D that resets it, seeds the row with its own values, and a key with
+    no +I/+U record merges to a DELETE. Without it (the in-batch merge's convention) a reset key starts empty
+    and only the last record being a -D makes a DELETE.
+    """
+    n, groups = len(order), len(starts)
+    ordered_kinds = np.asarray(kinds, dtype=np.int8)[order]
+    retract = is_retract(ordered_kinds)
+    resets = (ordered_kinds == DELETE) & remove_on_delete & ~(retract & ignore_delete)
+    group = np.repeat(np.arange(groups), np.diff(np.append(starts, n)))
+    pos = np.arange(n)
+    last_delete = np.full(groups, -1, dtype=np.int64)
+    if resets.any():
+        np.maximum.at(last_delete, group, np.where(resets, pos, -1))
+    if paimon_retractions:
+        live = pos >= last_delete[group]
+        counted = ~retract | (pos == starts[group]) | (pos == last_delete[group])
+    else:
+        live = pos > last_delete[group]
+        counted = ~retract
+    ends = np.append(starts[1:], n) - 1
+    take_order = pa.array(order)
+    columns = {}
+    for name in rows.column_names:
+        col = rows.column(name).combine_chunks().take(take_order)
+        valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False)) & live & counted
+        last_valid = np.full(groups, -1, dtype=np.int64)
+        np.maximum.at(last_valid, group, np.where(valid, pos, -1))
+        columns[name] = col.take(pa.array(np.where(last_valid >= 0, last_valid, ends), mask=last_valid < 0))
+    out_kinds = np.where(last_delete == ends, DELETE, INSERT).astype(np.int8)
+    if paimon_retractions:
+        inserts = np.zeros(groups, dtype=np.int64)
+        np.add.at(inserts, group, ~retract)
+        out_kinds[inserts == 0] = DELETE
+    return pa.table(columns, schema=rows.schema), out_kinds
