@@ -96,10 +96,11 @@ def write_shard(shard: int, rows: pa.Table, local_dir: str) -> tuple[str | None,
     """One shard's (key, value) rows as a local SST file: (path or None if empty, keys, bucket counts)."""
     keys = rows.column("key").combine_chunks()
     values = rows.column("value").combine_chunks()
-    if len(keys) != len(pc.unique(keys)):
-        raise ValueError(f"index shard {shard}: a key lives in more than one bucket; the table is inconsistent")
     path = os.path.join(local_dir, f"base-{shard:05d}.sst")
-    count = write_sst(keys, values, path)
+    try:
+        count = write_sst(keys, values, path)
+    except ValueError:
+        raise ValueError(f"index shard {shard}: a key lives in more than one bucket; the table is inconsistent")
     decoded = decode_values(values)
     return (path if count else None), count, count_buckets(decoded.partition, decoded.bucket)
 

@@ -76,7 +76,8 @@ def read_live_keys(paths: list[str], key_fields: list[str]) -> pa.Table:
     data = pa.concat_tables(parts, promote_options="permissive")
     if data.num_rows == 0:
         return data.select(key_fields)
-    order = pc.sort_indices(data, sort_keys=[(k, "ascending") for k in key_fields] + [("_SEQUENCE_NUMBER", "ascending")])
+    sort_keys = [(k, "ascending") for k in key_fields] + [("_SEQUENCE_NUMBER", "ascending")]
+    order = pc.sort_indices(data, sort_keys=sort_keys)
     data = data.take(order)
     last = is_last_of_key(data, key_fields)
     newest = data.filter(last)

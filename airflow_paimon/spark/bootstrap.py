@@ -54,8 +54,8 @@ def run_bootstrap(spark, spec: dict) -> dict:
         files_read = sum(len(b.paths) for b in bucket_files)
         manifest = _rebuild(spark, table, plan.snapshot_id, bucket_files, shards, table_uri)
     clean_up(table_uri)
-    return {**result, "base_snapshot_id": plan.snapshot_id, "index_uri": table_uri, "keys": manifest.keys, "reused": plan.path == REUSE, "path": plan.path, "reason": plan.reason,
-            "data_files_read": files_read}
+    return {**result, "base_snapshot_id": plan.snapshot_id, "index_uri": table_uri, "keys": manifest.keys,
+            "reused": plan.path == REUSE, "path": plan.path, "reason": plan.reason, "data_files_read": files_read}
 
 
 def _no_index_needed(table) -> dict:
@@ -105,10 +105,11 @@ def _rebuild(spark, table, snapshot_id, bucket_files, shards: int, table_uri: st
     if buckets:
         rows = _parallel_tasks(spark, len(buckets)).mapInArrow(read_buckets, _spark_schema(INDEX_ROWS))
         metas = _collect(rows.groupBy("shard").applyInArrow(write_one, SHARD_RESULT))
-    manifest = IndexManifest(table.identifier.get_full_name(), snapshot_id, table.table_schema.id, shards, KEY_HASH_SCHEME,
+    name = table.identifier.get_full_name()
+    manifest = IndexManifest(name, snapshot_id, table.table_schema.id, shards, KEY_HASH_SCHEME,
                              [metas.get(i, ShardMeta(i)) for i in range(shards)], origin=REBUILD)
     write_manifest(table_uri, manifest)
-    log.info("rebuilt the index of %s at snapshot %s: %s keys", table.identifier.get_full_name(), snapshot_id, manifest.keys)
+    log.info("rebuilt the index of %s at snapshot %s: %s keys", name, snapshot_id, manifest.keys)
     return manifest
 
 

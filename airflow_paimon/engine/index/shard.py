@@ -105,18 +105,26 @@ def _options(opts: IndexOptions = IndexOptions()) -> Options:
 
 def write_sst(keys: pa.Array, values: pa.Array, path: str) -> int:
     """Write (key, value) pairs as one sorted SST file; a null value writes a tombstone. Returns the entry
-    count (0 writes nothing). Keys must be unique."""
+    count (0 writes nothing). A key given twice is an error: the caller must resolve it first."""
     if len(keys) == 0:
         return 0
     order = pc.sort_indices(keys)
     keys, values = keys.take(order), values.take(order)
+    if len(keys) > 1 and pc.any(pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))).as_py():
+        raise ValueError(f"writing {path}: a key appears twice")
     writer = SstFileWriter(options=Options(raw_mode=True))
     writer.open(path)
-    for k, v in zip(keys.to_numpy(zero_copy_only=False), values.to_numpy(zero_copy_only=False)):
-        if v is None:
-            del writer[k]
-        else:
-            writer[k] = v
+    put = writer.__setitem__
+    pairs = zip(keys.to_numpy(zero_copy_only=False), values.to_numpy(zero_copy_only=False))
+    if values.null_count == 0:
+        for k, v in pairs:
+            put(k, v)
+    else:
+        for k, v in pairs:
+            if v is None:
+                del writer[k]
+            else:
+                put(k, v)
     writer.finish()
     return len(keys)
 

@@ -14,6 +14,7 @@ from pypaimon.common.options.core_options import CoreOptions
 from pypaimon.write.commit_message import CommitMessage
 
 from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.plan import is_last_of_key
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
 SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
@@ -62,10 +63,11 @@ def file_schema(table) -> pa.Schema:
 
 
 def _check_unique(table, kv: pa.Table) -> None:
-    key_cols = [f"_KEY_{k}" for k in table.trimmed_primary_keys]
+    """Rows are sorted by key: a key written twice would sit next to itself."""
     if kv.num_rows < 2:
         return
-    distinct = kv.select(key_cols).group_by(key_cols).aggregate([]).num_rows
-    if distinct != kv.num_rows:
-        raise PaimonJobError(f"table {table.identifier.get_full_name()}: {kv.num_rows - distinct} duplicate keys in one bucket "
+    duplicates = kv.num_rows - pc.sum(is_last_of_key(kv, [f"_KEY_{k}" for k in table.trimmed_primary_keys])
+                                      .cast(pa.int64())).as_py()
+    if duplicates:
+        raise PaimonJobError(f"table {table.identifier.get_full_name()}: {duplicates} duplicate keys in one bucket "
                              "write; the assigner must resolve duplicates first")
