@@ -170,9 +170,10 @@ def test_first_row_merge_engine_keeps_the_first_version(warehouse):
     assert_reads(table, warehouse, expected.reset_index(drop=True), ["id", "dt"])
 
 
-def test_unsupported_merge_engine_is_refused_before_writing(warehouse):
-    table, _ = pypaimon_written_table(warehouse, batches(2), {"bucket": "2", "merge-engine": "partial-update"})
-    with pytest.raises(PaimonJobError, match="merge-engine 'partial-update' is not supported"):
+def test_unsupported_merge_engine_option_is_refused_before_writing(warehouse):
+    table, _ = pypaimon_written_table(warehouse, batches(2), {"bucket": "2", "merge-engine": "partial-update",
+                                                              "fields.v.sequence-group": "dt"})
+    with pytest.raises(PaimonJobError, match="merge-engine 'partial-update' with option fields.v.sequence-group"):
         compact(table, full=True, scope="table")
     assert latest_snapshot(get_table({"warehouse": warehouse}, "db.t")).commit_kind != "COMPACT"
 

@@ -1,6 +1,9 @@
-"""The merge function of a compaction, columnar: every version of a key in, one row per key out.
+"""The merge function of a compaction, columnar: every version of a key in, one row per key out, as Paimon's
+merge function for the table's merge engine (deduplicate, first-row, partial-update, aggregation) merges them
+in order of ``sequence.field`` (nulls first) then sequence number.
 
-Rows keep their own sequence numbers (compaction never renumbers), so readers still order them against
+Rows keep their own sequence numbers (a merged row its key's highest; compaction never renumbers), so readers still
+order them against
 files left out of the compaction.
 """
 from __future__ import annotations
@@ -9,12 +12,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_paimon.engine.assign.rowkind import merge_partial_update, sequence_ascending, sequence_fields
+from airflow_paimon.engine.compact.aggregate import aggregate, check_function
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.plan import RETRACT_KINDS as RETRACT, is_last_of_key
 
 SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
 RETRACT_KINDS = pa.array(RETRACT, pa.int8())  # -U and -D
-SUPPORTED = ("deduplicate", "first-row")
+SUPPORTED = ("deduplicate", "first-row", "partial-update", "aggregation")
+IGNORE_DELETE = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                 "partial-update.ignore-delete")  # Paimon's key and its fallback keys
+
+
+def _true(options: dict, key: str) -> bool:
+    return str(options.get(key, "false")).strip().lower() == "true"
 
 
 def check_supported(identifier: str, options: dict) -> None:
@@ -29,24 +40,107 @@ def check_supported(identifier: str, options: dict) -> None:
     if producer not in ("none", "input"):
         raise PaimonJobError(f"table {identifier}: changelog-producer {producer!r} needs changelog from "
                              "compaction, which is not supported")
+    if engine == "partial-update":
+        _check_partial_update(identifier, options)
+    elif engine == "aggregation":
+        _check_aggregation(identifier, options)
 
 
-def merge_key_values(kv: pa.Table, key_columns: list[str], merge_engine: str, sequence_fields: list[str],
-                     sequence_ascending: bool, drop_delete: bool) -> pa.Table:
-    """One row per key, sorted by key: the newest (deduplicate) or the oldest live (first-row) version."""
+def _refuse(identifier: str, engine: str, option: str, value) -> None:
+    raise PaimonJobError(f"table {identifier}: compaction of merge-engine {engine!r} with option "
+                         f"{option} = {value!r} is not supported")
+
+
+def _check_partial_update(identifier: str, options: dict) -> None:
+    for key, value in sorted(options.items()):
+        if key.startswith("fields.") and key.endswith((".sequence-group", ".aggregate-function")):
+            _refuse(identifier, "partial-update", key, value)
+        if key == "fields.default-aggregate-function" or (
+                key == "partial-update.remove-record-on-sequence-group" and str(value).strip()):
+            _refuse(identifier, "partial-update", key, value)
+
+
+def _check_aggregation(identifier: str, options: dict) -> None:
+    if _true(options, "aggregation.remove-record-on-delete"):
+        _refuse(identifier, "aggregation", "aggregation.remove-record-on-delete", "true")
+    for key, value in sorted(options.items()):
+        if key.startswith("fields.") and key.endswith(".sequence-group"):
+            _refuse(identifier, "aggregation", key, value)
+        if key == "fields.default-aggregate-function" or (key.startswith("fields.")
+                                                         and key.endswith(".aggregate-function")):
+            check_function(identifier, key, value)
+
+
+def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_delete: bool,
+                     table: str = "?") -> pa.Table:
+    """One row per key, sorted by key, as the table's merge engine merges the versions of a key: the newest
+    (deduplicate), the oldest live (first-row), each column's last non-null value (partial-update) or each
+    field's aggregate (aggregation). A key with a single version passes unchanged (Paimon's reducer)."""
+    merge_engine = options.get("merge-engine", "deduplicate")
     if merge_engine == "first-row":
         kv = kv.filter(pc.invert(pc.is_in(kv.column(VALUE_KIND), RETRACT_KINDS)))
     if kv.num_rows == 0:
         return kv
+    seq, ascending = sequence_fields(options), sequence_ascending(options)
     order = [(k, "ascending") for k in key_columns]
-    order += [(f, "ascending" if sequence_ascending else "descending") for f in sequence_fields]
+    order += [(f, "ascending" if ascending else "descending") for f in seq]
     order.append((SEQUENCE, "ascending"))
     kv = kv.take(pc.sort_indices(kv, sort_keys=order, null_placement="at_start"))
-    keep = is_last_of_key(kv, key_columns) if merge_engine == "deduplicate" else _first_of_key(kv, key_columns)
-    kv = kv.filter(keep)
+    if merge_engine == "deduplicate":
+        kv = kv.filter(is_last_of_key(kv, key_columns))
+    elif merge_engine == "first-row":
+        kv = kv.filter(_first_of_key(kv, key_columns))
+    else:
+        kv = _merge_versions(kv, key_columns, options, seq, table)
     if drop_delete:
         kv = kv.filter(pc.invert(pc.is_in(kv.column(VALUE_KIND), RETRACT_KINDS)))
     return kv
+
+
+def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, seq: list[str], table: str) -> pa.Table:
+    """partial-update / aggregation over ``kv`` sorted in merge order: keys with several versions merge into
+    one row carrying the key's highest sequence number; a key with one version is kept as it is."""
+    ends = np.flatnonzero(np.asarray(is_last_of_key(kv, key_columns).to_numpy(zero_copy_only=False)))
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    sizes = ends - starts + 1
+    several = sizes > 1
+    if not several.any():
+        return kv
+    rows_of_several = np.repeat(several, sizes)
+    sub = kv.filter(pa.array(rows_of_several))
+    sub_sizes = sizes[several]
+    sub_starts = np.concatenate([[0], np.cumsum(sub_sizes)[:-1]])
+    sub_ends = sub_starts + sub_sizes - 1
+    kinds = np.asarray(sub.column(VALUE_KIND).to_numpy(), dtype=np.int8)
+    value_names = [n for n in kv.column_names if n not in key_columns and n not in (SEQUENCE, VALUE_KIND)]
+    values = sub.select(value_names)
+    if options.get("merge-engine") == "partial-update":
+        merged, out_kinds = _partial_update(values, kinds, sub_starts, options, table)
+    else:
+        primary_keys = [k[len("_KEY_"):] for k in key_columns]
+        merged = aggregate(values, kinds, sub_starts, options, primary_keys, seq, table)
+        out_kinds = np.zeros(len(sub_starts), dtype=np.int8)  # Paimon's aggregate is always an INSERT
+    top = np.maximum.reduceat(np.asarray(sub.column(SEQUENCE).to_numpy(), dtype=np.int64), sub_starts)
+    columns = {k: sub.column(k).take(pa.array(sub_ends)) for k in key_columns}
+    columns.update({SEQUENCE: pa.array(top, pa.int64()), VALUE_KIND: pa.array(out_kinds, pa.int8())})
+    columns.update({n: merged.column(n) for n in value_names})
+    merged = pa.table([columns[n] for n in kv.column_names], schema=kv.schema)
+    both = pa.concat_tables([kv.filter(pa.array(~rows_of_several)), merged])
+    key_index = np.concatenate([np.flatnonzero(~several), np.flatnonzero(several)])
+    return both.take(pa.array(np.argsort(key_index, kind="stable")))
+
+
+def _partial_update(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, options: dict, table: str):
+    remove_on_delete = _true(options, "partial-update.remove-record-on-delete")
+    ignore_delete = any(_true(options, k) for k in IGNORE_DELETE)
+    retract = (kinds == 1) | (kinds == 3)
+    if retract.any() and not (remove_on_delete or ignore_delete):
+        raise PaimonJobError(
+            f"table {table}: merge-engine partial-update cannot merge the {int(retract.sum())} -U/-D records "
+            "found with other versions of their keys; set 'partial-update.remove-record-on-delete' = 'true' "
+            "(a -D removes the row) or 'ignore-delete' = 'true' (retractions are ignored), as Paimon requires")
+    return merge_partial_update(values, kinds, np.arange(values.num_rows), starts, remove_on_delete=remove_on_delete,
+                                ignore_delete=ignore_delete, paimon_retractions=True)
 
 
 def retract_counts(kv: pa.Table, row_counts: list[int]) -> list[int]:

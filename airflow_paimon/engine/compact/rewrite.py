@@ -105,10 +105,8 @@ class BucketRewriter:
 
     def _merge_and_write(self, files: list) -> None:
         kv = pa.concat_tables([self._read(f) for f in files])
-        sequence_fields = [s for s in str(self.options.get("sequence.field", "") or "").split(",") if s]
-        ascending = str(self.options.get("sequence.field.sort-order", "ascending")).lower() == "ascending"
-        merged = merge_key_values(kv, self.key_columns, self.options.get("merge-engine", "deduplicate"),
-                                  sequence_fields, ascending, self.work.drop_delete)
+        merged = merge_key_values(kv, self.key_columns, self.options, self.work.drop_delete,
+                                  table=self.table.identifier.get_full_name())
         self.compact_before.extend(files)
         if merged.num_rows:
             self.compact_after.extend(self._write(merged))
