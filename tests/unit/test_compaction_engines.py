@@ -137,8 +137,9 @@ def paimon_merge(records, engine, options, names):
             elif x is None or a is None:
                 acc[n] = a if x is None else x
             else:
-                acc[n] = {"last_non_null_value": x, "sum": a + x, "product": a * x, "max": max(a, x),
-                          "min": min(a, x), "bool_and": a and x, "bool_or": a or x}[fn]
+                acc[n] = {"last_non_null_value": lambda: x, "sum": lambda: a + x, "product": lambda: a * x,
+                          "max": lambda: max(a, x), "min": lambda: min(a, x), "bool_and": lambda: a and x,
+                          "bool_or": lambda: a or x}[fn]()
     return 0, acc
 
 
