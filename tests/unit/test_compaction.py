@@ -170,12 +170,13 @@ def test_first_row_merge_engine_keeps_the_first_version(warehouse):
     assert_reads(table, warehouse, expected.reset_index(drop=True), ["id", "dt"])
 
 
-def test_unsupported_merge_engine_option_is_refused_before_writing(warehouse):
-    table, _ = pypaimon_written_table(warehouse, batches(2), {"bucket": "2", "merge-engine": "partial-update",
-                                                              "fields.v.sequence-group": "dt"})
+def test_unsupported_merge_engine_option_is_refused():
+    # end to end (nothing written, nothing committed): tests/unit/test_compaction_engines.py
+    from airflow_paimon.engine.compact.merge import check_supported
     with pytest.raises(PaimonJobError, match="merge-engine 'partial-update' with option fields.v.sequence-group"):
-        compact(table, full=True, scope="table")
-    assert latest_snapshot(get_table({"warehouse": warehouse}, "db.t")).commit_kind != "COMPACT"
+        check_supported("db.t", {"merge-engine": "partial-update", "fields.v.sequence-group": "dt"})
+    with pytest.raises(PaimonJobError, match="merge-engine 'lookup' is not supported"):
+        check_supported("db.t", {"merge-engine": "lookup"})
 
 
 def test_retry_of_the_same_run_returns_the_same_snapshot(warehouse):
