@@ -161,11 +161,9 @@ def expected_rows(batches, kinds, engine, options, names):
             by_key.setdefault(rec["id"], []).append((i, int(kind), rec))
     out = []
     for recs in by_key.values():
-        if seq:
-            nonnull = sorted([r for r in recs if r[2][seq] is not None], key=lambda r: r[2][seq],
-                             reverse=descending)
-            recs = [r for r in recs if r[2][seq] is None] + sorted(nonnull, key=lambda r: (
-                -r[2][seq] if descending else r[2][seq], r[0]))
+        if seq:  # nulls first, then the sequence field in its order, then batch (sequence number) order
+            recs = sorted(recs, key=lambda r: (r[2][seq] is not None, 0 if r[2][seq] is None
+                                               else -r[2][seq] if descending else r[2][seq], r[0]))
         kind, row = paimon_merge([(k, r) for _, k, r in recs], engine, options, names)
         if kind in (0, 2):
             out.append(row)
@@ -194,29 +192,33 @@ def assert_rows(actual, expected):
 
 # ---------------------------------------------------------------- partial-update
 
+def check_universal_then_full(warehouse, columns, options, engine, seed):
+    """pypaimon-written batches read the same (and as the model says) before, after a universal and after a
+    full compaction, which leaves one run per bucket at the max level."""
+    table, schema = make_table(warehouse, columns, options)
+    data = random_batches(columns, 8, seed=seed)
+    for df in data:
+        pypaimon_write(table, df, schema)
+    names = [c for c, _ in columns]
+    expected = expected_rows(data, [np.zeros(len(d), np.int8) for d in data], engine, options, names)
+    assert_rows(pypaimon_rows(reload(warehouse), names), expected)  # pypaimon merges on read
+
+    assert compact(reload(warehouse), run_id="u", scope="table")["compacted_buckets"] > 0
+    assert latest_snapshot(reload(warehouse)).commit_kind == "COMPACT"
+    assert_rows(pypaimon_rows(reload(warehouse), names), expected)
+    compact(reload(warehouse), run_id="f", full=True, scope="table")
+    table = reload(warehouse)
+    assert_one_run_at_max_level(table, max_level=3)  # num-levels = trigger + 1
+    assert_rows(pypaimon_rows(table, names), expected)
+    assert_rows(raw_rows(table, names), expected)
+
+
 @pytest.mark.parametrize("sequence", [None, "ascending", "descending"])
 def test_partial_update_universal_then_full_compaction(warehouse, sequence):
     options = {"merge-engine": "partial-update", "num-sorted-run.compaction-trigger": "3"}
     if sequence:
         options.update({"sequence.field": "s", "sequence.field.sort-order": sequence})
-    table, schema = make_table(warehouse, PU_COLUMNS, options)
-    data = random_batches(PU_COLUMNS, 8, seed=11)
-    for df in data:
-        pypaimon_write(table, df, schema)
-    names = [c for c, _ in PU_COLUMNS]
-    expected = expected_rows(data, [np.zeros(len(d), np.int8) for d in data], "partial-update", options, names)
-    assert_rows(pypaimon_rows(reload(warehouse), names), expected)  # pypaimon merges on read
-
-    assert compact(reload(warehouse), run_id="u", scope="table")["compacted_buckets"] > 0
-    table = reload(warehouse)
-    assert latest_snapshot(table).commit_kind == "COMPACT"
-    assert_rows(pypaimon_rows(table, names), expected)
-
-    compact(table, run_id="f", full=True, scope="table")
-    table = reload(warehouse)
-    assert_one_run_at_max_level(table, max_level=3)  # num-levels = trigger + 1
-    assert_rows(pypaimon_rows(table, names), expected)
-    assert_rows(raw_rows(table, names), expected)
+    check_universal_then_full(warehouse, PU_COLUMNS, options, "partial-update", seed=11)
 
 
 def test_partial_update_sequence_field_with_nulls_full_compaction(warehouse):
@@ -234,33 +236,36 @@ def test_partial_update_sequence_field_with_nulls_full_compaction(warehouse):
     assert_rows(pypaimon_rows(table, names), expected)
 
 
-def retraction_batches(columns, seed, n=6, kinds_p=(0.45, 0.15, 0.25, 0.15)):
+def retraction_table(warehouse, columns, options, seed, n=6, kinds_p=(0.45, 0.15, 0.25, 0.15)):
+    """Batches of +I/-U/+U/-D records written by the engine; returns the batches and their kinds."""
+    _, schema = make_table(warehouse, columns, options)
     data = random_batches(columns, n, seed=seed, keys=30, rows=20)
     rng = np.random.default_rng(seed + 100)
     kinds = [rng.choice([0, 1, 2, 3], len(d), p=kinds_p).astype(np.int8) for d in data]
+    for i, (df, ks) in enumerate(zip(data, kinds)):
+        engine_write(reload(warehouse), df, schema, ks, i)
     return data, kinds
+
+
+def check_full_with_retractions(warehouse, columns, options, engine, seed):
+    """Engine-written batches with retractions, fully compacted: the max-level files hold exactly the model's
+    rows (read raw: pypaimon refuses tables with retractions or these options)."""
+    data, kinds = retraction_table(warehouse, columns, options, seed=seed)
+    names = [c for c, _ in columns]
+    compact(reload(warehouse), full=True, scope="table")
+    table = reload(warehouse)
+    assert_one_run_at_max_level(table)
+    assert_rows(raw_rows(table, names), expected_rows(data, kinds, engine, options, names))
 
 
 @pytest.mark.parametrize("option", ["partial-update.remove-record-on-delete", "ignore-delete"])
 def test_partial_update_retractions_full_compaction(warehouse, option):
     options = {"merge-engine": "partial-update", option: "true"}
-    table, schema = make_table(warehouse, PU_COLUMNS, options)
-    data, kinds = retraction_batches(PU_COLUMNS, seed=21)
-    for i, (df, ks) in enumerate(zip(data, kinds)):
-        engine_write(reload(warehouse), df, schema, ks, i)
-    names = [c for c, _ in PU_COLUMNS]
-    expected = expected_rows(data, kinds, "partial-update", options, names)
-    compact(reload(warehouse), full=True, scope="table")
-    table = reload(warehouse)
-    assert_one_run_at_max_level(table)
-    assert_rows(raw_rows(table, names), expected)  # pypaimon refuses to read these options
+    check_full_with_retractions(warehouse, PU_COLUMNS, options, "partial-update", seed=21)
 
 
 def test_partial_update_refuses_retractions_it_cannot_merge(warehouse):
-    table, schema = make_table(warehouse, PU_COLUMNS, {"merge-engine": "partial-update"})
-    data, kinds = retraction_batches(PU_COLUMNS, seed=5)
-    for i, (df, ks) in enumerate(zip(data, kinds)):
-        engine_write(reload(warehouse), df, schema, ks, i)
+    data, kinds = retraction_table(warehouse, PU_COLUMNS, {"merge-engine": "partial-update"}, seed=5)
     with pytest.raises(PaimonJobError, match="partial-update cannot merge the .* -U/-D records.*remove-record-on-delete"):
         compact(reload(warehouse), full=True, scope="table")
     assert latest_snapshot(reload(warehouse)).commit_kind != "COMPACT"
@@ -277,21 +282,7 @@ def agg_options(**extra):
 @pytest.mark.parametrize("sequence", [False, True])
 def test_aggregation_universal_then_full_compaction(warehouse, sequence):
     options = agg_options(**({"sequence.field": "s"} if sequence else {}))
-    table, schema = make_table(warehouse, AGG_COLUMNS, options)
-    data = random_batches(AGG_COLUMNS, 8, seed=7)
-    for df in data:
-        pypaimon_write(table, df, schema)
-    names = [c for c, _ in AGG_COLUMNS]
-    expected = expected_rows(data, [np.zeros(len(d), np.int8) for d in data], "aggregation", options, names)
-    assert_rows(pypaimon_rows(reload(warehouse), names), expected)
-
-    assert compact(reload(warehouse), run_id="u", scope="table")["compacted_buckets"] > 0
-    assert_rows(pypaimon_rows(reload(warehouse), names), expected)
-    compact(reload(warehouse), run_id="f", full=True, scope="table")
-    table = reload(warehouse)
-    assert_one_run_at_max_level(table, max_level=3)
-    assert_rows(pypaimon_rows(table, names), expected)
-    assert_rows(raw_rows(table, names), expected)
+    check_universal_then_full(warehouse, AGG_COLUMNS, options, "aggregation", seed=7)
 
 
 RETRACT_COLUMNS = [["id", "BIGINT"], ["a", "BIGINT"], ["b", "DOUBLE"], ["j", "DOUBLE"], ["k", "DOUBLE"],
@@ -302,24 +293,12 @@ def test_aggregation_retractions_full_compaction(warehouse):
     options = {"merge-engine": "aggregation", "fields.a.aggregate-function": "sum",
                "fields.b.aggregate-function": "sum", "fields.j.aggregate-function": "last_value",
                "fields.d.aggregate-function": "max", "fields.d.ignore-retract": "true"}  # k: last_non_null_value
-    table, schema = make_table(warehouse, RETRACT_COLUMNS, options)
-    data, kinds = retraction_batches(RETRACT_COLUMNS, seed=9)
-    for i, (df, ks) in enumerate(zip(data, kinds)):
-        engine_write(reload(warehouse), df, schema, ks, i)
-    names = [c for c, _ in RETRACT_COLUMNS]
-    expected = expected_rows(data, kinds, "aggregation", options, names)
-    compact(reload(warehouse), full=True, scope="table")
-    table = reload(warehouse)
-    assert_one_run_at_max_level(table)
-    assert_rows(raw_rows(table, names), expected)
+    check_full_with_retractions(warehouse, RETRACT_COLUMNS, options, "aggregation", seed=9)
 
 
 def test_aggregation_refuses_a_retraction_its_function_cannot_take(warehouse):
     options = {"merge-engine": "aggregation", "fields.d.aggregate-function": "max"}
-    table, schema = make_table(warehouse, RETRACT_COLUMNS, options)
-    data, kinds = retraction_batches(RETRACT_COLUMNS, seed=9)
-    for i, (df, ks) in enumerate(zip(data, kinds)):
-        engine_write(reload(warehouse), df, schema, ks, i)
+    data, kinds = retraction_table(warehouse, RETRACT_COLUMNS, options, seed=9)
     with pytest.raises(PaimonJobError, match="table db.t: field 'd' aggregates with 'max', which Paimon cannot "
                                              "retract.*fields.d.ignore-retract"):
         compact(reload(warehouse), full=True, scope="table")
