@@ -266,7 +266,8 @@ def test_partial_update_retractions_full_compaction(warehouse, option):
 
 def test_partial_update_refuses_retractions_it_cannot_merge(warehouse):
     data, kinds = retraction_table(warehouse, PU_COLUMNS, {"merge-engine": "partial-update"}, seed=5)
-    with pytest.raises(PaimonJobError, match="partial-update cannot merge the .* -U/-D records.*remove-record-on-delete"):
+    with pytest.raises(PaimonJobError,
+                       match="partial-update cannot merge the .* -U/-D records.*remove-record-on-delete"):
         compact(reload(warehouse), full=True, scope="table")
     assert latest_snapshot(reload(warehouse)).commit_kind != "COMPACT"
 

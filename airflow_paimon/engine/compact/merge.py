@@ -2,9 +2,8 @@
 merge function for the table's merge engine (deduplicate, first-row, partial-update, aggregation) merges them
 in order of ``sequence.field`` (nulls first) then sequence number.
 
-Rows keep their own sequence numbers (a merged row its key's highest; compaction never renumbers), so readers still
-order them against
-files left out of the compaction.
+Rows keep their own sequence numbers (a merged row its key's highest; compaction never renumbers), so readers
+still order them against files left out of the compaction.
 """
 from __future__ import annotations
 
