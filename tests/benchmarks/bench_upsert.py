@@ -40,6 +40,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_bootstrap import native_write as paimon_write  # noqa: E402 - one batch write + commit, timed
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 TABLE = "db.t"
@@ -128,6 +131,13 @@ def measure(fn) -> tuple[dict, object]:
     return {"s": round(seconds, 3), "rss_mib": rss.mib}, result
 
 
+def timed(fn) -> tuple[dict, object]:
+    """Time ``fn()`` alone (no RSS sampling)."""
+    start = time.perf_counter()
+    result = fn()
+    return {"s": round(time.perf_counter() - start, 3)}, result
+
+
 def run_child(cmd: list[str], log: Path, env: dict | None = None) -> dict:
     """Run ``cmd`` to completion; wall seconds and peak RSS of its process tree."""
     with open(log, "w") as out:
@@ -151,17 +161,7 @@ def load_paimon(warehouse: Path, spec: dict, base: pa.Table) -> float:
     from airflow_paimon.engine.table import TableSpec, get_or_create_table
 
     table = get_or_create_table(catalog_options(warehouse), TABLE, TableSpec.from_dict(spec))
-    start = time.perf_counter()
-    paimon_write(table.copy({"write.native.enabled": "true"}), base)
-    return time.perf_counter() - start
-
-
-def paimon_write(table, data: pa.Table) -> None:
-    builder = table.new_batch_write_builder()
-    write = builder.new_write()
-    write.write_arrow(data)
-    builder.new_commit().commit(write.prepare_commit())
-    write.close()
+    return paimon_write(table.copy({"write.native.enabled": "true"}), base)
 
 
 def verify(read: pa.Table, batch: pa.Table, expect_rows: int, what: str) -> None:
@@ -286,7 +286,7 @@ def _last_error_line(e: Exception) -> str:
     return (lines[-1] if lines else str(e).splitlines()[0])[:300]
 
 
-def in_job_runner(spark):
+def in_job_runner(spark, timer=None):
     from airflow_paimon.spark.assign_write import run_assign_and_write
     from airflow_paimon.spark.bootstrap import run_bootstrap
     from airflow_paimon.spark.commit import run_commit
@@ -295,7 +295,7 @@ def in_job_runner(spark):
     fns = {"bootstrap_index": lambda spec: run_bootstrap(spark, spec),
            "assign_and_write": lambda spec: run_assign_and_write(spark, spec),
            "commit": run_commit, "compact": lambda spec: run_compact(spark, spec)}
-    return lambda job, spec: measure(lambda: fns[job](spec))
+    return lambda job, spec: (timer or measure)(lambda: fns[job](spec))
 
 
 def submit_command(script: str, name: str, args: list[str]) -> list[str]:
@@ -344,8 +344,9 @@ def profile(spark, warehouse: Path, shards: int, source: str, out: Path, rate: i
     py_spy = shutil.which("py-spy", path=str(VENV_BIN)) or shutil.which("py-spy")
     if not py_spy:
         return {"skipped": "py-spy is not installed (uv sync --group bench)"}
-    run_step, ours, summaries = in_job_runner(spark), Ours(warehouse, shards, "profile"), {}
-    upstream = None
+    # timed without the PeakRSS sampler, whose psutil calls would show up in the profile
+    run_step = in_job_runner(spark, timed)
+    ours, summaries, upstream = Ours(warehouse, shards, "profile"), {}, None
     for step, job in (("cold_bootstrap", "bootstrap_index"), ("assign_and_write", "assign_and_write")):
         raw = out / f"profile_{step}.raw.txt"
         spy = subprocess.Popen([py_spy, "record", "--pid", str(os.getpid()), "--subprocesses", "--rate", str(rate),
