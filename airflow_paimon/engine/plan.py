@@ -96,12 +96,20 @@ def is_last_of_key(data: pa.Table, key_fields: list[str]) -> pa.Array:
 
 
 def read_columns(path: str, columns: list[str]) -> pa.Table:
+    """``columns`` of one data file. A file in Paimon's thin layout (pypaimon-rust, Java with
+    ``data-file.thin-mode``) has no ``_KEY_`` columns; they are read from the value columns they copy."""
     if path.endswith(".orc"):
         import pyarrow.orc as orc
-        return orc.ORCFile(_local(path)).read(columns=columns)
-    if not path.endswith(".parquet"):
-        raise NotImplementedError(f"reading keys from {path}: only parquet and orc data files are supported")
-    return pq.ParquetFile(_local(path)).read(columns=columns)
+        file = orc.ORCFile(_local(path))
+        names, read = file.schema.names, lambda cols: file.read(columns=cols)
+    elif path.endswith(".parquet"):
+        file = pq.ParquetFile(_local(path))
+        names, read = file.schema_arrow.names, lambda cols: file.read(columns=cols)
+    else:
+        raise NotImplementedError(f"reading {path}: only parquet and orc data files are supported")
+    physical = [c[len("_KEY_"):] if c.startswith("_KEY_") and c not in names else c for c in columns]
+    data = read(list(dict.fromkeys(physical)))
+    return pa.table([data.column(p) for p in physical], names=columns)
 
 
 def _local(path: str) -> str:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from airflow_paimon.engine.compact import rewrite
@@ -240,3 +241,28 @@ def test_writes_since_compaction_counts_back_to_the_last_compact_snapshot(wareho
     table, _ = cross_partition_table(warehouse, batches(2, seed=8))  # snapshots 4, 5
     assert [s.id for s in writes_since_compaction(table, 5)] == [5, 4]
     assert writes_since_compaction(table, None) == []
+
+
+def test_compacts_files_in_paimons_thin_layout_from_pypaimon_rust(warehouse):
+    """pypaimon-rust writes no _KEY_ columns (thin mode): the keys are read from the value columns."""
+    from compaction_tables import COLUMNS
+    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+
+    opts = {"warehouse": warehouse}
+    spec = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id"], "partition_keys": ["dt"],
+                                "options": {"bucket": "-1", "write.native.enabled": "true"}})
+    get_or_create_table(opts, "db.t", spec)
+    data = batches(3)
+    for batch in data:
+        builder = get_table(opts, "db.t").new_batch_write_builder()
+        write = builder.new_write()
+        write.write_arrow(pa.Table.from_pandas(batch, schema=spec.arrow_schema(), preserve_index=False))
+        builder.new_commit().commit(write.prepare_commit())
+        write.close()
+    table = get_table(opts, "db.t")
+    any_file = next(iter(bucket_files(table).values()))[0]
+    assert "_KEY_id" not in pq.ParquetFile(file_path(table, any_file)).schema_arrow.names
+    compact(table, full=True, scope="table")
+    table = get_table(opts, "db.t")
+    assert_one_run_at_max_level(table)
+    assert_reads(table, warehouse, expected_upsert(data, "id"), ["id"])
