@@ -1,4 +1,6 @@
-"""Table planning on the driver: the live data files of a snapshot, per (partition, bucket)."""
+"""Table planning on the driver: the live data files of a snapshot, per (partition, bucket); and reading
+key columns of data files in the tasks. pypaimon's planning modules are imported only where planning
+happens, so a Spark task that just reads files starts fast."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -7,9 +9,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pypaimon.manifest.manifest_list_manager import ManifestListManager
-from pypaimon.read.scanner.file_scanner import FileScanner
-from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
 RETRACT_KINDS = (1, 3)  # -U and -D remove a key
 
@@ -31,11 +30,16 @@ def live_entries(table, snapshot) -> list:
     """ManifestEntry of every live data file at ``snapshot`` (none for an empty table)."""
     if snapshot is None:
         return []
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+    from pypaimon.read.scanner.file_scanner import FileScanner
+
     manifests = ManifestListManager(table)
     return FileScanner(table, lambda: (manifests.read_all(snapshot), snapshot)).plan_files()
 
 
 def file_path(table, entry) -> str:
+    from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+
     return entry.file.external_path or canonical_data_file_path(
         table, tuple(entry.partition.values), entry.bucket, entry.file.file_name)
 
@@ -52,6 +56,9 @@ def buckets_at(table, snapshot) -> list[BucketFiles]:
 
 def added_entries(table, snapshot) -> list:
     """ManifestEntry of the data files ``snapshot`` added (its delta manifests, ADD entries only)."""
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+    from pypaimon.read.scanner.file_scanner import FileScanner
+
     manifests = ManifestListManager(table)
     entries = FileScanner(table, lambda: (manifests.read_delta(snapshot), snapshot)).read_manifest_entries(
         manifests.read_delta(snapshot))

@@ -8,12 +8,14 @@ its values, decoded back to typed values only once per distinct partition.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_paimon.engine.assign.binary_row import RowBytes, copy_segments
+from airflow_paimon.engine.assign.murmur import hash_by_words
+
 # Recorded with every index so a change of scheme forces a rebuild instead of a wrong lookup.
-KEY_HASH_SCHEME = "pk-bytes-v1/pandas-siphash"
+KEY_HASH_SCHEME = "pk-bytes-v1/murmur3-words-seed42"
 
 _SEP = "\x1f"   # between partition values
 _NULL = "\x00"  # a null partition value
@@ -62,11 +64,28 @@ def encode_keys(table: pa.Table | pa.RecordBatch, key_fields: list[str]) -> pa.A
 
 
 def shard_of(keys: pa.Array, shards: int) -> np.ndarray:
-    """Shard id (0..shards-1) of each encoded key: a stable 64-bit hash, modulo ``shards``."""
+    """Shard id (0..shards-1) of each encoded key: MurmurHash3 over its bytes (zero-padded to 4-byte
+    words, as Paimon hashes BinaryRows), modulo ``shards``. Numpy only: Spark workers need no pandas."""
     if len(keys) == 0:
         return np.zeros(0, dtype=np.int32)
-    hashed = pd.util.hash_array(keys.to_numpy(zero_copy_only=False), categorize=False)
-    return (hashed % np.uint64(shards)).astype(np.int32)
+    hashed = hash_by_words(_as_words(keys)).view(np.uint32)
+    return (hashed % np.uint32(shards)).astype(np.int32)
+
+
+def _as_words(keys: pa.Array) -> RowBytes:
+    """The keys' bytes with every key padded to whole 4-byte words."""
+    keys = keys.cast(pa.binary())
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=len(keys) + 1, offset=keys.offset * 4)
+    src = np.frombuffer(keys.buffers()[2], dtype=np.uint8) if keys.buffers()[2] is not None \
+        else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets).astype(np.int64)
+    padded = (lengths + 3) // 4 * 4
+    if (lengths == padded).all() and offsets[0] % 4 == 0:  # fixed-width keys: hash the buffer in place
+        return RowBytes(src, offsets[:-1].astype(np.int64), lengths)
+    starts = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
+    data = np.zeros(int(padded.sum()), dtype=np.uint8)
+    copy_segments(data, starts, src, offsets[:-1].astype(np.int64), lengths)
+    return RowBytes(data, starts, padded)
 
 
 def encode_partitions(table: pa.Table | pa.RecordBatch, partition_fields: list[str]) -> pa.Array:
