@@ -1,11 +1,18 @@
-"""assign-and-write on Spark: shuffle source rows by key hash to their index shard, assign there, shuffle by
-(partition, bucket) so each bucket has one writer, write files, stage the commit messages on the driver."""
+"""assign-and-write on Spark. The source is read and validated on the driver, then per bucket mode:
+
+- cross-partition: shuffle by key hash to the index shard, assign there against the global index;
+- dynamic bucket: shuffle to Paimon's assigner of each key, assign against Paimon's HASH index;
+- fixed bucket: the bucket is a hash of the row;
+- append-only: pypaimon's writer per Spark partition.
+
+Then a shuffle by (partition, bucket) gives every bucket one writer; the driver stages the commit messages.
+"""
 from __future__ import annotations
 
 import logging
 
-import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.assign.assigner import BUCKET, KEY, ORDER
@@ -120,7 +127,7 @@ def _write_buckets(assigned, ctx: WriteContext):
 
 
 def _cross_partition(source, ctx: WriteContext):
-    from pyspark.sql.types import BinaryType, IntegerType, StructField
+    from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
     primary_keys, shards = ctx.primary_keys, ctx.shards
 
@@ -138,7 +145,6 @@ def _cross_partition(source, ctx: WriteContext):
         assigned, _ = assign_task(ctx, rows.column(SHARD)[0].as_py(), rows.drop_columns([SHARD]))
         return assigned.select(names)
 
-    from pyspark.sql.types import StructType
     return _write_buckets(keyed.groupBy(SHARD).applyInArrow(assign, StructType(out_fields)), ctx)
 
 
@@ -165,7 +171,7 @@ def _dynamic(source, ctx: WriteContext):
     def assign(rows: pa.Table) -> pa.Table:
         i = rows.column(SHARD)[0].as_py()
         rows = ctx.conform(rows.drop_columns([SHARD]))
-        rows = rows.take(pa.compute.sort_indices(rows.column(ORDER)))  # arrival order fills buckets
+        rows = rows.take(pc.sort_indices(rows.column(ORDER)))  # arrival order fills buckets
         buckets = HashBucketAssigner(ctx.table(), ctx.base_snapshot(), num_channels=n, num_assigners=n,
                                      assign_id=i).assign(rows)
         return rows.append_column(BUCKET, pa.array(buckets, pa.int32())).select(out.names)

@@ -10,7 +10,8 @@ from airflow_paimon.spark.commit import run_commit
 
 class Jobs:
     def __init__(self, spark, warehouse: str, table: str, table_spec: dict | None = None, shards: int = 2):
-        self.spark, self.warehouse, self.table, self.table_spec, self.shards = spark, warehouse, table, table_spec, shards
+        self.spark, self.warehouse, self.table = spark, warehouse, table
+        self.table_spec, self.shards = table_spec, shards
         self.options = {"warehouse": warehouse}
 
     def bootstrap(self) -> dict:
