@@ -34,10 +34,11 @@ def cross_partition_table(warehouse, data, options=None):
     return get_table(opts, "db.t"), expected_upsert(data, "id")
 
 
-def pypaimon_written_table(warehouse, data, options):
-    """Fixed- and dynamic-bucket tables (primary key holds the partition) pypaimon writes itself."""
+def pypaimon_written_table(warehouse, data, options, primary_keys=("id", "dt")):
+    """Tables pypaimon writes itself: fixed- and dynamic-bucket (primary key holds the partition), or with
+    ``write.native.enabled`` any shape pypaimon-rust writes."""
     opts = {"warehouse": warehouse}
-    spec = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id", "dt"], "partition_keys": ["dt"],
+    spec = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": list(primary_keys), "partition_keys": ["dt"],
                                 "options": options})
     get_or_create_table(opts, "db.t", spec)
     for batch in data:
@@ -46,7 +47,7 @@ def pypaimon_written_table(warehouse, data, options):
         write.write_arrow(pa.Table.from_pandas(batch, schema=spec.arrow_schema(), preserve_index=False))
         builder.new_commit().commit(write.prepare_commit())
         write.close()
-    expected = pd.concat(data).drop_duplicates(["id", "dt"], keep="last")
+    expected = pd.concat(data).drop_duplicates(list(primary_keys), keep="last")
     return get_table(opts, "db.t"), expected.sort_values(["id", "dt"]).reset_index(drop=True)
 
 

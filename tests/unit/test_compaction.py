@@ -245,24 +245,13 @@ def test_writes_since_compaction_counts_back_to_the_last_compact_snapshot(wareho
 
 def test_compacts_files_in_paimons_thin_layout_from_pypaimon_rust(warehouse):
     """pypaimon-rust writes no _KEY_ columns (thin mode): the keys are read from the value columns."""
-    from compaction_tables import COLUMNS
-    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from compaction_tables import pypaimon_written_table
 
-    opts = {"warehouse": warehouse}
-    spec = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id"], "partition_keys": ["dt"],
-                                "options": {"bucket": "-1", "write.native.enabled": "true"}})
-    get_or_create_table(opts, "db.t", spec)
-    data = batches(3)
-    for batch in data:
-        builder = get_table(opts, "db.t").new_batch_write_builder()
-        write = builder.new_write()
-        write.write_arrow(pa.Table.from_pandas(batch, schema=spec.arrow_schema(), preserve_index=False))
-        builder.new_commit().commit(write.prepare_commit())
-        write.close()
-    table = get_table(opts, "db.t")
+    table, expected = pypaimon_written_table(warehouse, batches(3), {"bucket": "-1", "write.native.enabled": "true"},
+                                             primary_keys=["id"])
     any_file = next(iter(bucket_files(table).values()))[0]
     assert "_KEY_id" not in pq.ParquetFile(file_path(table, any_file)).schema_arrow.names
     compact(table, full=True, scope="table")
-    table = get_table(opts, "db.t")
+    table = get_table({"warehouse": warehouse}, "db.t")
     assert_one_run_at_max_level(table)
-    assert_reads(table, warehouse, expected_upsert(data, "id"), ["id"])
+    assert_reads(table, warehouse, expected, ["id"])
