@@ -87,8 +87,9 @@ class PaimonSparkJobOperator(BaseOperator):
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         venv_bin = str(Path(sys.executable).parent)
+        # No Spark UI by default: these jobs are short, the Airflow UI shows their logs and result.
         conf = {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable,
-                **self.spark_conf}
+                "spark.ui.enabled": "false", **self.spark_conf}
         submit = SparkSubmitHook(
             conn_id=self.spark_conn_id, conf=conf, name=f"paimon-{self.job}-{self.table}",
             application_args=["--spec", json.dumps(spec), "--result-uri", result_uri],
