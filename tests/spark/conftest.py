@@ -1,9 +1,13 @@
 """An in-process local Spark session, and the three jobs called directly (no spark-submit, no Airflow)."""
 from __future__ import annotations
 
+import logging
 import sys
 
 import pytest
+
+# py4j logs its shutdown at interpreter exit, after pytest has closed the captured streams.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
