@@ -24,7 +24,7 @@ from airflow_paimon.engine.assign.buckets import BucketAssigner, count_buckets
 from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values, shard_of
 from airflow_paimon.engine.index.layout import IndexManifest, compatible, newest_published, verify
 from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values, write_sst
-from airflow_paimon.engine.plan import RETRACT_KINDS, added_entries, read_key_rows, read_live_keys
+from airflow_paimon.engine.plan import RETRACT_KINDS, added_entries, is_last_of_key, read_key_rows, read_live_keys
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +86,14 @@ def index_rows_of_bucket(paths: list[str], partition: tuple, bucket: int, *, pri
                          partition_types: list[pa.DataType], shards: int) -> pa.Table:
     """(shard, key, value) for every live key of one (partition, bucket)."""
     keys = encode_keys(read_live_keys(paths, primary_keys), primary_keys)
-    n = len(keys)
-    part = encode_partition_values(partition, partition_types)
-    values = encode_values(np.full(n, bucket, dtype=np.int32), pa.array([part] * n, pa.string()))
+    values = _place_values(len(keys), partition, bucket, partition_types)
     return pa.table([pa.array(shard_of(keys, shards), pa.int32()), keys, values], schema=INDEX_ROWS)
+
+
+def _place_values(n: int, partition: tuple, bucket: int, partition_types: list[pa.DataType]) -> pa.Array:
+    """``n`` index values all naming one (partition, bucket)."""
+    part = encode_partition_values(partition, partition_types)
+    return encode_values(np.full(n, bucket, dtype=np.int32), pa.array([part] * n, pa.string()))
 
 
 def write_shard(shard: int, rows: pa.Table, local_dir: str) -> tuple[str | None, int, dict]:
@@ -113,10 +117,9 @@ def change_rows_of_file(path: str, partition: tuple, bucket: int, snapshot_id: i
     rows = read_key_rows(path, primary_keys)
     keys = encode_keys(rows, primary_keys)
     n = len(keys)
-    part = encode_partition_values(partition, partition_types)
     alive = pc.invert(pc.is_in(rows.column("_VALUE_KIND"), pa.array(RETRACT_KINDS, pa.int8())))
     return pa.table([pa.array(shard_of(keys, shards), pa.int32()), keys,
-                     encode_values(np.full(n, bucket, dtype=np.int32), pa.array([part] * n, pa.string())),
+                     _place_values(n, partition, bucket, partition_types),
                      pa.array(np.full(n, snapshot_id, dtype=np.int64)), rows.column("_SEQUENCE_NUMBER"), alive],
                     schema=CHANGE_ROWS)
 
@@ -130,9 +133,7 @@ def apply_changes(index: ShardIndex, changes: pa.Table, buckets: BucketAssigner)
         return 0
     ordered = changes.sort_by([("key", "ascending"), ("snapshot", "ascending"), ("alive", "ascending"),
                                ("seq", "ascending")])
-    keys = ordered.column("key").combine_chunks()
-    last = pa.concat_arrays([pc.not_equal(keys.slice(0, len(keys) - 1), keys.slice(1)), pa.array([True])])
-    final = ordered.filter(last)
+    final = ordered.filter(is_last_of_key(ordered, ["key"]))
     keys, alive = final.column("key").combine_chunks(), final.column("alive").combine_chunks()
     old = index.lookup(keys)
     known = old.is_valid()

@@ -17,7 +17,8 @@ from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.bootstrap import (CATCH_UP, CHANGE_ROWS, INDEX_ROWS, REBUILD, REUSE, apply_changes,
                                              change_rows_of_file, index_rows_of_bucket, plan_bootstrap, write_shard)
 from airflow_paimon.engine.index.keys import KEY_HASH_SCHEME
-from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, table_index_uri, write_manifest
+from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, shard_meta_from_dict, table_index_uri,
+                                                write_manifest)
 from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.store import advance, clean_up, export_changes, load_shard, publish_file
 from airflow_paimon.engine.plan import buckets_at, file_path
@@ -150,12 +151,7 @@ def _shard_result(meta: ShardMeta) -> pa.Table:
 
 
 def _collect(df) -> dict[int, ShardMeta]:
-    from airflow_paimon.engine.index.layout import IndexFile
-    out = {}
-    for r in df.collect():
-        d = json.loads(r["meta"])
-        out[r["shard"]] = ShardMeta(d["shard"], [IndexFile(**f) for f in d["files"]], d["keys"], d["bucket_counts"])
-    return out
+    return {r["shard"]: shard_meta_from_dict(json.loads(r["meta"])) for r in df.collect()}
 
 
 def _spark_schema(schema: pa.Schema) -> str:

@@ -70,10 +70,13 @@ def manifest_to_json(manifest: IndexManifest) -> str:
     return json.dumps(asdict(manifest), sort_keys=True)
 
 
+def shard_meta_from_dict(d: dict) -> ShardMeta:
+    return ShardMeta(d["shard"], [IndexFile(**f) for f in d["files"]], d["keys"], d["bucket_counts"])
+
+
 def manifest_from_json(text: str) -> IndexManifest:
     doc = json.loads(text)
-    doc["shard_meta"] = [ShardMeta(s["shard"], [IndexFile(**f) for f in s["files"]], s["keys"], s["bucket_counts"])
-                         for s in doc["shard_meta"]]
+    doc["shard_meta"] = [shard_meta_from_dict(s) for s in doc["shard_meta"]]
     return IndexManifest(**doc)
 
 
