@@ -12,13 +12,14 @@ import pyarrow.compute as pc
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.assign.assigner import BUCKET, KEY, KIND, ORDER
 from airflow_paimon.engine.assign.task import assign_task
-from airflow_paimon.engine.bootstrap import index_rows_of_bucket, write_shard
+from airflow_paimon.engine.bootstrap import base_parts
 from airflow_paimon.engine.commit.committer import commit_once
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.staging import decode_message
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.index.keys import KEY_HASH_SCHEME, encode_keys, encode_partition_values, shard_of
-from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, read_manifest, table_index_uri, write_manifest
+from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, merge_shard_parts, read_manifest,
+                                                table_index_uri, write_manifest)
 from airflow_paimon.engine.index.store import publish_committed, publish_file, staged_shards
 from airflow_paimon.engine.plan import buckets_at, latest_snapshot
 from airflow_paimon.engine.table import get_table
@@ -36,16 +37,13 @@ def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
                                 for b in buckets_at(table, snap)}
     if read_manifest(table_uri, sid) is not None:
         return ctx
-    parts = [index_rows_of_bucket(list(b.paths), b.partition, b.bucket, primary_keys=ctx.primary_keys,
-                                  partition_types=ptypes, shards=shards) for b in buckets_at(table, snap)]
-    rows = pa.concat_tables(parts) if parts else None
-    metas = []
+    buckets = [(list(b.paths), b.partition, b.bucket) for b in buckets_at(table, snap)]
     with tempfile.TemporaryDirectory() as tmp:
-        for s in range(shards):
-            mine = rows.filter(pc.equal(rows.column("shard"), s)) if rows is not None else None
-            local, keys, counts = write_shard(s, mine, tmp) if mine is not None else (None, 0, {})
-            files = [publish_file(table_uri, sid, s, "base", local, keys)] if local else []
-            metas.append(ShardMeta(s, files, keys, counts))
+        parts = [ShardMeta(p.shard, [publish_file(table_uri, sid, p.shard, "base-0", p.path, p.keys)], p.keys,
+                           p.bucket_counts)
+                 for p in base_parts(buckets, primary_keys=ctx.primary_keys, partition_types=ptypes,
+                                     shards=shards, local_dir=tmp, part=0)]
+    metas = merge_shard_parts(shards, parts)
     write_manifest(table_uri, IndexManifest(identifier, sid, table.table_schema.id, shards, KEY_HASH_SCHEME, metas))
     return ctx
 

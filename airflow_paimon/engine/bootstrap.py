@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine.assign.buckets import BucketAssigner, count_buckets
+from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values, shard_of
 from airflow_paimon.engine.index.layout import IndexManifest, compatible, newest_published, verify
 from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values, write_sst
@@ -28,7 +28,6 @@ from airflow_paimon.engine.plan import RETRACT_KINDS, added_entries, is_last_of_
 
 log = logging.getLogger(__name__)
 
-INDEX_ROWS = pa.schema([("shard", pa.int32()), ("key", pa.binary()), ("value", pa.binary())])
 CHANGE_ROWS = pa.schema([("shard", pa.int32()), ("key", pa.binary()), ("value", pa.binary()),
                          ("snapshot", pa.int64()), ("seq", pa.int64()), ("alive", pa.bool_())])
 REUSE, CATCH_UP, REBUILD = "reused", "caught_up", "rebuilt"
@@ -82,31 +81,61 @@ def plan_bootstrap(table, table_uri: str, shards: int) -> BootstrapPlan:
 
 # --- rebuild -------------------------------------------------------------------------------------------
 
-def index_rows_of_bucket(paths: list[str], partition: tuple, bucket: int, *, primary_keys: list[str],
-                         partition_types: list[pa.DataType], shards: int) -> pa.Table:
-    """(shard, key, value) for every live key of one (partition, bucket)."""
-    keys = encode_keys(read_live_keys(paths, primary_keys), primary_keys)
-    values = _place_values(len(keys), partition, bucket, partition_types)
-    return pa.table([pa.array(shard_of(keys, shards), pa.int32()), keys, values], schema=INDEX_ROWS)
+@dataclass
+class BasePart:
+    """One rebuild task's share of a shard: a local SST of its keys there, and their bucket counts."""
+    shard: int
+    path: str
+    keys: int
+    bucket_counts: dict[str, dict[str, int]]
+
+
+def base_parts(buckets: list[tuple[list[str], tuple, int]], *, primary_keys: list[str],
+               partition_types: list[pa.DataType], shards: int, local_dir: str, part: int) -> list[BasePart]:
+    """One rebuild task: every live key of some (paths, partition, bucket)s, written as one sorted SST per
+    shard — no shuffle; a key lives in exactly one bucket, so the parts of a shard never overlap. Each
+    key's value names its place through a dictionary of the few places the task reads."""
+    keys, refs, places = [], [], []
+    for i, (paths, partition, bucket) in enumerate(buckets):
+        found = encode_keys(read_live_keys(paths, primary_keys), primary_keys)
+        keys.append(found)
+        refs.append(np.full(len(found), i, dtype=np.int32))
+        places.append(_place_value(partition, bucket, partition_types))
+    if not keys or sum(len(k) for k in keys) == 0:
+        return []
+    keys, refs = pa.concat_arrays(keys), np.concatenate(refs)
+    shard_ids = shard_of(keys, shards)
+    dictionary = pa.array(places, pa.binary())
+    out = []
+    for shard in np.unique(shard_ids):
+        mine = np.nonzero(shard_ids == shard)[0]
+        values = pa.DictionaryArray.from_arrays(pa.array(refs[mine]), dictionary)
+        path = os.path.join(local_dir, f"base-{shard:05d}-{part}.sst")
+        try:
+            count = write_sst(keys.take(pa.array(mine)), values, path)
+        except ValueError:
+            raise ValueError(f"index shard {shard}: a key lives in more than one bucket; the table is inconsistent")
+        per_bucket = np.bincount(refs[mine], minlength=len(buckets))
+        counts: dict[str, dict[str, int]] = {}
+        for i in np.nonzero(per_bucket)[0]:
+            _, partition, bucket = buckets[i]
+            part_counts = counts.setdefault(encode_partition_values(partition, partition_types), {})
+            part_counts[str(bucket)] = part_counts.get(str(bucket), 0) + int(per_bucket[i])
+        out.append(BasePart(int(shard), path, count, counts))
+    return out
+
+
+def _place_value(partition: tuple, bucket: int, partition_types: list[pa.DataType]) -> bytes:
+    """The index value naming one (partition, bucket)."""
+    return encode_values(np.array([bucket], dtype=np.int32), pa.array([encode_partition_values(
+        partition, partition_types)], pa.string()))[0].as_py()
 
 
 def _place_values(n: int, partition: tuple, bucket: int, partition_types: list[pa.DataType]) -> pa.Array:
     """``n`` index values all naming one (partition, bucket)."""
-    part = encode_partition_values(partition, partition_types)
-    return encode_values(np.full(n, bucket, dtype=np.int32), pa.array([part] * n, pa.string()))
-
-
-def write_shard(shard: int, rows: pa.Table, local_dir: str) -> tuple[str | None, int, dict]:
-    """One shard's (key, value) rows as a local SST file: (path or None if empty, keys, bucket counts)."""
-    keys = rows.column("key").combine_chunks()
-    values = rows.column("value").combine_chunks()
-    path = os.path.join(local_dir, f"base-{shard:05d}.sst")
-    try:
-        count = write_sst(keys, values, path)
-    except ValueError:
-        raise ValueError(f"index shard {shard}: a key lives in more than one bucket; the table is inconsistent")
-    decoded = decode_values(values)
-    return (path if count else None), count, count_buckets(decoded.partition, decoded.bucket)
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)),
+                                          pa.array([_place_value(partition, bucket, partition_types)],
+                                                   pa.binary())).cast(pa.binary())
 
 
 # --- catch up ------------------------------------------------------------------------------------------

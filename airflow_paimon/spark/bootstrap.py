@@ -1,6 +1,8 @@
-"""bootstrap-index on Spark. The engine decides the path (reuse / catch up / rebuild); Spark reads the
-data files in parallel — one task per bucket (rebuild) or per added file (catch up) — shuffles the keys by
-hash to their shard, and one task per shard writes or updates it. The driver publishes the manifest last."""
+"""bootstrap-index on Spark. The engine decides the path (reuse / catch up / rebuild). A rebuild is one
+stage: each task reads a balanced share of the buckets and writes its part of every shard (a key lives in
+one bucket, so the parts never overlap). A catch-up reads the added files in parallel, shuffles the keys
+by hash to their shard, and one task per shard applies them. The driver publishes the manifest last.
+Closures here reference only engine modules, so Spark's Python workers never import pypaimon."""
 from __future__ import annotations
 
 import json
@@ -14,11 +16,11 @@ from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.assign.dynamic import check_dynamic_table
 from airflow_paimon.engine.assign.fixed import check_fixed_table
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.bootstrap import (CATCH_UP, CHANGE_ROWS, INDEX_ROWS, REBUILD, REUSE, apply_changes,
-                                             change_rows_of_file, index_rows_of_bucket, plan_bootstrap, write_shard)
+from airflow_paimon.engine.bootstrap import (CATCH_UP, CHANGE_ROWS, REBUILD, REUSE, apply_changes, base_parts,
+                                             change_rows_of_file, plan_bootstrap)
 from airflow_paimon.engine.index.keys import KEY_HASH_SCHEME
-from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, shard_meta_from_dict, table_index_uri,
-                                                write_manifest)
+from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, merge_shard_parts, shard_meta_from_dict,
+                                                shard_meta_json, table_index_uri, write_manifest)
 from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.store import advance, clean_up, export_changes, load_shard, publish_file
 from airflow_paimon.engine.plan import buckets_at, file_path
@@ -84,34 +86,51 @@ def _parallel_tasks(spark, n: int):
     return spark.range(n, numPartitions=max(1, min(n, spark.sparkContext.defaultParallelism * 2)))
 
 
+ROWS_PER_REBUILD_TASK = 10_000_000  # bounds a task's memory: its keys are sorted in memory per shard
+
+
 def _rebuild(spark, table, snapshot_id, bucket_files, shards: int, table_uri: str) -> IndexManifest:
+    """One stage, no shuffle: each task reads some buckets and writes its part of every shard."""
     primary_keys, partition_types, _ = _table_facts(table)
-    buckets = [(list(b.paths), b.partition, b.bucket) for b in bucket_files]
+    total_rows = sum(b.row_count for b in bucket_files)
+    tasks = min(len(bucket_files), max(spark.sparkContext.defaultParallelism,
+                                       -(-total_rows // ROWS_PER_REBUILD_TASK)))
+    groups = _balance([(list(b.paths), b.partition, b.bucket) for b in bucket_files],
+                      [b.row_count for b in bucket_files], tasks)
 
-    def read_buckets(batches):
+    def build(batches):
         for batch in batches:
-            for i in batch.column(0).to_pylist():
-                paths, partition, bucket = buckets[i]
-                yield from index_rows_of_bucket(paths, partition, bucket, primary_keys=primary_keys,
-                                                partition_types=partition_types, shards=shards).to_batches()
+            for part in batch.column(0).to_pylist():
+                with tempfile.TemporaryDirectory(prefix="paimon-bootstrap-") as tmp:
+                    for p in base_parts(groups[part], primary_keys=primary_keys, partition_types=partition_types,
+                                        shards=shards, local_dir=tmp, part=part):
+                        file = publish_file(table_uri, snapshot_id, p.shard, f"base-{part}", p.path, p.keys)
+                        meta = ShardMeta(p.shard, [file], p.keys, p.bucket_counts)
+                        yield pa.RecordBatch.from_pydict({"shard": pa.array([p.shard], pa.int32()),
+                                                          "meta": [shard_meta_json(meta)]})
 
-    def write_one(rows: pa.Table) -> pa.Table:
-        shard = rows.column("shard")[0].as_py()
-        with tempfile.TemporaryDirectory(prefix="paimon-bootstrap-") as tmp:
-            local, keys, counts = write_shard(shard, rows, tmp)
-            files = [publish_file(table_uri, snapshot_id, shard, "base", local, keys)] if local else []
-        return _shard_result(ShardMeta(shard, files, keys, counts))
-
-    metas = {}
-    if buckets:
-        rows = _parallel_tasks(spark, len(buckets)).mapInArrow(read_buckets, _spark_schema(INDEX_ROWS))
-        metas = _collect(rows.groupBy("shard").applyInArrow(write_one, SHARD_RESULT))
+    parts = []
+    if groups:
+        rows = spark.range(len(groups), numPartitions=len(groups)).mapInArrow(build, SHARD_RESULT).collect()
+        parts = sorted((shard_meta_from_dict(json.loads(r["meta"])) for r in rows),
+                       key=lambda m: [f.path for f in m.files])
     name = table.identifier.get_full_name()
     manifest = IndexManifest(name, snapshot_id, table.table_schema.id, shards, KEY_HASH_SCHEME,
-                             [metas.get(i, ShardMeta(i)) for i in range(shards)], origin=REBUILD)
+                             merge_shard_parts(shards, parts), origin=REBUILD)
     write_manifest(table_uri, manifest)
-    log.info("rebuilt the index of %s at snapshot %s: %s keys", name, snapshot_id, manifest.keys)
+    log.info("rebuilt the index of %s at snapshot %s: %s keys in %s tasks", name, snapshot_id, manifest.keys,
+             len(groups))
     return manifest
+
+
+def _balance(items: list, weights: list[int], n: int) -> list[list]:
+    """``items`` in ``n`` groups of about equal weight (largest first, each to the lightest group)."""
+    groups, loads = [[] for _ in range(n)], [0] * n
+    for i in sorted(range(len(items)), key=lambda i: -weights[i]):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(items[i])
+        loads[lightest] += weights[i]
+    return [g for g in groups if g]
 
 
 def _catch_up(spark, table, plan, table_uri: str) -> IndexManifest:
@@ -135,7 +154,8 @@ def _catch_up(spark, table, plan, table_uri: str) -> IndexManifest:
                 key_change = apply_changes(index, rows, counts)
                 local, kind, entries = export_changes(index, meta, tmp)
             new_file = publish_file(table_uri, target, shard, kind, local, entries) if local else None
-        return _shard_result(advance(meta, new_file, kind, meta.keys + key_change, counts.to_dict()))
+        advanced = advance(meta, new_file, kind, meta.keys + key_change, counts.to_dict())
+        return pa.table({"shard": pa.array([shard], pa.int32()), "meta": [shard_meta_json(advanced)]})
 
     rows = _parallel_tasks(spark, len(files)).mapInArrow(read_files, _spark_schema(CHANGE_ROWS))
     metas = _collect(rows.groupBy("shard").applyInArrow(apply_one, SHARD_RESULT))
@@ -143,11 +163,6 @@ def _catch_up(spark, table, plan, table_uri: str) -> IndexManifest:
                        shard_meta=[metas.get(m.shard, m) for m in base.shard_meta])
     write_manifest(table_uri, manifest)
     return manifest
-
-
-def _shard_result(meta: ShardMeta) -> pa.Table:
-    from dataclasses import asdict
-    return pa.table({"shard": pa.array([meta.shard], pa.int32()), "meta": pa.array([json.dumps(asdict(meta))])})
 
 
 def _collect(df) -> dict[int, ShardMeta]:

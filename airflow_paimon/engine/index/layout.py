@@ -74,6 +74,25 @@ def shard_meta_from_dict(d: dict) -> ShardMeta:
     return ShardMeta(d["shard"], [IndexFile(**f) for f in d["files"]], d["keys"], d["bucket_counts"])
 
 
+def shard_meta_json(meta: ShardMeta) -> str:
+    return json.dumps(asdict(meta))
+
+
+def merge_shard_parts(shards: int, parts: list[ShardMeta]) -> list[ShardMeta]:
+    """Every shard from the parts rebuild tasks wrote of it (disjoint keys): files in order, keys and
+    bucket counts summed; a shard no task wrote is empty."""
+    merged = [ShardMeta(i) for i in range(shards)]
+    for part in parts:
+        meta = merged[part.shard]
+        meta.files.extend(part.files)
+        meta.keys += part.keys
+        for partition, counts in part.bucket_counts.items():
+            into = meta.bucket_counts.setdefault(partition, {})
+            for bucket, n in counts.items():
+                into[bucket] = into.get(bucket, 0) + n
+    return merged
+
+
 def manifest_from_json(text: str) -> IndexManifest:
     doc = json.loads(text)
     doc["shard_meta"] = [shard_meta_from_dict(s) for s in doc["shard_meta"]]

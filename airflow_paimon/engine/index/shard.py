@@ -13,12 +13,15 @@ import os
 import shutil
 import tempfile
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, SstFileWriter, WriteBatch
+
+from airflow_paimon.engine.index.keys import has_adjacent_duplicates, key_bytes, key_order
 
 HEADER = 8  # bucket + written_at
 
@@ -104,29 +107,36 @@ def _options(opts: IndexOptions = IndexOptions()) -> Options:
 
 
 def write_sst(keys: pa.Array, values: pa.Array, path: str) -> int:
-    """Write (key, value) pairs as one sorted SST file; a null value writes a tombstone. Returns the entry
-    count (0 writes nothing). A key given twice is an error: the caller must resolve it first."""
+    """Write (key, value) pairs as one sorted SST file; a null value writes a tombstone. ``values`` may be
+    dictionary-encoded (a rebuild names a few places for millions of keys). Returns the entry count (0
+    writes nothing). A key given twice is an error: the caller must resolve it first."""
     if len(keys) == 0:
         return 0
-    order = pc.sort_indices(keys)
-    keys, values = keys.take(order), values.take(order)
-    if len(keys) > 1 and pc.any(pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))).as_py():
+    order = key_order(keys)
+    if has_adjacent_duplicates(keys, order):
         raise ValueError(f"writing {path}: a key appears twice")
+    ordered_keys = key_bytes(keys, order)
     writer = SstFileWriter(options=Options(raw_mode=True))
     writer.open(path)
-    put = writer.__setitem__
-    pairs = zip(keys.to_numpy(zero_copy_only=False), values.to_numpy(zero_copy_only=False))
     if values.null_count == 0:
-        for k, v in pairs:
-            put(k, v)
+        # one C-level loop over the pairs: no Python frame per key
+        deque(map(writer.__setitem__, ordered_keys, _value_bytes(values, order)), maxlen=0)
     else:
-        for k, v in pairs:
+        for k, v in zip(ordered_keys, _value_bytes(values, order)):
             if v is None:
                 del writer[k]
             else:
-                put(k, v)
+                writer[k] = v
     writer.finish()
     return len(keys)
+
+
+def _value_bytes(values: pa.Array, order: np.ndarray) -> list:
+    if pa.types.is_dictionary(values.type):
+        dictionary = np.asarray(values.dictionary.to_pylist() + [None], dtype=object)
+        indices = values.indices.fill_null(len(values.dictionary)).to_numpy()
+        return dictionary[indices[order]].tolist()
+    return values.take(pa.array(order)).to_pylist()
 
 
 class ShardIndex:
