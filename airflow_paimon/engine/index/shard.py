@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from rocksdict import BlockBasedOptions, Cache, Options, Rdict, SstFileWriter, WriteBatch
+from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, SstFileWriter, WriteBatch
 
 from airflow_paimon.engine.index.keys import has_adjacent_duplicates, key_bytes, key_order
 
@@ -96,8 +96,14 @@ def decode_values(values: pa.Array) -> IndexValues:
     return IndexValues(header[:, 0].astype(np.int32), header[:, 1].astype(np.int64), partitions)
 
 
-def _options(opts: IndexOptions = IndexOptions()) -> Options:
+def _sst_options() -> Options:
     options = Options(raw_mode=True)
+    options.set_compression_type(DBCompressionType.lz4())  # faster than the default snappy, and smaller
+    return options
+
+
+def _options(opts: IndexOptions = IndexOptions()) -> Options:
+    options = _sst_options()
     options.create_if_missing(True)
     options.set_write_buffer_size(opts.write_buffer_bytes)
     table = BlockBasedOptions()
@@ -116,7 +122,7 @@ def write_sst(keys: pa.Array, values: pa.Array, path: str) -> int:
     if has_adjacent_duplicates(keys, order):
         raise ValueError(f"writing {path}: a key appears twice")
     ordered_keys = key_bytes(keys, order)
-    writer = SstFileWriter(options=Options(raw_mode=True))
+    writer = SstFileWriter(options=_sst_options())
     writer.open(path)
     if values.null_count == 0:
         # one C-level loop over the pairs: no Python frame per key
@@ -204,7 +210,7 @@ class ShardIndex:
         writer, count = None, 0
         for k, v in self.db.items():
             if writer is None:
-                writer = SstFileWriter(options=Options(raw_mode=True))
+                writer = SstFileWriter(options=_sst_options())
                 writer.open(path)
             writer[k] = v
             count += 1
