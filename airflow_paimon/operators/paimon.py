@@ -19,6 +19,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_paimon.engine import storage
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.spark.job import submit_conf
 
 
 def spark_job_path(job: str) -> str:
@@ -87,9 +88,7 @@ class PaimonSparkJobOperator(BaseOperator):
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         venv_bin = str(Path(sys.executable).parent)
-        # No Spark UI by default: these jobs are short, the Airflow UI shows their logs and result.
-        conf = {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable,
-                "spark.ui.enabled": "false", **self.spark_conf}
+        conf = {**submit_conf(sys.executable), **self.spark_conf}
         submit = SparkSubmitHook(
             conn_id=self.spark_conn_id, conf=conf, name=f"paimon-{self.job}-{self.table}",
             application_args=["--spec", json.dumps(spec), "--result-uri", result_uri],

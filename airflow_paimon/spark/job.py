@@ -34,6 +34,13 @@ def run(job: Callable[[dict], dict], argv: list[str] | None = None) -> None:
     log.info("result: %s", json.dumps(result))
 
 
+def submit_conf(python: str) -> dict[str, str]:
+    """The Spark conf every job is submitted with (the operator puts the user's ``spark_conf`` on top); the
+    benchmarks submit with it too. ``python``: the interpreter of the driver and of the Python workers."""
+    # No Spark UI: these jobs are short, the Airflow UI shows their logs and result.
+    return {"spark.pyspark.python": python, "spark.pyspark.driver.python": python, "spark.ui.enabled": "false"}
+
+
 def spark_session(spec: dict, app_name: str):
     from pyspark.sql import SparkSession
     builder = SparkSession.builder.appName(app_name)

@@ -298,11 +298,19 @@ def in_job_runner(spark, timer=None):
     return lambda job, spec: (timer or measure)(lambda: fns[job](spec))
 
 
-def submit_command(script: str, name: str, args: list[str]) -> list[str]:
-    """What SparkSubmitHook runs for the operators (PaimonSparkJobOperator._submit) on master local[2]."""
-    return [str(VENV_BIN / "spark-submit"), "--master", "local[2]",
-            "--conf", f"spark.pyspark.python={sys.executable}",
-            "--conf", f"spark.pyspark.driver.python={sys.executable}", "--name", name, script, *args]
+def submit_command(script: str, name: str, args: list[str], conf: dict | None = None,
+                   defaults: bool = True) -> list[str]:
+    """What SparkSubmitHook runs for the operators (PaimonSparkJobOperator._submit) on master local[2]: the same
+    default conf (``submit_conf``), ``conf`` on top as the operator's ``spark_conf``. ``defaults=False``: a
+    plain spark-submit, only the Python interpreter set."""
+    from airflow_paimon.spark.job import submit_conf
+
+    base = submit_conf(sys.executable)
+    if not defaults:
+        base = {k: v for k, v in base.items() if k.startswith("spark.pyspark.")}
+    pairs = [("--conf", f"{k}={v}") for k, v in {**base, **(conf or {})}.items()]
+    return [str(VENV_BIN / "spark-submit"), "--master", "local[2]", *(x for p in pairs for x in p),
+            "--name", name, script, *args]
 
 
 def submit_env() -> dict:
@@ -310,14 +318,14 @@ def submit_env() -> dict:
             "PYSPARK_PYTHON": sys.executable}
 
 
-def e2e_runner(work: Path):
+def e2e_runner(work: Path, conf: dict | None = None):
     counter = iter(range(1000))
 
     def run(job: str, spec: dict):
         n = next(counter)
         result_uri = str(work / f"e2e-{n}-{job}.json")
         cmd = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
-                             ["--spec", json.dumps(spec), "--result-uri", result_uri])
+                             ["--spec", json.dumps(spec), "--result-uri", result_uri], conf)
         measured = run_child(cmd, work / f"e2e-{n}-{job}.log", submit_env())
         return measured, json.loads(Path(result_uri).read_text())
     return run
@@ -331,11 +339,13 @@ open(sys.argv[-1], "w").write(json.dumps({"ok": True}))
 """
 
 
-def trivial_submit(work: Path) -> dict:
+def trivial_submit(work: Path, conf: dict | None = None, name: str = "trivial", defaults: bool = True) -> dict:
+    """A spark-submit that starts a session and runs one JVM-only job: the fixed cost every submit pays.
+    ``defaults=False``: a plain spark-submit (see ``submit_command``)."""
     script = work / "trivial_job.py"
     script.write_text(TRIVIAL_JOB)
-    return run_child(submit_command(str(script), "trivial", [str(work / "trivial.json")]),
-                     work / "trivial.log", submit_env())
+    return run_child(submit_command(str(script), name, [str(work / f"{name}.json")], conf, defaults),
+                     work / f"{name}.log", submit_env())
 
 
 # ---------------------------------------------------------------------------------------------- profiling
@@ -443,7 +453,7 @@ def bench_size(m: int, b: int, shards: int, peers: tuple, work: Path, spark, log
         result["ours_e2e"], _ = ours_steps(e2e_runner(work), Ours(copies["ours-e2e"], shards, f"m{m}"), batch_path,
                                            on_committed=lambda: verify(read_paimon(copies["ours-e2e"]), batch,
                                                                        expect, "ours end to end"))
-        result["ours_e2e"]["trivial_spark_submit"] = trivial_submit(work)
+        result["ours_e2e"]["trivial_spark_submit"] = trivial_submit(work, defaults=False)  # plain: the baseline
         log(f"M={m}: ours end to end {result['ours_e2e']}")
     if "pypaimon-rust" in peers:
         result["peers"]["pypaimon-rust"] = run_peer("pypaimon-rust", {"warehouse": str(copies["pypaimon-rust"]),
