@@ -93,11 +93,15 @@ def read_live_keys(paths: list[str], key_fields: list[str]) -> pa.Table:
 
 
 def is_last_of_key(data: pa.Table, key_fields: list[str]) -> pa.Array:
+    """For rows sorted by ``key_fields``: whether the next row has other values there (nulls equal)."""
     n = data.num_rows
     differs = None
     for k in key_fields:
         col = data.column(k).combine_chunks()
-        d = pc.not_equal(col.slice(0, n - 1), col.slice(1))
+        this, following = col.slice(0, n - 1), col.slice(1)
+        d = pc.not_equal(this, following)
+        if col.null_count:
+            d = pc.if_else(pc.is_null(d), pc.xor(pc.is_null(this), pc.is_null(following)), d)
         differs = d if differs is None else pc.or_(differs, d)
     return pa.concat_arrays([differs, pa.array([True])])
 

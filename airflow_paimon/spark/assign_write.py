@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -31,11 +32,12 @@ from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.plan import buckets_at
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.write.task import write_task
-from airflow_paimon.spark.source import read_source, validate_and_cast
+from airflow_paimon.spark.routing import ROUTE, per_group, routes, without_adaptive_execution
+from airflow_paimon.spark.source import read_source, validate_and_cast, validation_errors
 
 log = logging.getLogger(__name__)
 SHARD = "_shard"
-WRITTEN = "message binary, rows_written long, deletes long, files long"
+WRITTEN = "message binary, rows_written long, deletes long, files long, rows_in long"
 
 
 def staging_uri(staging_root: str, identifier: str, commit_user: str) -> str:
@@ -59,19 +61,23 @@ def run_assign_and_write(spark, spec: dict) -> dict:
                 "already_committed": True}
     shards = _check_mode(table, identifier, mode, base, index_uri, spec)
     row_kind_column = spec.get("row_kind_column") or table.table_schema.options.get("rowkind.field")
-    source, rows_in = validate_and_cast(read_source(spark, spec["source"], identifier), table, identifier,
-                                        row_kind_column)
+    source = validate_and_cast(read_source(spark, spec["source"], identifier), table, identifier, row_kind_column)
     storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
     ctx = WriteContext(spec["catalog_options"], identifier, base, index_uri or "", shards, staged_at)
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
                                 b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot())}
 
     pipeline = {"CROSS_PARTITION": _cross_partition, "HASH_FIXED": _fixed, "HASH_DYNAMIC": _dynamic}.get(mode)
-    written = (pipeline(source, ctx) if table.primary_keys else _append(source, ctx)).collect()
+    with validation_errors(identifier), without_adaptive_execution(spark):
+        written = (pipeline(source, ctx) if table.primary_keys else _append(source, ctx)).collect()
     messages = [bytes(r["message"]) for r in written]
+    shard_counters = [d["counters"] for d in staged_shards(staged_at).values()]
+    # every input row reaches one assign task (cross-partition) or one write task (the other modes)
+    rows_in = (sum(c.get("rows_in", 0) for c in shard_counters) if mode == "CROSS_PARTITION" and table.primary_keys
+               else sum(r["rows_in"] for r in written))
     counters = {"rows_in": rows_in, "rows_written": sum(r["rows_written"] for r in written),
                 "deletes": sum(r["deletes"] for r in written), "files": sum(r["files"] for r in written),
-                "moved_keys": sum(d["counters"].get("moved_keys", 0) for d in staged_shards(staged_at).values())}
+                "moved_keys": sum(c.get("moved_keys", 0) for c in shard_counters)}
     stage(table, staged_at, Staged(identifier, base, ident.commit_user, ident.commit_identifier, [],
                                    extra={**counters, "index_uri": index_uri}), messages)
     log.info("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
@@ -105,7 +111,7 @@ def _writer(ctx: WriteContext):
     def write(rows: pa.Table) -> pa.Table:
         message, counters = write_task(ctx, rows)
         return pa.table({"message": [message], "rows_written": [counters["rows_written"]],
-                         "deletes": [counters["deletes"]], "files": [counters["files"]]})
+                         "deletes": [counters["deletes"]], "files": [counters["files"]], "rows_in": [rows.num_rows]})
     return write
 
 
@@ -122,8 +128,29 @@ def _with_columns(df, fn, extra: list):
     return df.mapInArrow(add, schema)
 
 
+def _route_fields():
+    from pyspark.sql.types import IntegerType, StructField
+
+    return [StructField(SHARD, IntegerType(), False), StructField(ROUTE, IntegerType(), False)]
+
+
+def _shard_and_route(shards: np.ndarray, n: int) -> list[pa.Array]:
+    return [pa.array(shards, pa.int32()), pa.array(routes(n)[shards], pa.int32())]
+
+
+def _per_shard(routed, n: int, fn, schema):
+    """``fn(shard, rows)`` for each shard's rows, shard s in Spark task s (``routed`` has SHARD and ROUTE)."""
+    def run(rows: pa.Table) -> pa.Table:
+        return fn(rows.column(SHARD)[0].as_py(), rows.drop_columns([SHARD, ROUTE]))
+
+    return routed.repartition(n, ROUTE).mapInArrow(per_group(run, [SHARD]), schema)
+
+
 def _write_buckets(assigned, ctx: WriteContext):
-    return assigned.groupBy(*ctx.partition_keys, BUCKET).applyInArrow(_writer(ctx), WRITTEN)
+    """One write per (partition, bucket), spread over the session's shuffle partitions."""
+    n = int(assigned.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    columns = [*ctx.partition_keys, BUCKET]
+    return assigned.repartition(n, *columns).mapInArrow(per_group(_writer(ctx), columns), WRITTEN)
 
 
 def _cross_partition(source, ctx: WriteContext):
@@ -133,19 +160,18 @@ def _cross_partition(source, ctx: WriteContext):
 
     def key_and_shard(batch):
         keys = encode_keys(batch, primary_keys)
-        return [keys, pa.array(shard_of(keys, shards), pa.int32())]
+        return [keys, *_shard_and_route(shard_of(keys, shards), shards)]
 
-    keyed = _with_columns(source, key_and_shard, [StructField(KEY, BinaryType(), False),
-                                                  StructField(SHARD, IntegerType(), False)])
-    out_fields = [f for f in keyed.schema.fields if f.name not in (ORDER, SHARD)] + [
+    keyed = _with_columns(source, key_and_shard, [StructField(KEY, BinaryType(), False), *_route_fields()])
+    out_fields = [f for f in keyed.schema.fields if f.name not in (ORDER, SHARD, ROUTE)] + [
         StructField(BUCKET, IntegerType(), False)]
     names = [f.name for f in out_fields]
 
-    def assign(rows: pa.Table) -> pa.Table:
-        assigned, _ = assign_task(ctx, rows.column(SHARD)[0].as_py(), rows.drop_columns([SHARD]))
+    def assign(shard: int, rows: pa.Table) -> pa.Table:
+        assigned, _ = assign_task(ctx, shard, rows)
         return assigned.select(names)
 
-    return _write_buckets(keyed.groupBy(SHARD).applyInArrow(assign, StructType(out_fields)), ctx)
+    return _write_buckets(_per_shard(keyed, shards, assign, StructType(out_fields)), ctx)
 
 
 def _fixed(source, ctx: WriteContext):
@@ -163,20 +189,20 @@ def _dynamic(source, ctx: WriteContext):
     table, n = ctx.table(), ctx.shards
 
     def assigner(batch):
-        return [pa.array(assigner_of(partition_hashes(table, batch), key_hashes(table, batch), n, n), pa.int32())]
+        return _shard_and_route(assigner_of(partition_hashes(table, batch), key_hashes(table, batch), n, n), n)
 
-    routed = _with_columns(source, assigner, [StructField(SHARD, IntegerType(), False)])
-    out = StructType([f for f in routed.schema.fields if f.name != SHARD] + [StructField(BUCKET, IntegerType(), False)])
+    routed = _with_columns(source, assigner, _route_fields())
+    out = StructType([f for f in routed.schema.fields if f.name not in (SHARD, ROUTE)]
+                     + [StructField(BUCKET, IntegerType(), False)])
 
-    def assign(rows: pa.Table) -> pa.Table:
-        i = rows.column(SHARD)[0].as_py()
-        rows = ctx.conform(rows.drop_columns([SHARD]))
+    def assign(i: int, rows: pa.Table) -> pa.Table:
+        rows = ctx.conform(rows)
         rows = rows.take(pc.sort_indices(rows.column(ORDER)))  # arrival order fills buckets
         buckets = HashBucketAssigner(ctx.table(), ctx.base_snapshot(), num_channels=n, num_assigners=n,
                                      assign_id=i).assign(rows)
         return rows.append_column(BUCKET, pa.array(buckets, pa.int32())).select(out.names)
 
-    return _write_buckets(routed.groupBy(SHARD).applyInArrow(assign, out), ctx)
+    return _write_buckets(_per_shard(routed, n, assign, out), ctx)
 
 
 def _append(source, ctx: WriteContext):
@@ -198,7 +224,9 @@ def _append(source, ctx: WriteContext):
         writer.close()
         for m in messages:
             yield pa.RecordBatch.from_pydict({"message": [encode_message(table, m)], "rows_written": [rows],
-                                              "deletes": [0], "files": [len(m.new_files)]})
+                                              "deletes": [0], "files": [len(m.new_files)], "rows_in": [rows]})
             rows = 0
 
+    # these tasks write as they read (no shuffle in between), so the source's checks run first, alone
+    source.write.format("noop").mode("overwrite").save()
     return source.mapInArrow(write, WRITTEN)

@@ -2,6 +2,10 @@
 against the Paimon table's schema in one pass, before anything is written."""
 from __future__ import annotations
 
+import json
+import re
+from contextlib import contextmanager
+
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import ValidationError
 
@@ -39,10 +43,11 @@ def _format_of(path: str, identifier: str) -> str:
 
 def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = None):
     """The source as the table's columns and types plus its row kind (``_kind``) and input order
-    (``_order``) — or a ValidationError naming the first bad column and value.
-
-    One Spark aggregation finds, per column, the first value that does not cast to the table's type, per
-    primary-key column whether a null exists, the first unknown operation and the number of retractions.
+    (``_order``). Missing or extra columns are refused here; every per-row check (a value that does not
+    cast to the table's type, a null primary key, an unknown row kind, a retraction the merge engine
+    refuses) is a ``raise_error`` inside the same projection, so the write pipeline's first stage fails on
+    the first bad row — before its first shuffle, so before any task stages or writes anything — without a
+    separate pass over the source. Run the pipeline inside ``validation_errors()``.
     """
     from pyspark.sql import functions as F
 
@@ -63,47 +68,67 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
     if extra:
         raise ValidationError(identifier, f"source column is not in the table (table has {names})", column=extra[0])
 
-    checks, casts = [], []
+    casts = []
     for f in fields:
         src = F.col(f"`{columns[f.name.lower()]}`")
-        target = spark_type(f.type)
-        cast = src.try_cast(target)
-        casts.append(cast.alias(f.name))
-        bad = F.when(src.isNotNull() & cast.isNull(), src.cast("string"))
-        checks.append(F.first(bad, ignorenulls=True).alias(f"bad::{f.name}"))
+        cast = src.try_cast(spark_type(f.type))
+        checked = F.when(src.isNotNull() & cast.isNull(), _fail(
+            f.name, src.cast("string"), f"value does not fit the column type {f.type}"))
         if f.name in table.primary_keys:
-            checks.append(F.max(src.isNull().cast("int")).alias(f"null::{f.name}"))
+            checked = F.when(src.isNull(), _fail(f.name, None, "primary key column is null")).when(
+                src.isNotNull() & cast.isNull(), _fail(f.name, src.cast("string"),
+                                                       f"value does not fit the column type {f.type}"))
+        casts.append(checked.otherwise(cast).alias(f.name))
     kind = F.lit(0).cast("tinyint")
     if row_kind_column:
         op = F.col(f"`{columns[row_kind_column.lower()]}`")
         for text, code in ROW_KINDS.items():
             kind = F.when(op == text, F.lit(code).cast("tinyint")).otherwise(kind)
-        known = op.isin(*ROW_KINDS)
-        checks.append(F.first(F.when(~known | op.isNull(), F.coalesce(op, F.lit("null"))), ignorenulls=True)
-                      .alias("bad::op"))
-        checks.append(F.sum(op.isin("-U", "-D").cast("int")).alias("retracts::"))
-    checks.append(F.count(F.lit(1)).alias("rows::"))
-    row = df.agg(*checks).collect()[0].asDict()
-    if row.get("bad::op") is not None:
-        raise ValidationError(identifier, f"row kind must be one of {list(ROW_KINDS)}", column=row_kind_column,
-                              value=row["bad::op"])
-    check_retractions(table, identifier, row.get("retracts::") or 0)
-    for f in fields:
-        if f.name in table.primary_keys and row.get(f"null::{f.name}"):
-            raise ValidationError(identifier, "primary key column is null", column=f.name, value=None)
-        if row.get(f"bad::{f.name}") is not None:
-            raise ValidationError(identifier, f"value does not fit the column type {f.type}", column=f.name,
-                                  value=row[f"bad::{f.name}"])
-    return df.select(*casts, kind.alias(KIND), F.monotonically_increasing_id().alias(ORDER)), row["rows::"]
+        kind = F.when(~op.isin(*ROW_KINDS) | op.isNull(), _fail(
+            row_kind_column, F.coalesce(op, F.lit("null")), f"row kind must be one of {list(ROW_KINDS)}")
+        ).otherwise(kind)
+        engine = refused_retractions(table)
+        if engine:
+            kind = F.when(op.isin("-U", "-D"), _fail(
+                "merge-engine", F.lit(engine), f"merge-engine {engine} cannot take -U/-D rows; set "
+                "'ignore-delete' = 'true' to drop them")).otherwise(kind)
+    return df.select(*casts, kind.alias(KIND), F.monotonically_increasing_id().alias(ORDER))
 
 
-def check_retractions(table, identifier: str, retracts: int) -> None:
-    """-U/-D rows where the merge engine refuses them, as Paimon does (unless the table ignores deletes)."""
+_MARK, _END = "airflow-paimon-validation:", ":end-validation"
+_FOUND = re.compile(re.escape(_MARK) + r"(\{.*?\})" + re.escape(_END), re.S)
+
+
+def _fail(column: str, value, message: str):
+    """A Spark expression failing the task with (column, value, message) for validation_errors()."""
+    from pyspark.sql import functions as F
+
+    value = F.lit(None).cast("string") if value is None else value
+    detail = F.to_json(F.struct(F.lit(column).alias("column"), value.alias("value"), F.lit(message).alias("message")))
+    return F.raise_error(F.concat(F.lit(_MARK), detail, F.lit(_END)))
+
+
+@contextmanager
+def validation_errors(identifier: str):
+    """Turn a failure raised by validate_and_cast()'s checks into the ValidationError it stands for."""
+    try:
+        yield
+    except ValidationError:
+        raise
+    except Exception as e:  # noqa: BLE001 - Spark wraps raise_error in its own exception types
+        found = _FOUND.search(str(e))
+        if not found:
+            raise
+        detail = json.loads(found.group(1))
+        raise ValidationError(identifier, detail["message"], column=detail["column"],
+                              value=detail.get("value")) from None
+
+
+def refused_retractions(table) -> str | None:
+    """The merge engine, where it refuses -U/-D rows as Paimon does (unless the table ignores deletes)."""
     options = table.table_schema.options
     engine = str(options.get("merge-engine", "deduplicate"))
     ignore = str(options.get("ignore-delete", "false")).lower() == "true"
     refused = {"first-row": True,
                "partial-update": str(options.get("partial-update.remove-record-on-delete", "false")).lower() != "true"}
-    if retracts and refused.get(engine) and not ignore:
-        raise ValidationError(identifier, f"merge-engine {engine} cannot take -U/-D rows ({retracts} in the source); "
-                              "set 'ignore-delete' = 'true' to drop them", column="merge-engine", value=engine)
+    return engine if refused.get(engine) and not ignore else None

@@ -26,7 +26,7 @@ def assign_task(ctx: WriteContext, shard: int, rows: pa.Table) -> tuple[pa.Table
                                   partition_types=ctx.partition_types, index=index, buckets=buckets,
                                   merge_engine=ctx.merge_engine, options=ctx.options, table=ctx.identifier)
             local, kind, entries = export_changes(index, meta, tmp)
-            counters = {"moved_keys": result.moved_keys, "dropped": result.dropped,
+            counters = {"rows_in": result.rows_in, "moved_keys": result.moved_keys, "dropped": result.dropped,
                         "removed_keys": result.removed_keys}
             stage_shard(ctx.staging_uri, shard, local, kind, entries,
                         meta.keys + result.new_keys - result.removed_keys, buckets.to_dict(), counters)
