@@ -1,7 +1,7 @@
 """bootstrap-index on Spark. The engine decides the path (reuse / catch up / rebuild). A rebuild is one
 stage: each task reads a balanced share of the buckets and writes its part of every shard (a key lives in
 one bucket, so the parts never overlap). A catch-up reads the added files in parallel, shuffles the keys
-by hash to their shard, and one task per shard applies them. The driver publishes the manifest last.
+to their shard, and task s applies shard s. The driver publishes the manifest last.
 Closures here reference only engine modules, so Spark's Python workers never import pypaimon."""
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.store import advance, clean_up, export_changes, load_shard, publish_file
 from airflow_paimon.engine.plan import buckets_at, file_path
 from airflow_paimon.engine.table import TableSpec, get_or_create_table
+from airflow_paimon.spark.routing import ROUTE, per_group, routes, without_adaptive_execution
 from pypaimon.schema.data_types import PyarrowFieldParser
 
 log = logging.getLogger(__name__)
@@ -137,13 +138,16 @@ def _catch_up(spark, table, plan, table_uri: str) -> IndexManifest:
     primary_keys, partition_types, options = _table_facts(table)
     base, shards, target = plan.base, plan.base.shards, plan.snapshot_id
     files = [(file_path(table, e), tuple(e.partition.values), e.bucket, sid) for sid, e in plan.added_files]
+    route = routes(shards)
 
     def read_files(batches):
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 path, partition, bucket, sid = files[i]
-                yield from change_rows_of_file(path, partition, bucket, sid, primary_keys=primary_keys,
-                                               partition_types=partition_types, shards=shards).to_batches()
+                changes = change_rows_of_file(path, partition, bucket, sid, primary_keys=primary_keys,
+                                              partition_types=partition_types, shards=shards)
+                shard_ids = changes.column("shard").to_numpy()
+                yield from changes.append_column(ROUTE, pa.array(route[shard_ids], pa.int32())).to_batches()
 
     def apply_one(rows: pa.Table) -> pa.Table:
         shard = rows.column("shard")[0].as_py()
@@ -157,8 +161,10 @@ def _catch_up(spark, table, plan, table_uri: str) -> IndexManifest:
         advanced = advance(meta, new_file, kind, meta.keys + key_change, counts.to_dict())
         return pa.table({"shard": pa.array([shard], pa.int32()), "meta": [shard_meta_json(advanced)]})
 
-    rows = _parallel_tasks(spark, len(files)).mapInArrow(read_files, _spark_schema(CHANGE_ROWS))
-    metas = _collect(rows.groupBy("shard").applyInArrow(apply_one, SHARD_RESULT))
+    schema = f"{_spark_schema(CHANGE_ROWS)}, {ROUTE} int"
+    with without_adaptive_execution(spark):
+        rows = _parallel_tasks(spark, len(files)).mapInArrow(read_files, schema).repartition(shards, ROUTE)
+        metas = _collect(rows.mapInArrow(per_group(apply_one, ["shard"]), SHARD_RESULT))
     manifest = replace(base, snapshot_id=target, origin=CATCH_UP,
                        shard_meta=[metas.get(m.shard, m) for m in base.shard_meta])
     write_manifest(table_uri, manifest)
