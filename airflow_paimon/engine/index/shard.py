@@ -96,19 +96,23 @@ def decode_values(values: pa.Array) -> IndexValues:
     return IndexValues(header[:, 0].astype(np.int32), header[:, 1].astype(np.int64), partitions)
 
 
-def _sst_options() -> Options:
+def _sst_options(block_cache_bytes: int | None = None) -> Options:
     options = Options(raw_mode=True)
     options.set_compression_type(DBCompressionType.lz4())  # faster than the default snappy, and smaller
+    table = BlockBasedOptions()
+    # half of a batch's keys are new: a bloom filter answers those without reading a block (lookups of
+    # 25k keys, half new, in a 1.25M-key shard: 0.05 s instead of 0.08-0.10 s; files 20 % larger)
+    table.set_bloom_filter(10, False)
+    if block_cache_bytes:
+        table.set_block_cache(Cache(block_cache_bytes))
+    options.set_block_based_table_factory(table)
     return options
 
 
 def _options(opts: IndexOptions = IndexOptions()) -> Options:
-    options = _sst_options()
+    options = _sst_options(opts.block_cache_bytes)
     options.create_if_missing(True)
     options.set_write_buffer_size(opts.write_buffer_bytes)
-    table = BlockBasedOptions()
-    table.set_block_cache(Cache(opts.block_cache_bytes))
-    options.set_block_based_table_factory(table)
     return options
 
 
@@ -164,8 +168,10 @@ class ShardIndex:
         """The index value of each key; null where the key is unknown or has outlived the index TTL."""
         if len(keys) == 0:
             return pa.array([], pa.binary())
-        get = self.db.get  # a get loop beats rocksdict's multi-get (0.55 s vs 0.83 s for 200k keys)
-        found = pa.array([get(k) for k in keys.to_numpy(zero_copy_only=False)], pa.binary())
+        # a get loop beats rocksdict's multi-get (0.55 s vs 0.83 s for 200k keys); in key order, a data block
+        # read once serves its neighbours (20-30 % faster than input order)
+        get, order = self.db.get, key_order(keys)
+        found = pa.array([get(k) for k in key_bytes(keys, order)], pa.binary()).take(pa.array(np.argsort(order)))
         if self.options.ttl_seconds is None or found.null_count == len(found):
             return found
         written_at = decode_values(found.fill_null(b"\0" * HEADER)).written_at
