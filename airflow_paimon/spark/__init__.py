@@ -1,1 +1,1 @@
-"""Spark glue: DataFrames, shuffles and the engine's task functions inside mapInArrow / applyInArrow."""
+"""Spark glue: DataFrames, shuffles and the engine's task functions inside mapInArrow."""

@@ -1,4 +1,4 @@
-"""One assign task: a shard's source rows in, assigned rows out (the body of a Spark applyInArrow).
+"""One assign task: a shard's source rows in, assigned rows out (run by the Spark task the shard is routed to).
 
 The shard's changes are staged next to the run's commit messages; the commit task publishes them as the
 index of the snapshot it commits.
