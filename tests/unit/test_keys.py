@@ -5,7 +5,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.index.keys import (decode_partition, encode_keys, encode_partition_values,
-                                              encode_partitions, shard_of)
+                                              encode_partitions, has_adjacent_duplicates, key_bytes, key_order,
+                                              shard_of)
 
 
 def test_int_keys_encode_in_numeric_order():
@@ -48,3 +49,22 @@ def test_partition_round_trip_with_nulls_and_types():
     assert decode_partition(encoded[0].as_py(), types) == ("a", datetime.date(2024, 5, 6), 3)
     assert decode_partition(encoded[1].as_py(), types) == (None, None, None)
     assert encode_partition_values(("a", datetime.date(2024, 5, 6), 3), types) == encoded[0].as_py()
+
+
+@pytest.mark.parametrize("table, fields", [
+    (pa.table({"id": pa.array(np.random.default_rng(1).integers(-2**62, 2**62, 5000), pa.int64())}), ["id"]),
+    (pa.table({"a": pa.array(np.random.default_rng(2).integers(-3, 3, 5000), pa.int32()),
+               "b": pa.array(np.random.default_rng(3).integers(0, 10**9, 5000), pa.int64())}), ["a", "b"]),
+    (pa.table({"s": pa.array([f"k{i * 7919 % 5003}" for i in range(5000)])}), ["s"]),
+])
+def test_key_order_is_byte_order(table, fields):
+    keys = encode_keys(table, fields)
+    order = key_order(keys)
+    assert key_bytes(keys, order) == sorted(keys.to_pylist())
+    assert has_adjacent_duplicates(keys, order) == (len(set(keys.to_pylist())) < len(keys))
+
+
+def test_duplicates_are_found_in_fixed_and_varying_width_keys():
+    for values in ([3, 1, 3], ["x", "yy", "x"]):
+        keys = encode_keys(pa.table({"k": values}), ["k"])
+        assert has_adjacent_duplicates(keys, key_order(keys))
