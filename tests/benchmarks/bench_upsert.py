@@ -633,16 +633,18 @@ def make_spark():
     spark.range(1).collect()  # JVM up, as in a running job
     # Python workers up with the engine imported, so the first M measured pays no worker start-up either
     # (that is spark-submit overhead, measured end to end)
-    spark.range(4, numPartitions=2).mapInArrow(_warm_worker, "id long").collect()
+    spark.range(4, numPartitions=2).mapInArrow(_worker_warm_up(), "id long").collect()
     return spark
 
 
-def _warm_worker(batches):
-    import airflow_paimon.engine.assign.task  # noqa: F401
-    import airflow_paimon.engine.bootstrap  # noqa: F401
-    import airflow_paimon.engine.write.task  # noqa: F401
+def _worker_warm_up():
+    def warm(batches):  # nested: pickled by value, so workers need not import this module
+        import airflow_paimon.engine.assign.task  # noqa: F401
+        import airflow_paimon.engine.bootstrap  # noqa: F401
+        import airflow_paimon.engine.write.task  # noqa: F401
 
-    yield from batches
+        yield from batches
+    return warm
 
 
 def machine() -> str:
