@@ -35,3 +35,16 @@ def test_a_key_given_twice_is_refused(tmp_path):
     with pytest.raises(ValueError, match="a key appears twice"):
         write_sst(keys_of([1, 2, 1]), pa.array([b"a", b"b", b"c"]), str(tmp_path / "x.sst"))
     assert not os.path.exists(tmp_path / "x.sst")
+
+
+def test_export_full_writes_every_live_key_once(tmp_path):
+    ids = np.arange(5_000)
+    with ShardIndex(str(tmp_path)) as index:
+        assert index.export_full(str(tmp_path / "empty.sst")) == 0
+        index.put(keys_of(ids), pa.array([b"x%d" % i for i in ids], pa.binary()))
+        index.delete(keys_of(ids[:10]))
+        full = str(tmp_path / "full.sst")
+        assert index.export_full(full) == len(ids) - 10
+    with ShardIndex(str(tmp_path)) as reloaded:
+        reloaded.ingest([full])
+        assert reloaded.lookup(keys_of([0, 10, 4_999])).to_pylist() == [None, b"x10", b"x4999"]

@@ -14,6 +14,8 @@ import shutil
 import tempfile
 import time
 from collections import deque
+from itertools import count, starmap
+from operator import itemgetter
 from dataclasses import dataclass
 
 import numpy as np
@@ -213,16 +215,18 @@ class ShardIndex:
 
     def export_full(self, path: str) -> int:
         """Write the whole shard, in key order, to one SST file; returns the key count."""
-        writer, count = None, 0
-        for k, v in self.db.items():
-            if writer is None:
-                writer = SstFileWriter(options=_sst_options())
-                writer.open(path)
-            writer[k] = v
-            count += 1
-        if writer is not None:
-            writer.finish()
-        return count
+        items = iter(self.db.items())
+        first = next(items, None)
+        if first is None:
+            return 0
+        writer = SstFileWriter(options=_sst_options())
+        writer.open(path)
+        writer[first[0]] = first[1]
+        counted = count(1)
+        # C-level iteration as in write_sst; zip stops on items before drawing from the counter
+        deque(starmap(writer.__setitem__, map(itemgetter(0), zip(items, counted))), maxlen=0)
+        writer.finish()
+        return next(counted)
 
     def close(self) -> None:
         self.db.close()
