@@ -133,9 +133,7 @@ def _place_value(partition: tuple, bucket: int, partition_types: list[pa.DataTyp
 
 def _place_values(n: int, partition: tuple, bucket: int, partition_types: list[pa.DataType]) -> pa.Array:
     """``n`` index values all naming one (partition, bucket)."""
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)),
-                                          pa.array([_place_value(partition, bucket, partition_types)],
-                                                   pa.binary())).cast(pa.binary())
+    return pa.repeat(pa.scalar(_place_value(partition, bucket, partition_types), pa.binary()), n)
 
 
 # --- catch up ------------------------------------------------------------------------------------------

@@ -17,9 +17,10 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
     commit's snapshot when nothing needed compacting.
 
     - ``full`` (templated; "true"/"false" strings accepted): False → Paimon's universal compaction per
-      bucket, steered by the table options ``num-sorted-run.compaction-trigger``, ``compaction.max-size-amplification-percent``,
-      ``compaction.size-ratio`` (and ``num-levels``); True → full compaction: every bucket in scope becomes
-      one sorted run at the max level, deleted rows dropped.
+      bucket, steered by the table options ``num-sorted-run.compaction-trigger``,
+      ``compaction.max-size-amplification-percent``, ``compaction.size-ratio`` (and ``num-levels``);
+      True → full compaction: every bucket in scope becomes one sorted run at the max level, deleted rows
+      dropped.
     - ``scope``: ``"snapshot"`` → only the buckets written since the table's last compaction (up to the
       commit's snapshot); ``"table"`` → every bucket. ``partition_filter`` (``{"dt": "2026-11-01"}``) narrows
       either. Templated.

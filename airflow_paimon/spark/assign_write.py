@@ -32,7 +32,7 @@ from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.plan import buckets_at
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.write.task import write_task
-from airflow_paimon.spark.routing import ROUTE, per_group, routes, without_adaptive_execution
+from airflow_paimon.spark.routing import ROUTE, per_group, route_column, routes, without_adaptive_execution
 from airflow_paimon.spark.source import read_source, validate_and_cast, validation_errors
 
 log = logging.getLogger(__name__)
@@ -134,8 +134,8 @@ def _route_fields():
     return [StructField(SHARD, IntegerType(), False), StructField(ROUTE, IntegerType(), False)]
 
 
-def _shard_and_route(shards: np.ndarray, n: int) -> list[pa.Array]:
-    return [pa.array(shards, pa.int32()), pa.array(routes(n)[shards], pa.int32())]
+def _shard_and_route(shard_ids: np.ndarray, route: np.ndarray) -> list[pa.Array]:
+    return [pa.array(shard_ids, pa.int32()), route_column(shard_ids, route)]
 
 
 def _per_shard(routed, n: int, fn, schema):
@@ -156,11 +156,11 @@ def _write_buckets(assigned, ctx: WriteContext):
 def _cross_partition(source, ctx: WriteContext):
     from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
-    primary_keys, shards = ctx.primary_keys, ctx.shards
+    primary_keys, shards, route = ctx.primary_keys, ctx.shards, routes(ctx.shards)
 
     def key_and_shard(batch):
         keys = encode_keys(batch, primary_keys)
-        return [keys, *_shard_and_route(shard_of(keys, shards), shards)]
+        return [keys, *_shard_and_route(shard_of(keys, shards), route)]
 
     keyed = _with_columns(source, key_and_shard, [StructField(KEY, BinaryType(), False), *_route_fields()])
     out_fields = [f for f in keyed.schema.fields if f.name not in (ORDER, SHARD, ROUTE)] + [
@@ -186,10 +186,10 @@ def _fixed(source, ctx: WriteContext):
 def _dynamic(source, ctx: WriteContext):
     from pyspark.sql.types import IntegerType, StructField, StructType
 
-    table, n = ctx.table(), ctx.shards
+    table, n, route = ctx.table(), ctx.shards, routes(ctx.shards)
 
     def assigner(batch):
-        return _shard_and_route(assigner_of(partition_hashes(table, batch), key_hashes(table, batch), n, n), n)
+        return _shard_and_route(assigner_of(partition_hashes(table, batch), key_hashes(table, batch), n, n), route)
 
     routed = _with_columns(source, assigner, _route_fields())
     out = StructType([f for f in routed.schema.fields if f.name not in (SHARD, ROUTE)]

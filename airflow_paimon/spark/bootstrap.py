@@ -25,7 +25,7 @@ from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.store import advance, clean_up, export_changes, load_shard, publish_file
 from airflow_paimon.engine.plan import buckets_at, file_path
 from airflow_paimon.engine.table import TableSpec, get_or_create_table
-from airflow_paimon.spark.routing import ROUTE, per_group, routes, without_adaptive_execution
+from airflow_paimon.spark.routing import ROUTE, per_group, route_column, routes, without_adaptive_execution
 from pypaimon.schema.data_types import PyarrowFieldParser
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def _catch_up(spark, table, plan, table_uri: str) -> IndexManifest:
                 changes = change_rows_of_file(path, partition, bucket, sid, primary_keys=primary_keys,
                                               partition_types=partition_types, shards=shards)
                 shard_ids = changes.column("shard").to_numpy()
-                yield from changes.append_column(ROUTE, pa.array(route[shard_ids], pa.int32())).to_batches()
+                yield from changes.append_column(ROUTE, route_column(shard_ids, route)).to_batches()
 
     def apply_one(rows: pa.Table) -> pa.Table:
         shard = rows.column("shard")[0].as_py()

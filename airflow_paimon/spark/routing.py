@@ -33,14 +33,15 @@ def spark_partition_of(values: np.ndarray, n: int) -> np.ndarray:
 def routes(n: int) -> np.ndarray:
     """For each partition 0..n-1, an int value that Spark's hash partitioning sends there."""
     candidates = np.arange(64 * n + 64, dtype=np.int32)
-    partition = spark_partition_of(candidates, n)
-    found = np.full(n, -1, dtype=np.int32)
-    for p in range(n):
-        hits = candidates[partition == p]
-        found[p] = hits[0] if len(hits) else -1
-    if (found < 0).any():
+    partitions, first = np.unique(spark_partition_of(candidates, n), return_index=True)
+    if len(partitions) < n:
         raise RuntimeError(f"no route value found for some of {n} partitions")
-    return found
+    return candidates[first]
+
+
+def route_column(shard_ids: np.ndarray, route: np.ndarray) -> pa.Array:
+    """Each row's ROUTE value (``route`` from routes()): repartition(n, ROUTE) puts shard s in task s."""
+    return pa.array(route[shard_ids], pa.int32())
 
 
 @contextmanager

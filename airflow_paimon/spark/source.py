@@ -72,12 +72,10 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
     for f in fields:
         src = F.col(f"`{columns[f.name.lower()]}`")
         cast = src.try_cast(spark_type(f.type))
-        checked = F.when(src.isNotNull() & cast.isNull(), _fail(
-            f.name, src.cast("string"), f"value does not fit the column type {f.type}"))
-        if f.name in table.primary_keys:
-            checked = F.when(src.isNull(), _fail(f.name, None, "primary key column is null")).when(
-                src.isNotNull() & cast.isNull(), _fail(f.name, src.cast("string"),
-                                                       f"value does not fit the column type {f.type}"))
+        misfit = (src.isNotNull() & cast.isNull(),
+                  _fail(f.name, src.cast("string"), f"value does not fit the column type {f.type}"))
+        checked = (F.when(src.isNull(), _fail(f.name, None, "primary key column is null")).when(*misfit)
+                   if f.name in table.primary_keys else F.when(*misfit))
         casts.append(checked.otherwise(cast).alias(f.name))
     kind = F.lit(0).cast("tinyint")
     if row_kind_column:

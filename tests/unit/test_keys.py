@@ -5,8 +5,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.index.keys import (decode_partition, encode_keys, encode_partition_values,
-                                              encode_partitions, has_adjacent_duplicates, key_bytes, key_order,
-                                              shard_of)
+                                              encode_partitions, shard_of, sort_keys)
 
 
 def test_int_keys_encode_in_numeric_order():
@@ -59,12 +58,13 @@ def test_partition_round_trip_with_nulls_and_types():
 ])
 def test_key_order_is_byte_order(table, fields):
     keys = encode_keys(table, fields)
-    order = key_order(keys)
-    assert key_bytes(keys, order) == sorted(keys.to_pylist())
-    assert has_adjacent_duplicates(keys, order) == (len(set(keys.to_pylist())) < len(keys))
+    ordered = sort_keys(keys)
+    assert ordered.keys == sorted(keys.to_pylist())
+    assert [keys[int(i)].as_py() for i in ordered.order] == ordered.keys
+    assert ordered.duplicated == (len(set(keys.to_pylist())) < len(keys))
 
 
 def test_duplicates_are_found_in_fixed_and_varying_width_keys():
     for values in ([3, 1, 3], ["x", "yy", "x"]):
         keys = encode_keys(pa.table({"k": values}), ["k"])
-        assert has_adjacent_duplicates(keys, key_order(keys))
+        assert sort_keys(keys).duplicated

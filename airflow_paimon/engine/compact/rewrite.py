@@ -65,8 +65,8 @@ class BucketRewriter:
         schema_id = self.table.table_schema.id
         stale = [f.file_name for f in self.work.files if f.schema_id != schema_id]
         if stale:
-            raise PaimonJobError(f"table {self.table.identifier.get_full_name()}: files {stale[:3]} were written with an older "
-                                 "schema; compacting across schema changes is not supported")
+            raise PaimonJobError(f"table {self.table.identifier.get_full_name()}: files {stale[:3]} were written "
+                                 "with an older schema; compacting across schema changes is not supported")
         candidate: list[list] = []
         for section in interval_partition(self.work.files):
             if len(section) > 1:

@@ -7,6 +7,8 @@ its values, decoded back to typed values only once per distinct partition.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -72,12 +74,17 @@ def shard_of(keys: pa.Array, shards: int) -> np.ndarray:
     return (hashed % np.uint32(shards)).astype(np.int32)
 
 
+def _binary_buffers(keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, data) of binary keys, without copying."""
+    keys = _as_array(keys).cast(pa.binary())
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=len(keys) + 1, offset=keys.offset * 4)
+    data = keys.buffers()[2]
+    return offsets, (np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8))
+
+
 def _as_words(keys: pa.Array) -> RowBytes:
     """The keys' bytes with every key padded to whole 4-byte words."""
-    keys = keys.cast(pa.binary())
-    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=len(keys) + 1, offset=keys.offset * 4)
-    src = np.frombuffer(keys.buffers()[2], dtype=np.uint8) if keys.buffers()[2] is not None \
-        else np.zeros(0, np.uint8)
+    offsets, src = _binary_buffers(keys)
     lengths = np.diff(offsets).astype(np.int64)
     padded = (lengths + 3) // 4 * 4
     if (lengths == padded).all() and offsets[0] % 4 == 0:  # fixed-width keys: hash the buffer in place
@@ -88,27 +95,38 @@ def _as_words(keys: pa.Array) -> RowBytes:
     return RowBytes(data, starts, padded)
 
 
-def fixed_width_view(keys: pa.Array) -> np.ndarray | None:
+def _fixed_width_view(keys: pa.Array) -> np.ndarray | None:
     """The keys as an (n, width) uint8 matrix, without copying, when all have one width (integer-like keys
     always do); None for keys of varying width."""
-    keys = _as_array(keys).cast(pa.binary())
-    n = len(keys)
-    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=n + 1, offset=keys.offset * 4)
+    offsets, data = _binary_buffers(keys)
     widths = np.diff(offsets)
-    if n == 0 or widths[0] == 0 or (widths != widths[0]).any():
+    if len(widths) == 0 or widths[0] == 0 or (widths != widths[0]).any():
         return None
-    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8)
-    return data[offsets[0]:offsets[-1]].reshape(n, int(widths[0]))
+    return data[offsets[0]:offsets[-1]].reshape(len(widths), int(widths[0]))
 
 
-def key_order(keys: pa.Array) -> np.ndarray:
-    """Indices that sort the keys by their bytes (RocksDB's order). Fixed-width keys sort as big-endian
-    64-bit words in numpy, several times faster than Arrow's sort of binary values."""
-    matrix = fixed_width_view(keys)
+@dataclass
+class SortedKeys:
+    order: np.ndarray    # indices that sort the keys by their bytes (RocksDB's order)
+    keys: list[bytes]    # the keys in that order, the form RocksDB calls take
+    duplicated: bool     # whether a key occurs twice
+
+
+def sort_keys(keys: pa.Array) -> SortedKeys:
+    """The keys in byte order. Fixed-width keys sort as big-endian 64-bit words in numpy, several times
+    faster than Arrow's sort of binary values, and become bytes through a numpy view."""
+    matrix = _fixed_width_view(keys)
     if matrix is None:
-        return np.asarray(pc.sort_indices(_as_array(keys)).to_numpy(), dtype=np.int64)
+        keys = _as_array(keys)
+        order = np.asarray(pc.sort_indices(keys).to_numpy(), dtype=np.int64)
+        ordered = keys.take(pa.array(order))
+        duplicated = len(ordered) > 1 and pc.any(pc.equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1))).as_py()
+        return SortedKeys(order, ordered.to_pylist(), bool(duplicated))
     words = _big_endian_words(matrix)
-    return np.argsort(words[:, 0], kind="stable") if words.shape[1] == 1 else np.lexsort(words.T[::-1])
+    order = np.argsort(words[:, 0], kind="stable") if words.shape[1] == 1 else np.lexsort(words.T[::-1])
+    ordered = matrix[order]
+    duplicated = bool((ordered[1:] == ordered[:-1]).all(axis=1).any())
+    return SortedKeys(order, np.ascontiguousarray(ordered).view(f"V{matrix.shape[1]}").ravel().tolist(), duplicated)
 
 
 def _big_endian_words(matrix: np.ndarray) -> np.ndarray:
@@ -116,26 +134,6 @@ def _big_endian_words(matrix: np.ndarray) -> np.ndarray:
     if width % 8:
         matrix = np.hstack([matrix, np.zeros((n, 8 - width % 8), dtype=np.uint8)])
     return np.ascontiguousarray(matrix).view(">u8").astype(np.uint64)
-
-
-def key_bytes(keys: pa.Array, order: np.ndarray) -> list[bytes]:
-    """The keys in ``order`` as Python bytes, the form RocksDB calls take."""
-    matrix = fixed_width_view(keys)
-    if matrix is None:
-        return _as_array(keys).take(pa.array(order)).to_pylist()
-    return np.ascontiguousarray(matrix[order]).view(f"V{matrix.shape[1]}").ravel().tolist()
-
-
-def has_adjacent_duplicates(keys: pa.Array, order: np.ndarray) -> bool:
-    """Whether a key occurs twice, given the order that sorts them."""
-    if len(order) < 2:
-        return False
-    matrix = fixed_width_view(keys)
-    if matrix is None:
-        ordered = _as_array(keys).take(pa.array(order))
-        return bool(pc.any(pc.equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1))).as_py())
-    ordered = matrix[order]
-    return bool((ordered[1:] == ordered[:-1]).all(axis=1).any())
 
 
 def encode_partitions(table: pa.Table | pa.RecordBatch, partition_fields: list[str]) -> pa.Array:
