@@ -48,3 +48,42 @@ def test_export_full_writes_every_live_key_once(tmp_path):
     with ShardIndex(str(tmp_path)) as reloaded:
         reloaded.ingest([full])
         assert reloaded.lookup(keys_of([0, 10, 4_999])).to_pylist() == [None, b"x10", b"x4999"]
+
+
+def test_later_files_win_when_ingested_in_one_call(tmp_path):
+    # ShardIndex.ingest hands all files to RocksDB in one call; overlapping files must still apply in order
+    rng = np.random.default_rng(11)
+    expected: dict[bytes, bytes | None] = {}
+    paths = []
+    for i in range(5):
+        ids = rng.choice(2_000, size=800, replace=False)
+        gone = rng.random(len(ids)) < 0.2
+        values = pa.array([None if g else b"v%d-%d" % (i, k) for k, g in zip(ids, gone)], pa.binary())
+        paths.append(str(tmp_path / f"f{i}.sst"))
+        write_sst(keys_of(ids), values, paths[-1])
+        expected.update(zip(keys_of(ids).to_pylist(), values.to_pylist()))
+    with ShardIndex(str(tmp_path)) as index:
+        index.ingest(paths, move=True)
+        assert not any(os.path.exists(p) for p in paths)  # moved into the DB
+        probe = keys_of(np.arange(2_000))
+        assert index.lookup(probe).to_pylist() == [expected.get(k) for k in probe.to_pylist()]
+
+
+def test_changes_are_seen_by_later_lookups_and_exports(tmp_path):
+    ids = np.arange(1_000)
+    with ShardIndex(str(tmp_path)) as index:
+        index.put(keys_of(ids), pa.array([b"a%d" % i for i in ids], pa.binary()))
+        assert index.lookup(keys_of([5, 1_000])).to_pylist() == [b"a5", None]
+        index.delete(keys_of(ids[:10]))
+        index.put(keys_of([3, 20]), pa.array([b"again", b"b20"], pa.binary()))
+        assert index.lookup(keys_of([2, 3, 20, 30])).to_pylist() == [None, b"again", b"b20", b"a30"]
+        index.put(keys_of([30]), pa.array([b"b30"], pa.binary()))  # not looked up before the exports
+        assert index.changed == 1_013
+        delta, full = str(tmp_path / "delta.sst"), str(tmp_path / "full.sst")
+        assert index.export_delta(delta) == 1_000  # last change per key, deletes as tombstones
+        assert index.export_full(full) == 991
+    for path in (delta, full):
+        with ShardIndex(str(tmp_path)) as reloaded:
+            reloaded.ingest([path])
+            assert reloaded.lookup(keys_of([2, 3, 20, 30, 999])).to_pylist() == [None, b"again", b"b20", b"b30",
+                                                                                   b"a999"]

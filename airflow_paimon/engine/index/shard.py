@@ -21,7 +21,8 @@ from operator import itemgetter
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, SstFileWriter, WriteBatch
+from rocksdict import (BlockBasedOptions, Cache, DBCompressionType, IngestExternalFileOptions, Options, Rdict,
+                       SstFileWriter)
 
 from airflow_paimon.engine.index.keys import sort_keys
 
@@ -152,7 +153,12 @@ def _value_bytes(values: pa.Array, order: np.ndarray) -> list:
 
 
 class ShardIndex:
-    """A local RocksDB holding one shard; remembers the keys changed since it was loaded."""
+    """A local RocksDB holding one shard; remembers the keys changed since it was loaded.
+
+    ``put`` and ``delete`` only record a change; the DB takes in the changes recorded since the last time
+    (as one SST, no Python step per key) when it is next read — ``lookup``, ``ingest``, ``export_full``.
+    A task that looks up once and then exports a delta never writes its changes into the DB at all.
+    """
 
     def __init__(self, workdir: str | None = None, options: IndexOptions = IndexOptions()):
         self.options = options
@@ -160,16 +166,29 @@ class ShardIndex:
         self.db = Rdict(os.path.join(self._dir, "db"), _options(options))
         self._changed_keys: list[pa.Array] = []
         self._changed_values: list[pa.Array] = []
+        self._in_db = 0  # how many of the recorded changes the DB holds
 
-    def ingest(self, sst_paths: list[str]) -> None:
-        """Load published files, oldest first (each later file overrides the earlier ones)."""
-        for path in sst_paths:
-            self.db.ingest_external_file([path])
+    def ingest(self, sst_paths: list[str], move: bool = False) -> None:
+        """Load SST files, oldest first (each later file overrides the earlier ones). ``move`` hands the
+        files over to the DB (hard links where possible; the given paths are gone afterwards) instead of
+        having RocksDB copy them."""
+        self._flush()
+        self._ingest(sst_paths, move)
+
+    def _ingest(self, sst_paths: list[str], move: bool) -> None:
+        if not sst_paths:
+            return
+        options = IngestExternalFileOptions()
+        options.set_move_files(move)
+        # one call for all files: RocksDB gives each file of the list its own, increasing sequence number, so
+        # a later file still wins where key ranges overlap (tested)
+        self.db.ingest_external_file(list(sst_paths), options)
 
     def lookup(self, keys: pa.Array) -> pa.Array:
         """The index value of each key; null where the key is unknown or has outlived the index TTL."""
         if len(keys) == 0:
             return pa.array([], pa.binary())
+        self._flush()
         # a get loop beats rocksdict's multi-get (0.55 s vs 0.83 s for 200k keys); in key order, a data block
         # read once serves its neighbours (20-30 % faster than input order)
         get, ordered = self.db.get, sort_keys(keys)
@@ -181,18 +200,10 @@ class ShardIndex:
         return pc.if_else(expired, pa.scalar(None, pa.binary()), found)
 
     def put(self, keys: pa.Array, values: pa.Array) -> None:
-        batch = WriteBatch(raw_mode=True)
-        for k, v in zip(keys.to_numpy(zero_copy_only=False), values.to_numpy(zero_copy_only=False)):
-            batch.put(k, v)
-        self.db.write(batch)
         self._changed_keys.append(keys)
         self._changed_values.append(values.cast(pa.binary()))
 
     def delete(self, keys: pa.Array) -> None:
-        batch = WriteBatch(raw_mode=True)
-        for k in keys.to_numpy(zero_copy_only=False):
-            batch.delete(k)
-        self.db.write(batch)
         self._changed_keys.append(keys)
         self._changed_values.append(pa.nulls(len(keys), pa.binary()))
 
@@ -202,10 +213,14 @@ class ShardIndex:
 
     def export_delta(self, path: str) -> int:
         """Write the keys changed since loading (last change per key; deletes as tombstones) to one SST."""
-        if not self._changed_keys:
+        return self._write_changes(0, path)
+
+    def _write_changes(self, start: int, path: str) -> int:
+        """The recorded changes from the ``start``-th on, last change per key, as one SST file."""
+        if start == len(self._changed_keys):
             return 0
-        keys = pa.concat_arrays(self._changed_keys)
-        values = pa.concat_arrays(self._changed_values)
+        keys = pa.concat_arrays(self._changed_keys[start:])
+        values = pa.concat_arrays(self._changed_values[start:])
         position = pa.array(np.arange(len(keys)))
         order = pc.sort_indices(pa.table({"k": keys, "p": position}), sort_keys=[("k", "ascending"),
                                                                                 ("p", "descending")])
@@ -213,8 +228,18 @@ class ShardIndex:
         first = pa.concat_arrays([pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))])
         return write_sst(keys.filter(first), values.filter(first), path)
 
+    def _flush(self) -> None:
+        """Bring the changes recorded since the last flush into the DB."""
+        if self._in_db == len(self._changed_keys):
+            return
+        path = os.path.join(self._dir, f"changes-{self._in_db}.sst")
+        if self._write_changes(self._in_db, path):
+            self._ingest([path], move=True)
+        self._in_db = len(self._changed_keys)
+
     def export_full(self, path: str) -> int:
         """Write the whole shard, in key order, to one SST file; returns the key count."""
+        self._flush()
         items = iter(self.db.items())
         first = next(items, None)
         if first is None:

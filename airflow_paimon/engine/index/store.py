@@ -24,7 +24,7 @@ def load_shard(table_uri: str, meta: ShardMeta, workdir: str, options: IndexOpti
         path = os.path.join(workdir, f"in-{meta.shard:05d}-{i}.sst")
         storage.download(storage.join(table_uri, f.path), path)
         local.append(path)
-    index.ingest(local)
+    index.ingest(local, move=True)  # the downloaded copies are the task's own: no second copy
     return index
 
 
