@@ -7,7 +7,9 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.index.keys import encode_keys
-from airflow_paimon.engine.index.shard import ShardIndex, write_sst
+from airflow_paimon.engine.index.layout import IndexFile, ShardMeta
+from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex, write_sst
+from airflow_paimon.engine.index.store import load_shard
 
 
 def keys_of(ids) -> pa.Array:
@@ -87,3 +89,22 @@ def test_changes_are_seen_by_later_lookups_and_exports(tmp_path):
             reloaded.ingest([path])
             assert reloaded.lookup(keys_of([2, 3, 20, 30, 999])).to_pylist() == [None, b"again", b"b20", b"b30",
                                                                                    b"a999"]
+
+
+def test_loading_a_shard_leaves_its_published_files_as_they_were(tmp_path):
+    # a warehouse on the local filesystem hands its files to RocksDB as hard links: RocksDB must not write
+    # into them, not even for the overlapping delta, which takes a sequence number
+    published = tmp_path / "index" / "snapshot-1"
+    published.mkdir(parents=True)
+    ids = np.arange(1_000)
+    write_sst(keys_of(ids), pa.array([b"base"] * len(ids), pa.binary()), str(published / "base.sst"))
+    write_sst(keys_of(ids[::2]), pa.array([b"delta"] * 500, pa.binary()), str(published / "delta.sst"))
+    before = {p: p.read_bytes() for p in published.iterdir()}
+    meta = ShardMeta(0, [IndexFile(f"snapshot-1/{name}", 0, "", 0) for name in ("base.sst", "delta.sst")])
+    (tmp_path / "work").mkdir()
+    with load_shard(str(tmp_path / "index"), meta, str(tmp_path / "work"), IndexOptions()) as index:
+        assert index.lookup(keys_of([0, 1, 1_000])).to_pylist() == [b"delta", b"base", None]
+        index.put(keys_of([1]), pa.array([b"new"], pa.binary()))
+        assert index.export_full(str(tmp_path / "full.sst")) == len(ids)
+    assert {p: p.read_bytes() for p in published.iterdir()} == before
+    assert all(os.stat(p).st_nlink == 1 for p in before)

@@ -115,6 +115,9 @@ def _sst_options(block_cache_bytes: int | None = None) -> Options:
 def _options(opts: IndexOptions = IndexOptions()) -> Options:
     options = _sst_options(opts.block_cache_bytes)
     options.create_if_missing(True)
+    # a task's lookups touch most data blocks of a shard once: mapped files spare a read call per block
+    # (25k lookups, half new, in a 1.25M-key shard: 0.045 s instead of 0.053 s)
+    options.set_allow_mmap_reads(True)
     options.set_write_buffer_size(opts.write_buffer_bytes)
     return options
 
@@ -149,7 +152,8 @@ def _value_bytes(values: pa.Array, order: np.ndarray) -> list:
         dictionary = np.asarray(values.dictionary.to_pylist() + [None], dtype=object)
         indices = values.indices.fill_null(len(values.dictionary)).to_numpy()
         return dictionary[indices[order]].tolist()
-    return values.take(pa.array(order)).to_pylist()
+    # through numpy (nulls become None): 0.5 ms for 14k values where to_pylist() takes 9 ms
+    return values.take(pa.array(order)).to_numpy(zero_copy_only=False).tolist()
 
 
 class ShardIndex:
@@ -189,10 +193,13 @@ class ShardIndex:
         if len(keys) == 0:
             return pa.array([], pa.binary())
         self._flush()
-        # a get loop beats rocksdict's multi-get (0.55 s vs 0.83 s for 200k keys); in key order, a data block
-        # read once serves its neighbours (20-30 % faster than input order)
+        # in key order, a data block read once serves its neighbours (20-30 % faster than input order). A get
+        # loop: rocksdict's multi-get is no faster on mapped files (25k keys, cold: 45 ms either way) and
+        # slower once blocks are cached (33 ms vs 27 ms)
         get, ordered = self.db.get, sort_keys(keys)
-        found = pa.array([get(k) for k in ordered.keys], pa.binary()).take(pa.array(np.argsort(ordered.order)))
+        in_input_order = np.empty(len(keys), dtype=object)
+        in_input_order[ordered.order] = [get(k) for k in ordered.keys]
+        found = pa.array(in_input_order, pa.binary())
         if self.options.ttl_seconds is None or found.null_count == len(found):
             return found
         written_at = decode_values(found.fill_null(b"\0" * HEADER)).written_at
@@ -221,12 +228,10 @@ class ShardIndex:
             return 0
         keys = pa.concat_arrays(self._changed_keys[start:])
         values = pa.concat_arrays(self._changed_values[start:])
-        position = pa.array(np.arange(len(keys)))
-        order = pc.sort_indices(pa.table({"k": keys, "p": position}), sort_keys=[("k", "ascending"),
-                                                                                ("p", "descending")])
-        keys, values = keys.take(order), values.take(order)
-        first = pa.concat_arrays([pa.array([True]), pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))])
-        return write_sst(keys.filter(first), values.filter(first), path)
+        # the latest position per key by hashing (write_sst sorts): 1.6 ms for 14k keys, sorting 3.1 ms
+        last = (pa.table({"k": keys, "p": np.arange(len(keys))}).group_by("k", use_threads=False)
+                .aggregate([("p", "max")]).column("p_max"))
+        return write_sst(keys.take(last), values.take(last), path)
 
     def _flush(self) -> None:
         """Bring the changes recorded since the last flush into the DB."""
