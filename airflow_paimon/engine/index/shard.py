@@ -167,7 +167,7 @@ class ShardIndex:
     def __init__(self, workdir: str | None = None, options: IndexOptions = IndexOptions()):
         self.options = options
         self._dir = tempfile.mkdtemp(prefix="paimon-index-", dir=workdir)
-        self.db = Rdict(os.path.join(self._dir, "db"), _options(options))
+        self._db = Rdict(os.path.join(self._dir, "db"), _options(options))
         self._changed_keys: list[pa.Array] = []
         self._changed_values: list[pa.Array] = []
         self._in_db = 0  # how many of the recorded changes the DB holds
@@ -186,7 +186,7 @@ class ShardIndex:
         options.set_move_files(move)
         # one call for all files: RocksDB gives each file of the list its own, increasing sequence number, so
         # a later file still wins where key ranges overlap (tested)
-        self.db.ingest_external_file(list(sst_paths), options)
+        self._db.ingest_external_file(list(sst_paths), options)
 
     def lookup(self, keys: pa.Array) -> pa.Array:
         """The index value of each key; null where the key is unknown or has outlived the index TTL."""
@@ -196,7 +196,7 @@ class ShardIndex:
         # in key order, a data block read once serves its neighbours (20-30 % faster than input order). A get
         # loop: rocksdict's multi-get is no faster on mapped files (25k keys, cold: 45 ms either way) and
         # slower once blocks are cached (33 ms vs 27 ms)
-        get, ordered = self.db.get, sort_keys(keys)
+        get, ordered = self._db.get, sort_keys(keys)
         in_input_order = np.empty(len(keys), dtype=object)
         in_input_order[ordered.order] = [get(k) for k in ordered.keys]
         found = pa.array(in_input_order, pa.binary())
@@ -245,7 +245,7 @@ class ShardIndex:
     def export_full(self, path: str) -> int:
         """Write the whole shard, in key order, to one SST file; returns the key count."""
         self._flush()
-        items = iter(self.db.items())
+        items = iter(self._db.items())
         first = next(items, None)
         if first is None:
             return 0
@@ -259,7 +259,7 @@ class ShardIndex:
         return next(counted)
 
     def close(self) -> None:
-        self.db.close()
+        self._db.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self):
