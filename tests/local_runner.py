@@ -17,7 +17,8 @@ from airflow_paimon.engine.commit.committer import commit_once
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.staging import decode_message
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.index.keys import KEY_HASH_SCHEME, encode_keys, encode_partition_values, shard_of
+from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values
+from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME, shard_of
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, merge_shard_parts, read_manifest,
                                                 table_index_uri, write_manifest)
 from airflow_paimon.engine.index.store import publish_committed, publish_file, staged_shards
@@ -56,7 +57,7 @@ def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None)
     source = source.append_column(KEY, keys).append_column(ORDER, pa.array(np.arange(source.num_rows), pa.int64()))
     source = source.append_column(KIND, pa.array(np.zeros(source.num_rows, np.int8) if kinds is None else kinds,
                                                   pa.int8()))
-    shard = shard_of(keys, ctx.shards)
+    shard = shard_of(source, ctx.primary_keys, ctx.shards)
     assigned = [assign_task(ctx, s, source.filter(pa.array(shard == s)))[0] for s in range(ctx.shards)
                 if (shard == s).any()]
     allrows = pa.concat_tables(assigned)

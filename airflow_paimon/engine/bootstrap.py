@@ -21,9 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.buckets import BucketAssigner
-from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values, shard_of
+from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values
 from airflow_paimon.engine.index.layout import IndexManifest, compatible, newest_published, verify
 from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values, write_sst
+from airflow_paimon.engine.index.sharding import shard_of
 from airflow_paimon.engine.plan import RETRACT_KINDS, added_entries, is_last_of_key, read_key_rows, read_live_keys
 
 log = logging.getLogger(__name__)
@@ -95,16 +96,16 @@ def base_parts(buckets: list[tuple[list[str], tuple, int]], *, primary_keys: lis
     """One rebuild task: every live key of some (paths, partition, bucket)s, written as one sorted SST per
     shard — no shuffle; a key lives in exactly one bucket, so the parts of a shard never overlap. Each
     key's value names its place through a dictionary of the few places the task reads."""
-    keys, refs, places = [], [], []
+    keys, shard_ids, refs, places = [], [], [], []
     for i, (paths, partition, bucket) in enumerate(buckets):
-        found = encode_keys(read_live_keys(paths, primary_keys), primary_keys)
-        keys.append(found)
-        refs.append(np.full(len(found), i, dtype=np.int32))
+        found = read_live_keys(paths, primary_keys)
+        keys.append(encode_keys(found, primary_keys))
+        shard_ids.append(shard_of(found, primary_keys, shards))
+        refs.append(np.full(found.num_rows, i, dtype=np.int32))
         places.append(_place_value(partition, bucket, partition_types))
     if not keys or sum(len(k) for k in keys) == 0:
         return []
-    keys, refs = pa.concat_arrays(keys), np.concatenate(refs)
-    shard_ids = shard_of(keys, shards)
+    keys, shard_ids, refs = pa.concat_arrays(keys), np.concatenate(shard_ids), np.concatenate(refs)
     dictionary = pa.array(places, pa.binary())
     out = []
     for shard in np.unique(shard_ids):
@@ -145,7 +146,7 @@ def change_rows_of_file(path: str, partition: tuple, bucket: int, snapshot_id: i
     keys = encode_keys(rows, primary_keys)
     n = len(keys)
     alive = pc.invert(pc.is_in(rows.column("_VALUE_KIND"), pa.array(RETRACT_KINDS, pa.int8())))
-    return pa.table([pa.array(shard_of(keys, shards), pa.int32()), keys,
+    return pa.table([pa.array(shard_of(rows, primary_keys, shards), pa.int32()), keys,
                      _place_values(n, partition, bucket, partition_types),
                      pa.array(np.full(n, snapshot_id, dtype=np.int64)), rows.column("_SEQUENCE_NUMBER"), alive],
                     schema=CHANGE_ROWS)

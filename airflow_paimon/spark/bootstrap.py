@@ -18,7 +18,7 @@ from airflow_paimon.engine.assign.fixed import check_fixed_table
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.bootstrap import (CATCH_UP, CHANGE_ROWS, REBUILD, REUSE, apply_changes, base_parts,
                                              change_rows_of_file, plan_bootstrap)
-from airflow_paimon.engine.index.keys import KEY_HASH_SCHEME
+from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, merge_shard_parts, shard_meta_from_dict,
                                                 shard_meta_json, table_index_uri, write_manifest)
 from airflow_paimon.engine.index.shard import IndexOptions

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.index.keys import (decode_partition, encode_keys, encode_partition_values,
-                                              encode_partitions, shard_of, sort_keys)
+                                              encode_partitions, sort_keys)
 
 
 def test_int_keys_encode_in_numeric_order():
@@ -30,15 +30,6 @@ def test_composite_keys_do_not_collide_across_column_boundaries():
 def test_every_key_type_encodes_distinct_values(column):
     keys = encode_keys(pa.table({"k": column}), ["k"])
     assert len(set(keys.to_pylist())) == 3
-
-
-def test_shard_is_stable_and_in_range():
-    keys = encode_keys(pa.table({"id": pa.array(np.arange(1000), pa.int64())}), ["id"])
-    shards = shard_of(keys, 4)
-    assert shards.min() >= 0 and shards.max() < 4
-    assert np.bincount(shards).min() > 150  # spread, not all in one shard
-    # Indexes persist the scheme's name (KEY_HASH_SCHEME): these values must never change silently.
-    assert shard_of(encode_keys(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), ["id"]), 7).tolist() == [0, 0, 2]
 
 
 def test_partition_round_trip_with_nulls_and_types():

@@ -31,31 +31,47 @@ def _fmix(h: np.ndarray, length: np.ndarray) -> np.ndarray:
     return h
 
 
+def mix_words(h: np.ndarray, words: np.ndarray, first_word: np.ndarray, nwords: np.ndarray) -> np.ndarray:
+    """``h`` (uint32 per row) mixed with row i's ``nwords[i]`` words starting at ``words[first_word[i]]``."""
+    h = h.copy()
+    if len(h) == 0 or int(nwords.max()) == 0:
+        return h
+    with np.errstate(over="ignore"):
+        if (nwords == nwords[0]).all():  # equal word counts: one strided column per word
+            matrix = words[first_word[:, None] + np.arange(int(nwords[0]))]
+            for j in range(matrix.shape[1]):
+                h = _mix(h, matrix[:, j])
+        else:  # rows sorted longest first, so word j is needed by a prefix of them
+            order = np.argsort(-nwords, kind="stable")
+            first = first_word[order]
+            # rows needing word j: those with more than j words
+            active = np.searchsorted(-nwords[order], -np.arange(int(nwords.max())), side="left")
+            hs = h[order]
+            for j, count in enumerate(active):
+                hs[:count] = _mix(hs[:count], words[first[:count] + j])
+            h[order] = hs
+    return h
+
+
+def mix(h: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """One MurmurHash3 round (mixK1 then mixH1) of ``k`` into ``h``, uint32 arrays."""
+    with np.errstate(over="ignore"):
+        return _mix(h, k)
+
+
+def fmix(h: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """MurmurHash3's finalisation with the byte length."""
+    with np.errstate(over="ignore"):
+        return _fmix(h, length)
+
+
 def hash_by_words(rows: RowBytes, seed: int = DEFAULT_SEED) -> np.ndarray:
     """Java int hash of each row (lengths are multiples of 4, as every BinaryRow's are)."""
     n = len(rows.lengths)
     if n == 0:
         return np.zeros(0, dtype=np.int32)
-    words = rows.data.view("<u4")
-    nwords = rows.lengths // 4
-    h = np.full(n, seed, dtype=np.uint32)
-    with np.errstate(over="ignore"):
-        if (nwords == nwords[0]).all():  # fixed-size rows: one strided column per word
-            matrix = words.reshape(n, int(nwords[0])) if rows.starts[-1] == (n - 1) * rows.lengths[0] \
-                else words[(rows.starts // 4)[:, None] + np.arange(int(nwords[0]))]
-            for j in range(matrix.shape[1]):
-                h = _mix(h, matrix[:, j])
-        else:  # rows sorted longest first, so word j is needed by a prefix of them
-            order = np.argsort(-nwords, kind="stable")
-            first_word = rows.starts[order] // 4
-            # rows needing word j: those with more than j words
-            active = np.searchsorted(-nwords[order], -np.arange(int(nwords.max())), side="left")
-            hs = h[order]
-            for j, count in enumerate(active):
-                hs[:count] = _mix(hs[:count], words[first_word[:count] + j])
-            h[order] = hs
-        h = _fmix(h, rows.lengths)
-    return h.view(np.int32)
+    h = mix_words(np.full(n, seed, dtype=np.uint32), rows.data.view("<u4"), rows.starts // 4, rows.lengths // 4)
+    return fmix(h, rows.lengths).view(np.int32)
 
 
 def hash_codes(columns: list, paimon_types: list) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Key codec: primary keys and partitions to bytes, and keys to index shards. Columnar throughout.
+"""Key codec: primary keys and partitions to bytes, keys in RocksDB's order. Columnar throughout.
 
 A primary key becomes one binary value whose byte order is the key order for integer-like columns
 (big-endian, sign bit flipped); variable-length columns carry a 4-byte length prefix when the key has
@@ -13,11 +13,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine.assign.binary_row import RowBytes, copy_segments
-from airflow_paimon.engine.assign.murmur import hash_by_words
-
-# Recorded with every index so a change of scheme forces a rebuild instead of a wrong lookup.
-KEY_HASH_SCHEME = "pk-bytes-v1/murmur3-words-seed42"
 
 _SEP = "\x1f"   # between partition values
 _NULL = "\x00"  # a null partition value
@@ -65,16 +60,7 @@ def encode_keys(table: pa.Table | pa.RecordBatch, key_fields: list[str]) -> pa.A
     return pc.binary_join_element_wise(*parts, b"")
 
 
-def shard_of(keys: pa.Array, shards: int) -> np.ndarray:
-    """Shard id (0..shards-1) of each encoded key: MurmurHash3 over its bytes (zero-padded to 4-byte
-    words, as Paimon hashes BinaryRows), modulo ``shards``. Numpy only: Spark workers need no pandas."""
-    if len(keys) == 0:
-        return np.zeros(0, dtype=np.int32)
-    hashed = hash_by_words(_as_words(keys)).view(np.uint32)
-    return (hashed % np.uint32(shards)).astype(np.int32)
-
-
-def _binary_buffers(keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def binary_buffers(keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, data) of binary keys, without copying."""
     keys = _as_array(keys).cast(pa.binary())
     offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=len(keys) + 1, offset=keys.offset * 4)
@@ -82,23 +68,10 @@ def _binary_buffers(keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets, (np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8))
 
 
-def _as_words(keys: pa.Array) -> RowBytes:
-    """The keys' bytes with every key padded to whole 4-byte words."""
-    offsets, src = _binary_buffers(keys)
-    lengths = np.diff(offsets).astype(np.int64)
-    padded = (lengths + 3) // 4 * 4
-    if (lengths == padded).all() and offsets[0] % 4 == 0:  # fixed-width keys: hash the buffer in place
-        return RowBytes(src, offsets[:-1].astype(np.int64), lengths)
-    starts = np.concatenate([[0], np.cumsum(padded)[:-1]]).astype(np.int64)
-    data = np.zeros(int(padded.sum()), dtype=np.uint8)
-    copy_segments(data, starts, src, offsets[:-1].astype(np.int64), lengths)
-    return RowBytes(data, starts, padded)
-
-
 def _fixed_width_view(keys: pa.Array) -> np.ndarray | None:
     """The keys as an (n, width) uint8 matrix, without copying, when all have one width (integer-like keys
     always do); None for keys of varying width."""
-    offsets, data = _binary_buffers(keys)
+    offsets, data = binary_buffers(keys)
     widths = np.diff(offsets)
     if len(widths) == 0 or widths[0] == 0 or (widths != widths[0]).any():
         return None

@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.index.keys import KEY_HASH_SCHEME
+from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 
 MANIFEST = "manifest.json"
 MAX_SHARD_FILES = 8  # past this many deltas a shard is rewritten as one file
