@@ -1,11 +1,12 @@
 """assign-and-write on Spark. The source is read and validated on the driver, then per bucket mode:
 
-- cross-partition: shuffle by key hash to the index shard, assign there against the global index;
+- cross-partition: shuffle by key hash to the index shard, assign there against the global index and write;
 - dynamic bucket: shuffle to Paimon's assigner of each key, assign against Paimon's HASH index;
 - fixed bucket: the bucket is a hash of the row;
 - append-only: pypaimon's writer per Spark partition.
 
-Then a shuffle by (partition, bucket) gives every bucket one writer; the driver stages the commit messages.
+Then (other modes) a shuffle by (partition, bucket) gives every bucket one writer; the driver stages the
+commit messages.
 """
 from __future__ import annotations
 
@@ -25,14 +26,16 @@ from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.context import WriteContext, check_cross_partition_table
-from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values, shard_of
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values
 from airflow_paimon.engine.index.layout import read_manifest
+from airflow_paimon.engine.index.sharding import shard_of
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.plan import buckets_at
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.write.task import write_task
-from airflow_paimon.spark.routing import ROUTE, per_group, route_column, routes, without_adaptive_execution
+from airflow_paimon.spark.routing import (ROUTE, gather, groups, per_group, route_column, routes,
+                                          without_adaptive_execution)
 from airflow_paimon.spark.source import read_source, validate_and_cast, validation_errors
 
 log = logging.getLogger(__name__)
@@ -154,24 +157,40 @@ def _write_buckets(assigned, ctx: WriteContext):
 
 
 def _cross_partition(source, ctx: WriteContext):
-    from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+    """Spark's hash partitioning of the key columns is the shard (engine/index/sharding.py), so the rows
+    reach their shard's task with no Python pass before the shuffle; there each task assigns its shard
+    and writes the rows, one file per (partition, bucket) — without a second shuffle. A shard owns the
+    buckets it assigns (bucket % shards == shard), so a bucket normally has one writer. Keys another writer
+    placed can give a bucket a file from several tasks in one commit: their keys are disjoint, and Paimon
+    orders level-0 files of equal sequence numbers by name (Levels: "two or more jobs writing the same
+    merge tree"). Measured at 100k rows into 5M: 1.4 s against 1.7 s with a second shuffle."""
+    from pyspark.sql import functions as F
 
-    primary_keys, shards, route = ctx.primary_keys, ctx.shards, routes(ctx.shards)
+    primary_keys, write = ctx.primary_keys, _writer(ctx)
+    group_by = [*ctx.partition_keys, BUCKET]
 
-    def key_and_shard(batch):
-        keys = encode_keys(batch, primary_keys)
-        return [keys, *_shard_and_route(shard_of(keys, shards), route)]
+    def assign_and_write(batches):
+        from pyspark import TaskContext
 
-    keyed = _with_columns(source, key_and_shard, [StructField(KEY, BinaryType(), False), *_route_fields()])
-    out_fields = [f for f in keyed.schema.fields if f.name not in (ORDER, SHARD, ROUTE)] + [
-        StructField(BUCKET, IntegerType(), False)]
-    names = [f.name for f in out_fields]
+        rows = gather(batches)
+        if rows is None:
+            return
+        shard = TaskContext.get().partitionId()
+        _check_shard(rows, primary_keys, ctx, shard)
+        assigned, _ = assign_task(ctx, shard, rows.append_column(KEY, encode_keys(rows, primary_keys)))
+        for bucket_rows in groups(assigned, group_by):
+            yield from write(bucket_rows).to_batches()
 
-    def assign(shard: int, rows: pa.Table) -> pa.Table:
-        assigned, _ = assign_task(ctx, shard, rows)
-        return assigned.select(names)
+    keyed = source.repartition(ctx.shards, *[F.col(k) for k in primary_keys])
+    return keyed.mapInArrow(assign_and_write, WRITTEN)
 
-    return _write_buckets(_per_shard(keyed, shards, assign, StructType(out_fields)), ctx)
+
+def _check_shard(rows: pa.Table, primary_keys: list[str], ctx: WriteContext, shard: int) -> None:
+    """A key in the wrong shard would be written twice; Spark and shard_of() must agree on every row."""
+    wrong = int((shard_of(rows, primary_keys, ctx.shards) != shard).sum())
+    if wrong:
+        raise PaimonJobError(f"table {ctx.identifier}: {wrong} rows reached index shard {shard} although "
+                             "their key hashes elsewhere; Spark's hash partitioning and shard_of() disagree")
 
 
 def _fixed(source, ctx: WriteContext):

@@ -49,8 +49,6 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
     the first bad row — before its first shuffle, so before any task stages or writes anything — without a
     separate pass over the source. Run the pipeline inside ``validation_errors()``.
     """
-    from pyspark.sql import functions as F
-
     from airflow_paimon.engine.assign.assigner import KIND, ORDER
     from airflow_paimon.engine.assign.rowkind import ROW_KINDS
     from airflow_paimon.spark.types import spark_type
@@ -68,42 +66,52 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
     if extra:
         raise ValidationError(identifier, f"source column is not in the table (table has {names})", column=extra[0])
 
-    casts = []
+    # SQL text, not Column objects: one py4j call for the projection instead of ≈1,000 (0.2 s per job)
+    exprs = []
     for f in fields:
-        src = F.col(f"`{columns[f.name.lower()]}`")
-        cast = src.try_cast(spark_type(f.type))
-        misfit = (src.isNotNull() & cast.isNull(),
-                  _fail(f.name, src.cast("string"), f"value does not fit the column type {f.type}"))
-        checked = (F.when(src.isNull(), _fail(f.name, None, "primary key column is null")).when(*misfit)
-                   if f.name in table.primary_keys else F.when(*misfit))
-        casts.append(checked.otherwise(cast).alias(f.name))
-    kind = F.lit(0).cast("tinyint")
+        src = _name(columns[f.name.lower()])
+        cast = f"try_cast({src} AS {spark_type(f.type)})"
+        misfit = (f"WHEN {src} IS NOT NULL AND {cast} IS NULL THEN "
+                  + _fail(f.name, f"CAST({src} AS STRING)", f"value does not fit the column type {f.type}"))
+        null_key = (f"WHEN {src} IS NULL THEN {_fail(f.name, None, 'primary key column is null')} "
+                    if f.name in table.primary_keys else "")
+        exprs.append(f"CASE {null_key}{misfit} ELSE {cast} END AS {_name(f.name)}")
+    kind = "CAST(0 AS TINYINT)"
     if row_kind_column:
-        op = F.col(f"`{columns[row_kind_column.lower()]}`")
-        for text, code in ROW_KINDS.items():
-            kind = F.when(op == text, F.lit(code).cast("tinyint")).otherwise(kind)
-        kind = F.when(~op.isin(*ROW_KINDS) | op.isNull(), _fail(
-            row_kind_column, F.coalesce(op, F.lit("null")), f"row kind must be one of {list(ROW_KINDS)}")
-        ).otherwise(kind)
+        op = _name(columns[row_kind_column.lower()])
+        known = ", ".join(_text(k) for k in ROW_KINDS)
+        by_text = " ".join(f"WHEN {op} = {_text(k)} THEN CAST({code} AS TINYINT)" for k, code in ROW_KINDS.items())
+        refused = ""
         engine = refused_retractions(table)
         if engine:
-            kind = F.when(op.isin("-U", "-D"), _fail(
-                "merge-engine", F.lit(engine), f"merge-engine {engine} cannot take -U/-D rows; set "
-                "'ignore-delete' = 'true' to drop them")).otherwise(kind)
-    return df.select(*casts, kind.alias(KIND), F.monotonically_increasing_id().alias(ORDER))
+            refused = (f"WHEN {op} IN ('-U', '-D') THEN " + _fail(
+                "merge-engine", _text(engine), f"merge-engine {engine} cannot take -U/-D rows; set "
+                "'ignore-delete' = 'true' to drop them") + " ")
+        kind = (f"CASE WHEN {op} IS NULL OR {op} NOT IN ({known}) THEN "
+                + _fail(row_kind_column, f"coalesce({op}, 'null')", f"row kind must be one of {list(ROW_KINDS)}")
+                + f" {refused}{by_text} ELSE CAST(0 AS TINYINT) END")
+    return df.selectExpr(*exprs, f"{kind} AS {_name(KIND)}", f"monotonically_increasing_id() AS {_name(ORDER)}")
+
+
+def _name(name: str) -> str:
+    """A column name quoted for Spark SQL."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _text(text: str) -> str:
+    """A Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 _MARK, _END = "airflow-paimon-validation:", ":end-validation"
 _FOUND = re.compile(re.escape(_MARK) + r"(\{.*?\})" + re.escape(_END), re.S)
 
 
-def _fail(column: str, value, message: str):
-    """A Spark expression failing the task with (column, value, message) for validation_errors()."""
-    from pyspark.sql import functions as F
-
-    value = F.lit(None).cast("string") if value is None else value
-    detail = F.to_json(F.struct(F.lit(column).alias("column"), value.alias("value"), F.lit(message).alias("message")))
-    return F.raise_error(F.concat(F.lit(_MARK), detail, F.lit(_END)))
+def _fail(column: str, value_sql: str | None, message: str) -> str:
+    """A Spark SQL expression failing the task with (column, value, message) for validation_errors()."""
+    detail = (f"to_json(named_struct('column', {_text(column)}, 'value', {value_sql or 'CAST(NULL AS STRING)'}, "
+              f"'message', {_text(message)}))")
+    return f"raise_error(concat({_text(_MARK)}, {detail}, {_text(_END)}))"
 
 
 @contextmanager
