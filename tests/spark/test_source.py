@@ -1,0 +1,37 @@
+"""A single parquet source file is read with its footer's schema (no Spark inference job); it must read
+exactly as Spark's own inference would, and types pyarrow and Spark may see differently fall back."""
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_paimon.spark.source import _parquet_file_schema, read_source
+
+pytestmark = pytest.mark.spark
+
+
+def test_parquet_file_reads_as_spark_infers_it(spark, tmp_path):
+    table = pa.table({
+        "id": pa.array([1, 2], pa.int64()), "small": pa.array([1, None], pa.int16()), "ok": [True, False],
+        "name": ["a", None], "raw": pa.array([b"x", b"yz"]), "v": [1.5, None],
+        "day": pa.array([datetime.date(2026, 1, 1), None]),
+        "at": pa.array([datetime.datetime(2026, 1, 1, 12), None], pa.timestamp("us")),
+        "at_utc": pa.array([datetime.datetime(2026, 1, 1, 12), None], pa.timestamp("ms", "UTC")),
+        "amount": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(10, 2))})
+    path = str(tmp_path / "batch.parquet")
+    pq.write_table(table, path)
+    assert _parquet_file_schema(path) is not None
+    ours, inferred = read_source(spark, {"path": path}, "db.t"), spark.read.parquet(path)
+    assert ours.schema == inferred.schema
+    assert sorted(map(tuple, ours.collect())) == sorted(map(tuple, inferred.collect()))
+
+
+def test_directories_and_nanosecond_timestamps_are_left_to_spark(tmp_path):
+    path = str(tmp_path / "ns.parquet")
+    pq.write_table(pa.table({"at": pa.array([1], pa.timestamp("ns"))}), path)
+    assert _parquet_file_schema(path) is None
+    assert _parquet_file_schema(str(tmp_path)) is None
