@@ -25,7 +25,7 @@ from airflow_paimon.engine.index.keys import encode_keys, encode_partition_value
 from airflow_paimon.engine.index.layout import IndexManifest, compatible, newest_published, verify
 from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values, write_sst
 from airflow_paimon.engine.index.sharding import shard_of
-from airflow_paimon.engine.plan import RETRACT_KINDS, added_entries, is_last_of_key, read_key_rows, read_live_keys
+from airflow_paimon.engine.plan import added_entries, is_alive, is_last_of_key, read_key_rows, read_live_keys
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def change_rows_of_file(path: str, partition: tuple, bucket: int, snapshot_id: i
     rows = read_key_rows(path, primary_keys)
     keys = encode_keys(rows, primary_keys)
     n = len(keys)
-    alive = pc.invert(pc.is_in(rows.column("_VALUE_KIND"), pa.array(RETRACT_KINDS, pa.int8())))
+    alive = is_alive(rows.column("_VALUE_KIND"))
     return pa.table([pa.array(shard_of(rows, primary_keys, shards), pa.int32()), keys,
                      _place_values(n, partition, bucket, partition_types),
                      pa.array(np.full(n, snapshot_id, dtype=np.int64)), rows.column("_SEQUENCE_NUMBER"), alive],
