@@ -182,8 +182,9 @@ def _cross_partition(source, ctx: WriteContext):
         shard_ids = _shards_of_task(rows, primary_keys, ctx, TaskContext.get().partitionId(), tasks)
         rows = rows.append_column(KEY, encode_keys(rows, primary_keys))
         assigned = [assign_task(ctx, int(s), rows.filter(pa.array(shard_ids == s)))[0] for s in np.unique(shard_ids)]
-        for bucket_rows in groups(pa.concat_tables(assigned), group_by):
-            yield from write(bucket_rows).to_batches()
+        written = [write(b) for b in groups(pa.concat_tables(assigned), group_by)]
+        if written:  # one batch back to the JVM for all the task's files rather than one per file
+            yield from pa.concat_tables(written).to_batches()
 
     return source.repartition(tasks, *[F.col(k) for k in primary_keys]).mapInArrow(assign_and_write, WRITTEN)
 
