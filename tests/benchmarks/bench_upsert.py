@@ -209,6 +209,23 @@ def worker(name: str, args: dict) -> dict:
     return {"s": round(time.perf_counter() - start, 3)}
 
 
+def fresh_copy(source: Path, target: Path) -> Path:
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target)
+    return target
+
+
+def median_run(runs: list[dict], key: str = "s") -> dict:
+    """The run with the median ``key`` (the lower middle one for an even count); errors sort last."""
+    ordered = sorted(runs, key=lambda r: r.get(key, float("inf")))
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def median_steps(runs: list[dict]) -> dict:
+    """Per step, the median run's measurement."""
+    return {step: median_run([r[step] for r in runs if step in r]) for step in runs[0]}
+
+
 def run_peer(name: str, args: dict, work: Path) -> dict:
     log = work / f"{name}.log"
     measured = run_child([sys.executable, __file__, "--worker", name, json.dumps(args)], log)
@@ -413,22 +430,20 @@ def summarise_profile(raw: Path, md: Path, step: str, seconds: float, top: int =
 
 
 # ---------------------------------------------------------------------------------------------- one table size
-def bench_size(m: int, b: int, shards: int, peers: tuple, work: Path, spark, log=print) -> dict:
+def bench_size(m: int, b: int, shards: int, peers: tuple, work: Path, spark, log=print, repeat: int = 1) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     base, batch, facts = make_data(m, b)
     batch_path = str(work / "batch.parquet")
     pq.write_table(batch, batch_path)
     expect = m + facts["new"]
-    result = {"rows": m, "batch": b, "shards": shards, **facts, "load_s": {}, "ours_in_job": {}, "ours_e2e": {},
-              "peers": {}, "notes": []}
+    result = {"rows": m, "batch": b, "shards": shards, "repeat": repeat, **facts, "load_s": {}, "ours_in_job": {},
+              "ours_e2e": {}, "peers": {}, "peer_runs": {}, "notes": []}
 
     cross = work / "cross"
     result["load_s"]["paimon_cross_native"] = round(load_paimon(cross, CROSS, base), 2)
     log(f"M={m}: loaded the cross-partition table in {result['load_s']['paimon_cross_native']} s")
-    copies = {}
-    for name in ("ours", "ours-e2e", "pypaimon-rust"):
-        copies[name] = work / f"wh-{name}"
-        shutil.copytree(cross, copies[name])
+    copies = {"ours-e2e": work / "wh-ours-e2e"}
+    shutil.copytree(cross, copies["ours-e2e"])
     if "pypaimon" in peers:
         result["load_s"]["paimon_dynamic_native"] = round(load_paimon(work / "dynamic", DYNAMIC, base), 2)
     if "delta" in peers:
@@ -443,31 +458,43 @@ def bench_size(m: int, b: int, shards: int, peers: tuple, work: Path, spark, log
     del base
 
     if "ours" in peers:
-        runner = in_job_runner(spark)
-        result["ours_in_job"], results = ours_steps(
-            runner, Ours(copies["ours"], shards, f"m{m}"), batch_path,
-            on_committed=lambda: verify(read_paimon(copies["ours"]), batch, expect, "ours in-job"))
+        runs = []
+        for r in range(repeat):  # each run on a fresh copy of the loaded table
+            copy = fresh_copy(cross, work / f"wh-ours-{r}")
+            steps, results = ours_steps(in_job_runner(spark), Ours(copy, shards, f"m{m}-{r}"), batch_path,
+                                        on_committed=lambda: verify(read_paimon(copy), batch, expect, "ours in-job"))
+            runs.append(steps)
+            shutil.rmtree(copy, ignore_errors=True)
+        result["ours_in_job"], result["ours_in_job_runs"] = median_steps(runs), runs
         result["ours_in_job_results"] = results
-        log(f"M={m}: ours in-job {result['ours_in_job']}")
+        log(f"M={m}: ours in-job (median of {repeat}) {result['ours_in_job']}")
     if "ours-e2e" in peers:
         result["ours_e2e"], _ = ours_steps(e2e_runner(work), Ours(copies["ours-e2e"], shards, f"m{m}"), batch_path,
                                            on_committed=lambda: verify(read_paimon(copies["ours-e2e"]), batch,
                                                                        expect, "ours end to end"))
         result["ours_e2e"]["trivial_spark_submit"] = trivial_submit(work, defaults=False)  # plain: the baseline
         log(f"M={m}: ours end to end {result['ours_e2e']}")
+    def peer_runs(name: str, loaded: Path | None, key: str, check=None) -> None:
+        runs = []
+        for r in range(repeat):  # each run on a fresh copy of the loaded table
+            target = fresh_copy(loaded, work / f"{name}-{r}") if loaded else work / f"{name}-{r}.parquet"
+            runs.append(run_peer(name, {key: str(target), "batch": batch_path}, work))
+            if check:
+                check(target)
+            shutil.rmtree(target, ignore_errors=True) if loaded else target.unlink(missing_ok=True)
+        result["peers"][name], result["peer_runs"][name] = median_run(runs), runs
+
     if "pypaimon-rust" in peers:
-        result["peers"]["pypaimon-rust"] = run_peer("pypaimon-rust", {"warehouse": str(copies["pypaimon-rust"]),
-                                                                      "batch": batch_path}, work)
-        verify(read_paimon(copies["pypaimon-rust"]), batch, expect, "pypaimon-rust")
+        peer_runs("pypaimon-rust", cross, "warehouse",
+                  lambda wh: verify(read_paimon(wh), batch, expect, "pypaimon-rust"))
     if "pypaimon" in peers:
-        result["peers"]["pypaimon"] = run_peer("pypaimon", {"warehouse": str(work / "dynamic"), "batch": batch_path},
-                                               work)
+        peer_runs("pypaimon", work / "dynamic", "warehouse")
         result["notes"].append("pypaimon (dynamic bucket, dt in the key): a moved key becomes a new row, the old "
                                "one stays — not the same semantics as a cross-partition upsert")
     if "delta" in peers:
-        result["peers"]["delta"] = run_peer("delta", {"path": str(work / "delta"), "batch": batch_path}, work)
+        peer_runs("delta", work / "delta", "path")
     if "floor" in peers:
-        result["peers"]["floor"] = run_peer("floor", {"path": str(work / "floor.parquet"), "batch": batch_path}, work)
+        peer_runs("floor", None, "path")
     log(f"M={m}: peers {result['peers']}")
     derive(result)
     return result
@@ -662,7 +689,7 @@ def java_version() -> str:
 
 
 def run(sizes: list[int], batch: int, out: Path, peers: tuple = PEERS, shards: int = 4, spark=None,
-        profile_rows: int | None = None, work: Path | None = None, log=print) -> list[dict]:
+        profile_rows: int | None = None, work: Path | None = None, log=print, repeat: int = 1) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     own_work = work is None
     work = work or Path(tempfile.mkdtemp(prefix="bench-upsert-"))
@@ -673,7 +700,10 @@ def run(sizes: list[int], batch: int, out: Path, peers: tuple = PEERS, shards: i
         if "ours" in peers:
             warm_up(spark, shards, work / "warm-up", log)
             meta["notes"].append("ours in-job ran once on a 2,000-row table first (JVM and pipeline warm)")
-        results = [bench_size(m, batch, shards, peers, work / f"m{m}", spark, log) for m in sizes]
+        if repeat > 1:
+            meta["notes"].append(f"ours in-job and every peer: median of {repeat} runs, each on a fresh copy of the "
+                                 "loaded table (all runs in results.json); ours end to end: one run")
+        results = [bench_size(m, batch, shards, peers, work / f"m{m}", spark, log, repeat) for m in sizes]
         if profile_rows:
             m = profile_rows if profile_rows in sizes else sizes[0]
             shutil.copytree(work / f"m{m}" / "cross", work / f"m{m}" / "wh-profile")  # as loaded, never written
@@ -716,13 +746,15 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100_000, help="batch size B")
     parser.add_argument("--shards", type=int, default=4, help="index shards (the operator's default)")
     parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=PEERS)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of ours in-job and of each peer, each on a "
+                                                                "fresh copy of the table; the median is reported")
     parser.add_argument("--profile", action="store_true", help="py-spy a cold bootstrap and an assign-and-write "
                                                                "at the smallest M")
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "benchmarks" / "results" /
                         datetime.date.today().isoformat())
     args = parser.parse_args()
     run(sorted(args.rows), args.batch, args.out, tuple(args.peers), args.shards,
-        profile_rows=min(args.rows) if args.profile else None)
+        profile_rows=min(args.rows) if args.profile else None, repeat=args.repeat)
     print((args.out / "results.md").read_text())
     print(f"written to {args.out}", file=sys.stderr)
 

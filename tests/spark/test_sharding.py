@@ -56,3 +56,13 @@ def test_shard_is_the_spark_partition(spark, shards):
     placed = (spark.createDataFrame(table).repartition(shards, "i32", "s", "ts")
               .select(F.spark_partition_id().alias("partition"), "i32", "s", "ts").toArrow())
     assert shard_of(placed, ["i32", "s", "ts"], shards).tolist() == placed.column("partition").to_pylist()
+
+
+def test_a_task_of_fewer_than_shards_holds_whole_shards(spark):
+    """repartition(2) of the key columns sends shard s of 4 to task s % 2 (pmod(h, 4) mod 2 == pmod(h, 2))."""
+    from pyspark.sql import functions as F
+
+    table = _every_key_type().select(["i64", "s"])
+    placed = (spark.createDataFrame(table).repartition(2, "i64", "s")
+              .select(F.spark_partition_id().alias("task"), "i64", "s").toArrow())
+    assert (shard_of(placed, ["i64", "s"], 4) % 2).tolist() == placed.column("task").to_pylist()

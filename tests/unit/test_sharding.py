@@ -37,3 +37,10 @@ def test_chunked_and_sliced_columns_hash_like_plain_ones():
 def test_unsupported_type_is_refused():
     with pytest.raises(ValueError, match="cannot be sharded"):
         spark_hash([pa.array([[1]], pa.list_(pa.int32()))])
+
+
+@pytest.mark.parametrize("shards, cores, tasks", [(4, 2, 2), (4, 8, 4), (6, 4, 3), (5, 2, 1), (4, 0, 1), (1, 2, 1)])
+def test_assign_tasks_divide_the_shards_and_fit_the_cores(shards, cores, tasks):
+    from airflow_paimon.spark.assign_write import task_count
+
+    assert task_count(shards, cores) == tasks
