@@ -44,3 +44,9 @@ def test_assign_tasks_divide_the_shards_and_fit_the_cores(shards, cores, tasks):
     from airflow_paimon.spark.assign_write import task_count
 
     assert task_count(shards, cores) == tasks
+
+
+def test_nanosecond_timestamps_hash_as_the_microseconds_spark_holds():
+    nanos = pa.array([1_000_000_123, -1_000_000_000], pa.timestamp("ns"))
+    micros = pa.array([1_000_000, -1_000_000], pa.timestamp("us"))
+    assert spark_hash([nanos]).tolist() == spark_hash([micros]).tolist()

@@ -49,7 +49,9 @@ def _hash_column(col: pa.Array, seed: np.ndarray) -> np.ndarray:
     if pa.types.is_date32(t):
         return _hash_int(_numbers(col.view(pa.int32()), np.int32), seed)
     if pa.types.is_timestamp(t):
-        return _hash_long(_numbers(col.cast(pa.timestamp("us", t.tz)).view(pa.int64()), np.int64), seed)
+        # Spark holds microseconds: finer values (TIMESTAMP(9) written by others) are truncated to them
+        micros = col.cast(pa.timestamp("us", t.tz), safe=False)
+        return _hash_long(_numbers(micros.view(pa.int64()), np.int64), seed)
     if pa.types.is_float32(t):
         bits = _numbers(col, np.float32).view(np.int32).copy()
         bits[bits == np.int32(-2**31)] = 0  # -0.0f hashes as 0
