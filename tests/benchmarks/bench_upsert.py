@@ -481,7 +481,10 @@ def bench_size(m: int, b: int, shards: int, peers: tuple, work: Path, spark, log
             runs.append(run_peer(name, {key: str(target), "batch": batch_path}, work))
             if check:
                 check(target)
-            shutil.rmtree(target, ignore_errors=True) if loaded else target.unlink(missing_ok=True)
+            if loaded:
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
         result["peers"][name], result["peer_runs"][name] = median_run(runs), runs
 
     if "pypaimon-rust" in peers:

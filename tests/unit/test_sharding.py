@@ -50,3 +50,17 @@ def test_nanosecond_timestamps_hash_as_the_microseconds_spark_holds():
     nanos = pa.array([1_000_000_123, -1_000_000_000], pa.timestamp("ns"))
     micros = pa.array([1_000_000, -1_000_000], pa.timestamp("us"))
     assert spark_hash([nanos]).tolist() == spark_hash([micros]).tolist()
+
+
+def test_rows_in_the_wrong_assign_task_are_refused():
+    from types import SimpleNamespace
+
+    from airflow_paimon.engine.errors import PaimonJobError
+    from airflow_paimon.spark.assign_write import _shards_of_task
+
+    rows = pa.table({"id": pa.array(np.arange(100), pa.int64())})
+    ctx = SimpleNamespace(shards=4, identifier="db.t")
+    mine = rows.filter(pa.array(shard_of(rows, ["id"], 4) % 2 == 1))
+    assert (_shards_of_task(mine, ["id"], ctx, 1, 2) % 2 == 1).all()
+    with pytest.raises(PaimonJobError, match=r"table db.t: \d+ rows reached Spark task 0 of 2"):
+        _shards_of_task(mine, ["id"], ctx, 0, 2)

@@ -53,15 +53,9 @@ def _hash_column(col: pa.Array, seed: np.ndarray) -> np.ndarray:
         micros = col.cast(pa.timestamp("us", t.tz), safe=False)
         return _hash_long(_numbers(micros.view(pa.int64()), np.int64), seed)
     if pa.types.is_float32(t):
-        bits = _numbers(col, np.float32).view(np.int32).copy()
-        bits[bits == np.int32(-2**31)] = 0  # -0.0f hashes as 0
-        bits[np.isnan(_numbers(col, np.float32))] = 0x7FC00000  # Float.floatToIntBits' one NaN
-        return _hash_int(bits, seed)
+        return _hash_int(_ieee_bits(_numbers(col, np.float32), np.int32, 0x7FC00000), seed)
     if pa.types.is_float64(t):
-        bits = _numbers(col, np.float64).view(np.int64).copy()
-        bits[bits == np.int64(-2**63)] = 0
-        bits[np.isnan(_numbers(col, np.float64))] = 0x7FF8000000000000
-        return _hash_long(bits, seed)
+        return _hash_long(_ieee_bits(_numbers(col, np.float64), np.int64, 0x7FF8000000000000), seed)
     if pa.types.is_decimal(t):
         return _hash_decimal(col, seed)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
@@ -74,6 +68,14 @@ def _numbers(col: pa.Array, dtype) -> np.ndarray:
     if col.null_count:
         col = col.fill_null(False if pa.types.is_boolean(col.type) else 0)
     return np.asarray(col.to_numpy(zero_copy_only=False)).astype(dtype)
+
+
+def _ieee_bits(values: np.ndarray, int_type, nan_bits: int) -> np.ndarray:
+    """Java's floatToIntBits / doubleToLongBits (one NaN), with -0.0 as 0 as Spark hashes it."""
+    bits = values.view(int_type).copy()
+    bits[values == 0] = 0  # -0.0 == 0.0
+    bits[np.isnan(values)] = nan_bits
+    return bits
 
 
 def _hash_int(values: np.ndarray, seed: np.ndarray) -> np.ndarray:
