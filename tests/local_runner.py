@@ -13,18 +13,18 @@ from airflow_paimon.engine import storage
 from airflow_paimon.engine.assign.assigner import BUCKET, KEY, KIND, ORDER
 from airflow_paimon.engine.assign.task import assign_task
 from airflow_paimon.engine.bootstrap import base_parts
-from airflow_paimon.engine.commit.committer import commit_once
 from airflow_paimon.engine.commit.identity import CommitIdentity
-from airflow_paimon.engine.commit.staging import decode_message
+from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME, shard_of
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, merge_shard_parts, read_manifest,
                                                 table_index_uri, write_manifest)
-from airflow_paimon.engine.index.store import publish_committed, publish_file, staged_shards
+from airflow_paimon.engine.index.store import publish_file
 from airflow_paimon.engine.plan import buckets_at, latest_snapshot
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.write.task import write_task
+from airflow_paimon.spark.commit import run_commit
 
 
 def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
@@ -49,10 +49,14 @@ def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
     return ctx
 
 
-def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None):
+def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None) -> dict:
+    """The assign-and-write task: index changes and commit messages staged for the commit task; returns the
+    commit task's spec."""
     table = ctx.table()
     ident = CommitIdentity.for_run("test", run_id, ctx.identifier)
-    ctx.staging_uri = storage.join(ctx.index_uri, "..", "..", "staging", ctx.identifier, ident.commit_user)
+    staging_root = ctx.index_uri.rsplit("/", 2)[0] + "/staging"
+    ctx.staging_uri = storage.join(staging_root, ctx.identifier, ident.commit_user)
+    storage.delete_dir(ctx.staging_uri)  # a retried attempt starts clean, as the Spark job does
     keys = encode_keys(source, ctx.primary_keys)
     source = source.append_column(KEY, keys).append_column(ORDER, pa.array(np.arange(source.num_rows), pa.int64()))
     source = source.append_column(KIND, pa.array(np.zeros(source.num_rows, np.int8) if kinds is None else kinds,
@@ -67,10 +71,15 @@ def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None)
         for k, v in group.items():
             m = pc.equal(allrows.column(k), v) if v is not None else pc.is_null(allrows.column(k))
             mask = m if mask is None else pc.and_(mask, m)
-        messages.append(decode_message(table, write_task(ctx, allrows.filter(mask))[0]))
-    snapshot_id, already = commit_once(table, messages, ident.commit_user, ident.commit_identifier,
-                                       ctx.base_snapshot_id)
-    if not already and read_manifest(ctx.index_uri, snapshot_id) is None:
-        publish_committed(ctx.index_uri, read_manifest(ctx.index_uri, ctx.base_snapshot_id),
-                          staged_shards(ctx.staging_uri), snapshot_id)
-    return snapshot_id, already
+        messages.append(write_task(ctx, allrows.filter(mask))[0])
+    stage(table, ctx.staging_uri, Staged(ctx.identifier, ctx.base_snapshot_id, ident.commit_user,
+                                         ident.commit_identifier, [], extra={"index_uri": ctx.index_uri}), messages)
+    return {"table": ctx.identifier, "catalog_options": ctx.catalog_options, "staging_uri": ctx.staging_uri,
+            "commit_user": ident.commit_user, "commit_identifier": ident.commit_identifier,
+            "base_snapshot_id": ctx.base_snapshot_id}
+
+
+def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None):
+    """Stage and commit one run (the commit task of the Spark jobs, run in-process); (snapshot id, already)."""
+    result = run_commit(stage_run(ctx, source, run_id, kinds))
+    return result["snapshot_id"], result["already_committed"]

@@ -1,9 +1,11 @@
-"""Exactly-once commit of staged messages: find our own earlier commit first, refuse a stale index, commit."""
+"""Exactly-once commit of staged messages: find our own earlier commit first, refuse a stale index, commit
+conditionally (the snapshot lands right after one the index is still right for, or not at all)."""
 from __future__ import annotations
 
-from pypaimon.write.file_store_commit import FileStoreCommit
+from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
-from airflow_paimon.engine.errors import StaleIndexError
+from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
+from airflow_paimon.engine.errors import PaimonJobError, StaleIndexError
 
 COMPACT = "COMPACT"
 
@@ -23,33 +25,56 @@ def find_commit(table, commit_user: str, commit_identifier: int, after_snapshot_
     return None
 
 
-def check_not_moved(table, base_snapshot_id: int | None) -> None:
-    """Refuse if any non-COMPACT snapshot landed after the snapshot the index was bootstrapped at."""
+def check_not_moved(table, base_snapshot_id: int | None, latest=None) -> None:
+    """Refuse if any non-COMPACT snapshot landed after the snapshot the index was bootstrapped at, up to
+    ``latest`` (default: the latest now). COMPACT snapshots keep every key in its partition and bucket, so the
+    index stays right across them."""
     manager = table.snapshot_manager()
-    latest = manager.get_latest_snapshot()
+    latest = manager.get_latest_snapshot() if latest is None else latest
     if latest is None or latest.id == (base_snapshot_id or 0):
         return
     for sid in range((base_snapshot_id or 0) + 1, latest.id + 1):
         snap = manager.get_snapshot_by_id(sid)
         if snap is None or snap.commit_kind != COMPACT:
-            kind = snap.commit_kind if snap else "expired"
+            kind, user = (snap.commit_kind, snap.commit_user) if snap else ("expired", "?")
             raise StaleIndexError(
                 f"table {table.identifier.get_full_name()} changed since bootstrap at snapshot {base_snapshot_id}: "
-                f"snapshot {sid} ({kind}) by {snap.commit_user if snap else '?'}; re-run from bootstrap-index")
+                f"snapshot {sid} ({kind}) by {user} took the snapshot this commit expected ({sid}); "
+                "nothing committed, re-run from bootstrap-index")
+
+
+def check_files_exist(table, messages) -> None:
+    """Refuse to commit a snapshot whose staged data files are gone (e.g. removed as orphans)."""
+    for m in messages:
+        for f in m.new_files:
+            path = f.external_path or canonical_data_file_path(table, tuple(m.partition), m.bucket, f.file_name)
+            if not table.file_io.exists(path):
+                raise PaimonJobError(f"table {table.identifier.get_full_name()}: staged data file {path} is missing; "
+                                     "nothing committed, re-run from bootstrap-index")
 
 
 def commit_once(table, messages, commit_user: str, commit_identifier: int,
                 base_snapshot_id: int | None) -> tuple[int | None, bool]:
-    """Commit ``messages`` as one snapshot unless this identity already did; returns (snapshot id, already)."""
+    """Commit ``messages`` as one snapshot unless this identity already did; returns (snapshot id, already).
+
+    Raises StaleIndexError, with nothing committed, if a non-COMPACT snapshot of another commit landed after
+    ``base_snapshot_id`` — checked again against the exact snapshot each commit attempt builds on."""
     existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
     if existing is not None:
         return existing.id, True
     check_not_moved(table, base_snapshot_id)
-    if not any(not m.is_empty() for m in messages):
+    messages = [m for m in messages if not m.is_empty()]
+    if not messages:
         return base_snapshot_id, False
-    committer = FileStoreCommit(table.new_snapshot_commit(), table, commit_user)
+    check_files_exist(table, messages)
+    committer = GuardedCommit(table, commit_user, lambda latest: check_not_moved(table, base_snapshot_id, latest))
     try:
-        committer.commit([m for m in messages if not m.is_empty()], commit_identifier)
+        committer.commit(messages, commit_identifier)
+    except StaleIndexError:
+        existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
+        if existing is None:  # not a concurrent attempt of this same run: someone else's commit
+            raise
+        return existing.id, True
     finally:
         committer.close()
     snap = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
