@@ -6,6 +6,7 @@ so a reader never sees half a file.
 from __future__ import annotations
 
 import os
+import posixpath
 import uuid
 
 import pyarrow.fs as pafs
@@ -110,3 +111,64 @@ def delete_file(uri: str) -> None:
     fs, path = filesystem(uri)
     if fs.get_file_info(path).type != pafs.FileType.NotFound:
         fs.delete_file(path)
+
+
+def write_bytes_if_absent(uri: str, data: bytes) -> bool:
+    """Create ``uri`` with ``data`` unless it exists; False if it did (the existing file is left alone).
+
+    On a local file system a hard link creates the name atomically across processes. Elsewhere (object
+    stores have no create-if-absent in pyarrow) the file is written when absent and read back: a writer
+    that finds other bytes there lost the race and reports False."""
+    fs, path = filesystem(uri)
+    if isinstance(fs, pafs.LocalFileSystem):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        try:
+            os.link(tmp, path)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+    if exists(uri):
+        return False
+    write_bytes_atomic(uri, data)
+    return read_bytes(uri) == data
+
+
+class EscapeError(ValueError):
+    """A delete aimed outside the directory it is confined to; nothing was deleted."""
+
+
+def resolved(uri: str) -> str:
+    """``uri`` with ``.``/``..`` segments resolved (and, for local paths, symlinks), as the file system sees it."""
+    if "://" not in uri:
+        return os.path.realpath(uri)
+    scheme, rest = uri.split("://", 1)
+    return f"{scheme}://{posixpath.normpath('/' + rest)[1:]}"
+
+
+def within(root: str, uri: str) -> bool:
+    """True if ``uri`` lies strictly inside ``root`` once both are resolved."""
+    root, target = resolved(root).rstrip("/"), resolved(uri)
+    return target.startswith(root + "/") and ".." not in target[len(root) + 1:].split("/")
+
+
+def require_within(root: str, uri: str) -> None:
+    if not within(root, uri):
+        raise EscapeError(f"refusing to delete {uri}: not inside {root} (resolved: {resolved(uri)} vs "
+                          f"{resolved(root)})")
+
+
+def delete_dir_within(root: str, uri: str) -> None:
+    """delete_dir, only if ``uri`` lies strictly inside ``root`` (else EscapeError, nothing deleted)."""
+    require_within(root, uri)
+    delete_dir(resolved(uri))
+
+
+def delete_file_within(root: str, uri: str) -> None:
+    """delete_file, only if ``uri`` lies strictly inside ``root`` (else EscapeError, nothing deleted)."""
+    require_within(root, uri)
+    delete_file(resolved(uri))

@@ -1,5 +1,9 @@
 """commit: the staged messages of one DAG run become one snapshot, exactly once, and the run's index
-changes become the index of that snapshot. Driver-only: no Spark work."""
+changes become the index of that snapshot. Driver-only: no Spark work.
+
+Every delete here is confined (storage.delete_dir_within): the run's staging and abandoned staging to the
+table's staging directory, old index directories to the table's index directory, old job results to the
+DAG's results directory — whatever the table name or the URIs in the spec resolve to."""
 from __future__ import annotations
 
 import logging
@@ -19,20 +23,45 @@ STAGING_RETENTION_SECONDS = 7 * 86400  # staging of runs that never committed is
 
 def run_commit(spec: dict) -> dict:
     identifier, staging_uri = spec["table"], spec["staging_uri"]
+    # refused before anything is committed: a staging URI that does not resolve inside its table's staging
+    table_staging = confined_parent(staging_uri, identifier, spec["commit_user"], root=spec.get("staging_root"))
     table = get_table(spec["catalog_options"], identifier)
     if not storage.exists(storage.join(staging_uri, STAGED_FILE)):
         return _already_done(table, spec)
     staged = load(table, staging_uri)
+    index_uri = staged.extra.get("index_uri")
+    if index_uri:
+        confined_parent(index_uri, identifier)
     snapshot_id, already = commit_once(table, staged.messages, staged.commit_user, staged.commit_identifier,
                                        staged.base_snapshot_id)
     log.info("%s: snapshot %s (already committed: %s)", identifier, snapshot_id, already)
-    if snapshot_id is not None and snapshot_id != staged.base_snapshot_id and staged.extra.get("index_uri"):
-        # also on a retry that finds the commit done: the index of the new snapshot may not be out yet
-        publish_index(staged.extra["index_uri"], staged, staging_uri, snapshot_id)
-    storage.delete_dir(staging_uri)  # committed and published: the staging has served
-    _drop_abandoned_staging(staging_uri, spec.get("staging_retention_seconds", STAGING_RETENTION_SECONDS))
+    if snapshot_id is not None and snapshot_id != staged.base_snapshot_id and index_uri:
+        # snapshot_id is this run's own commit (found by its identity), so the index published for it holds
+        # exactly this run's changes; also on a retry that finds the commit done: the index may not be out yet
+        publish_index(index_uri, staged, staging_uri, snapshot_id)
+    storage.delete_dir_within(table_staging, staging_uri)  # committed and published: the staging has served
+    retention = spec.get("staging_retention_seconds", STAGING_RETENTION_SECONDS)
+    _drop_abandoned_staging(table_staging, retention)
+    if spec.get("result_uri"):
+        drop_old_results(spec["result_uri"], retention)
     return {"table": identifier, "snapshot_id": snapshot_id, "base_snapshot_id": staged.base_snapshot_id,
             "already_committed": already}
+
+
+def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
+    """For ``uri`` built as join(root, *tail): join(root, *tail[:-1]), after checking that it and ``uri``
+    resolve strictly inside ``root`` (a table name with ``..`` would otherwise aim clean-ups at other files).
+    Without ``root``, the root is what precedes the tail in ``uri``."""
+    uri = uri.rstrip("/")
+    suffix = "/" + "/".join(tail)
+    if not uri.endswith(suffix) or (root is not None and uri != storage.join(root, *tail)):
+        raise PaimonJobError(f"table {tail[0]}: {uri} is not <root>{suffix}; refusing to clean up under it")
+    root = uri[: -len(suffix)]
+    parent = storage.join(root, *tail[:-1]) if len(tail) > 1 else root
+    if parent != root:
+        storage.require_within(root, parent)
+    storage.require_within(root, uri)
+    return parent
 
 
 def _already_done(table, spec: dict) -> dict:
@@ -53,14 +82,13 @@ def publish_index(table_uri: str, staged, staging_uri: str, snapshot_id: int) ->
     if base is None:
         log.warning("index of base snapshot %s is gone; the next bootstrap rebuilds", staged.base_snapshot_id)
         return
-    publish_committed(table_uri, base, staged_shards(staging_uri), snapshot_id)
+    publish_committed(table_uri, base, staged_shards(staging_uri), snapshot_id, staged.commit_user)
     clean_up(table_uri)
 
 
-def _drop_abandoned_staging(staging_uri: str, retention_seconds: float) -> None:
+def _drop_abandoned_staging(table_staging: str, retention_seconds: float) -> None:
     """Staging of other runs of this table untouched for longer than the retention never committed: drop it
     (its data files are orphans for the orphan-file cleanup)."""
-    table_staging = staging_uri.rstrip("/").rsplit("/", 1)[0]
     now = time.time()
     for name in storage.list_dir(table_staging):
         uri = storage.join(table_staging, name)
@@ -68,4 +96,19 @@ def _drop_abandoned_staging(staging_uri: str, retention_seconds: float) -> None:
         age_from = storage.mtime(marker) if storage.exists(marker) else storage.mtime(uri)
         if now - age_from > retention_seconds:
             log.info("dropping abandoned staging %s", uri)
-            storage.delete_dir(uri)
+            storage.delete_dir_within(table_staging, uri)
+
+
+def drop_old_results(result_uri: str, retention_seconds: float) -> None:
+    """Result files of this DAG's runs ({results_root}/{dag}/{run}/{task}.json) older than the retention:
+    XCom holds what the tasks returned, the files only served the hand-over."""
+    dag_results = result_uri.rstrip("/").rsplit("/", 2)[0]
+    cutoff = time.time() - retention_seconds
+    for run in storage.list_dir(dag_results):
+        run_uri = storage.join(dag_results, run)
+        files = storage.list_dir(run_uri)
+        old = [f for f in files if storage.mtime(storage.join(run_uri, f)) < cutoff]
+        for f in old:
+            storage.delete_file_within(dag_results, storage.join(run_uri, f))
+        if files and len(old) == len(files):
+            storage.delete_dir_within(dag_results, run_uri)

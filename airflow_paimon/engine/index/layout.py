@@ -104,6 +104,15 @@ def write_manifest(table_uri: str, manifest: IndexManifest) -> None:
     storage.write_bytes_atomic(uri, manifest_to_json(manifest).encode())
 
 
+def write_manifest_if_absent(table_uri: str, manifest: IndexManifest) -> IndexManifest:
+    """Publish ``manifest`` unless the snapshot's index is already published; returns the one in place (a
+    second publisher of the same snapshot never replaces the first one's manifest)."""
+    uri = storage.join(table_uri, snapshot_dir(manifest.snapshot_id), MANIFEST)
+    if storage.write_bytes_if_absent(uri, manifest_to_json(manifest).encode()):
+        return manifest
+    return read_manifest(table_uri, manifest.snapshot_id)
+
+
 def read_manifest(table_uri: str, snapshot_id: int | None) -> IndexManifest | None:
     uri = storage.join(table_uri, snapshot_dir(snapshot_id), MANIFEST)
     if not storage.exists(uri):

@@ -10,9 +10,9 @@ from dataclasses import replace
 import pyarrow.fs as pafs
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.index.layout import (MANIFEST, MAX_SHARD_FILES, IndexFile, IndexManifest, ShardMeta,
+from airflow_paimon.engine.index.layout import (_SNAPSHOT_DIR, MANIFEST, MAX_SHARD_FILES, IndexFile, IndexManifest, ShardMeta,
                                                 describe_file, published_snapshots, read_manifest, snapshot_dir,
-                                                write_manifest)
+                                                write_manifest_if_absent)
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex
 
 log = logging.getLogger(__name__)
@@ -58,14 +58,15 @@ def export_changes(index: ShardIndex, base: ShardMeta, workdir: str) -> tuple[st
     return (path if entries else None), kind, entries
 
 
-def shard_file_name(shard: int, kind: str) -> str:
-    return f"shard-{shard:05d}-{kind}.sst"
+def shard_file_name(shard: int, kind: str, writer: str | None = None) -> str:
+    return f"shard-{shard:05d}-{kind}{'-' + writer if writer else ''}.sst"
 
 
 def publish_file(table_uri: str, snapshot_id: int | None, shard: int, kind: str, source: str,
-                 entries: int) -> IndexFile:
-    """Copy a shard file (a local path or a staged URI) into the snapshot's directory; describe it."""
-    relative = f"{snapshot_dir(snapshot_id)}/{shard_file_name(shard, kind)}"
+                 entries: int, writer: str | None = None) -> IndexFile:
+    """Copy a shard file (a local path or a staged URI) into the snapshot's directory; describe it. A
+    ``writer`` in the name keeps the files of two publishers of one snapshot apart."""
+    relative = f"{snapshot_dir(snapshot_id)}/{shard_file_name(shard, kind, writer)}"
     target = storage.join(table_uri, relative)
     if "://" in source or not os.path.exists(source):
         storage.write_bytes_atomic(target, storage.read_bytes(source))
@@ -102,44 +103,48 @@ def staged_shards(staging_uri: str) -> dict[int, dict]:
     return out
 
 
-def publish_committed(table_uri: str, base: IndexManifest, staged: dict[int, dict],
-                      snapshot_id: int) -> IndexManifest:
-    """The index of ``snapshot_id``: ``base`` advanced by the staged shard changes of the run that made it."""
+def publish_committed(table_uri: str, base: IndexManifest, staged: dict[int, dict], snapshot_id: int,
+                      writer: str | None = None) -> IndexManifest:
+    """The index of ``snapshot_id``: ``base`` advanced by the staged shard changes of the run that made it
+    (``writer``, its commit user, names the files). If the snapshot's index got published meanwhile (a
+    bootstrap's catch-up, a concurrent retry), that one stays and is returned."""
     metas = []
     for meta in base.shard_meta:
         doc = staged.get(meta.shard)
         if doc is None:
             metas.append(meta)
             continue
-        new_file = (publish_file(table_uri, snapshot_id, meta.shard, doc["kind"], doc["file"], doc["entries"])
+        new_file = (publish_file(table_uri, snapshot_id, meta.shard, doc["kind"], doc["file"], doc["entries"], writer)
                     if doc["file"] else None)
         metas.append(advance(meta, new_file, doc["kind"], doc["keys"], doc["bucket_counts"]))
     manifest = replace(base, snapshot_id=snapshot_id, shard_meta=metas, origin="committed")
-    write_manifest(table_uri, manifest)
-    return manifest
+    return write_manifest_if_absent(table_uri, manifest)
 
 
 def clean_up(table_uri: str, keep: int = 2) -> list[str]:
     """Delete index directories no longer needed: all but the newest ``keep`` manifests and the files they
-    reference. Returns what was deleted."""
+    reference; never a directory of a newer snapshot (an index being published, its manifest not out yet).
+    Deletes only inside ``table_uri``. Returns what was deleted."""
     published = published_snapshots(table_uri)
     kept = [read_manifest(table_uri, s) for s in published[-keep:]]
     kept_dirs = {snapshot_dir(m.snapshot_id) for m in kept}
     needed_dirs = kept_dirs | {f.path.split("/", 1)[0] for m in kept for f in m.files()}
     needed_files = {f.path for m in kept for f in m.files()}
+    newest = published[-1] if published else -1
     deleted = []
     for name in storage.list_dir(table_uri):
-        if not name.startswith("snapshot-"):
+        m = _SNAPSHOT_DIR.match(name)
+        if not m or int(m.group(1)) > newest:
             continue
         uri = storage.join(table_uri, name)
         if name not in needed_dirs:
-            storage.delete_dir(uri)
+            storage.delete_dir_within(table_uri, uri)
             deleted.append(name)
             continue
         for f in storage.list_dir(uri):
             rel = f"{name}/{f}"
             # a directory kept only for files a newer index still uses loses its own (stale) manifest
             if (f.endswith(".sst") and rel not in needed_files) or (f == MANIFEST and name not in kept_dirs):
-                storage.delete_file(storage.join(uri, f))
+                storage.delete_file_within(table_uri, storage.join(uri, f))
                 deleted.append(rel)
     return deleted
