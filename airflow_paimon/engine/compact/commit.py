@@ -2,16 +2,17 @@
 one snapshot, exactly once per DAG run, refused when the table moved under the plan.
 
 pypaimon's public commit() rejects compaction increments, so this goes through FileStoreCommit's internal
-commit path with commit kind COMPACT (conflict detection on), as Java's FileStoreCommitImpl does.
+commit path with commit kind COMPACT (conflict detection on), as Java's FileStoreCommitImpl does; guarded so
+that a retry never lands on a snapshot the conflict check has not seen.
 """
 from __future__ import annotations
 
 import logging
 
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
-from pypaimon.write.file_store_commit import FileStoreCommit
 
 from airflow_paimon.engine.commit.committer import COMPACT, find_commit
+from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.maintenance.references import ADD, DELETE, SnapshotReader
 from airflow_paimon.engine.plan import file_path
@@ -60,11 +61,12 @@ def counters_from_snapshot(snapshot) -> dict:
     return {k: int(props.get(PROPERTY_PREFIX + k, 0)) for k in COUNTERS}
 
 
-def check_no_conflict(table, plan, messages) -> None:
-    """Refuse if a snapshot after the plan removed a picked file or added a file above level 0 to a bucket
-    being compacted (a concurrent compaction: two outputs on one level would overlap)."""
+def check_no_conflict(table, plan, messages, latest=None) -> None:
+    """Refuse if a snapshot after the plan, up to ``latest`` (default: the latest now), removed a picked file
+    or added a file above level 0 to a bucket being compacted (a concurrent compaction: two outputs on one
+    level would overlap)."""
     manager, name = table.snapshot_manager(), table.identifier.get_full_name()
-    latest = manager.get_latest_snapshot()
+    latest = manager.get_latest_snapshot() if latest is None else latest
     if latest is None or latest.id == plan.snapshot_id:
         return
     buckets = {(tuple(m.partition), m.bucket) for m in messages}
@@ -95,7 +97,8 @@ def commit_compaction(table, plan, messages, commit_user: str, commit_identifier
     entries = compact_entries(plan, messages)
     props = {PROPERTY_PREFIX + k: str(v) for k, v in counters_of(messages).items()}
     name = table.identifier.get_full_name()
-    committer = FileStoreCommit(table.new_snapshot_commit(), table, commit_user)
+    # every commit attempt re-checks the snapshots up to the one it builds on, and lands right after it
+    committer = GuardedCommit(table, commit_user, lambda latest: check_no_conflict(table, plan, messages, latest))
     try:
         committer._try_commit(commit_kind=COMPACT, commit_identifier=commit_identifier,
                               commit_entries_plan=lambda _latest: entries, detect_conflicts=True,
