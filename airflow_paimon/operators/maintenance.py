@@ -45,7 +45,10 @@ class PaimonRemoveOrphanFilesOperator(PaimonSparkJobOperator):
 
     def __init__(self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.older_than = older_than
+        if not isinstance(older_than, timedelta) or older_than < timedelta(0):
+            raise ValueError(f"table {kwargs.get('table')}: older_than must be a non-negative timedelta, "
+                             f"got {older_than!r}")
+        self.older_than = older_than  # timedelta(0): every unreferenced file, staged runs still protected
         self.dry_run = dry_run
 
     def job_spec(self, context, hook: PaimonHook) -> dict:

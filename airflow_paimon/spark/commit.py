@@ -11,14 +11,13 @@ import time
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
-from airflow_paimon.engine.commit.staging import STAGED_FILE, load
+from airflow_paimon.engine.commit.staging import STAGED_FILE, STAGING_RETENTION_SECONDS, load
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import clean_up, publish_committed, staged_shards
 from airflow_paimon.engine.table import get_table
 
 log = logging.getLogger(__name__)
-STAGING_RETENTION_SECONDS = 7 * 86400  # staging of runs that never committed is dropped after this
 
 
 def run_commit(spec: dict) -> dict:

@@ -8,6 +8,7 @@ import time
 import pandas as pd
 import pytest
 
+from airflow_paimon.engine.commit.staging import STAGING_RETENTION_SECONDS
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
@@ -118,10 +119,14 @@ def test_orphan_removal_deletes_uncommitted_writes_and_stale_staging_only(wareho
     os.makedirs(staging)
     with open(os.path.join(staging, "staged.json"), "w") as f:
         f.write("{}")
+    abandoned = time.time() - STAGING_RETENTION_SECONDS - 60  # staging goes only once abandoned
+    os.utime(os.path.join(staging, "staged.json"), (abandoned, abandoned))
+    os.utime(staging, (abandoned, abandoned))
     staging_root = os.path.join(warehouse, ".airflow-paimon", "staging")
 
-    fresh = remove_orphan_files(table, staging_root=staging_root)  # default margin: all of it is too young
-    assert (fresh["orphan_files"], fresh["stale_staging_dirs"]) == (0, 0)
+    # default margin: the files are too young; the abandoned staging is not
+    fresh = remove_orphan_files(table, staging_root=staging_root, dry_run=True)
+    assert (fresh["orphan_files"], fresh["stale_staging_dirs"]) == (0, 1)
     dry = remove_orphan_files(table, NOW_PLUS(), staging_root=staging_root, dry_run=True)
     assert dry["orphan_files"] == 2 and os.path.exists(uncommitted)
     done = remove_orphan_files(table, NOW_PLUS(), staging_root=staging_root)

@@ -2,9 +2,8 @@
 conditionally (the snapshot lands right after one the index is still right for, or not at all)."""
 from __future__ import annotations
 
-from pypaimon.utils.file_store_path_factory import canonical_data_file_path
-
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
+from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.errors import PaimonJobError, StaleIndexError
 
 COMPACT = "COMPACT"
@@ -45,12 +44,10 @@ def check_not_moved(table, base_snapshot_id: int | None, latest=None) -> None:
 
 def check_files_exist(table, messages) -> None:
     """Refuse to commit a snapshot whose staged data files are gone (e.g. removed as orphans)."""
-    for m in messages:
-        for f in m.new_files:
-            path = f.external_path or canonical_data_file_path(table, tuple(m.partition), m.bucket, f.file_name)
-            if not table.file_io.exists(path):
-                raise PaimonJobError(f"table {table.identifier.get_full_name()}: staged data file {path} is missing; "
-                                     "nothing committed, re-run from bootstrap-index")
+    for path in data_file_paths(table, messages):
+        if not table.file_io.exists(path):
+            raise PaimonJobError(f"table {table.identifier.get_full_name()}: staged data file {path} is missing; "
+                                 "nothing committed, re-run from bootstrap-index")
 
 
 def commit_once(table, messages, commit_user: str, commit_identifier: int,

@@ -11,6 +11,7 @@ from pypaimon.write.commit_message_serializer import deserialize_commit_message,
 from airflow_paimon.engine import storage
 
 STAGED_FILE = "staged.json"
+STAGING_RETENTION_SECONDS = 7 * 86400  # staging of a run that never committed is abandoned after this
 
 
 @dataclass
@@ -46,3 +47,11 @@ def load(table, staging_uri: str) -> Staged:
     messages = [decode_message(table, base64.b64decode(m)) for m in doc["messages"]]
     return Staged(doc["table"], doc["base_snapshot_id"], doc["commit_user"], doc["commit_identifier"],
                   messages, doc.get("extra", {}))
+
+
+def data_file_paths(table, messages: list[CommitMessage]) -> list[str]:
+    """Where the new data files of ``messages`` live."""
+    from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+
+    return [f.external_path or canonical_data_file_path(table, tuple(m.partition), m.bucket, f.file_name)
+            for m in messages for f in m.new_files]

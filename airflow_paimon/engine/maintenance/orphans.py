@@ -4,7 +4,9 @@ outputs of failed compactions, leftovers of interrupted expiries — plus this p
 of runs that never finished.
 
 The margin protects work in flight: a write stages files before its commit references them, so only files
-older than any write could still be pending (default one day, as Paimon's ``older_than``).
+older than any write could still be pending (default one day, as Paimon's ``older_than``). A staged run
+(``staged.json`` under the staging of the table) protects its data files whatever their age, until it is
+committed or abandoned (older than the staging retention); its staging is dropped only then.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import time
 import pyarrow.fs as pafs
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.commit.staging import STAGED_FILE, STAGING_RETENTION_SECONDS, data_file_paths, load
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.maintenance.references import SnapshotReader, normalize
 
@@ -37,15 +40,32 @@ def _files(uri: str, older_than_s: float) -> list[tuple[str, int]]:
     return found
 
 
-def orphan_files(table, older_than_ms: int) -> list[tuple[str, int]]:
-    """Unreferenced files of the table older than ``older_than_ms`` (epoch millis)."""
+def staged_references(table, table_staging: str, now_s: float) -> set[str]:
+    """Data files of the runs staged under ``table_staging`` that are not abandoned yet."""
+    refs = set()
+    for name in storage.list_dir(table_staging):
+        uri = storage.join(table_staging, name)
+        marker = storage.join(uri, STAGED_FILE)
+        if storage.exists(marker) and now_s - storage.mtime(marker) <= STAGING_RETENTION_SECONDS:
+            try:
+                staged = load(table, uri)
+            except (KeyError, ValueError) as e:
+                raise PaimonJobError(f"table {table.identifier.get_full_name()}: staged run {uri} is unreadable "
+                                     f"({type(e).__name__}: {e}); refusing to judge its files orphans") from e
+            refs |= {normalize(p) for p in data_file_paths(table, staged.messages)}
+    return refs
+
+
+def orphan_files(table, older_than_ms: int, staged: set[str] = frozenset()) -> list[tuple[str, int]]:
+    """Unreferenced files of the table older than ``older_than_ms`` (epoch millis); ``staged``: data files of
+    staged runs, referenced too."""
     if table.branch_manager().branches():
         raise PaimonJobError(f"table {table.identifier.get_full_name()}: has branches; orphan removal here only "
                              "knows the main branch")
     reader = SnapshotReader(table)
     referenced = reader.needed_by(table.snapshot_manager().list_snapshots()) | reader.needed_by_tags()
     files = _files(table.table_path, older_than_ms / 1000)
-    orphans = [(p, size) for p, size in files if normalize(p) not in referenced]
+    orphans = [(p, size) for p, size in files if normalize(p) not in referenced and normalize(p) not in staged]
     if files and len(orphans) == len(files) and referenced.data:
         # Every old file unreferenced while snapshots reference files: paths do not line up; delete nothing.
         raise PaimonJobError(f"table {table.identifier.get_full_name()}: no listed file matches a referenced "
@@ -53,10 +73,9 @@ def orphan_files(table, older_than_ms: int) -> list[tuple[str, int]]:
     return orphans
 
 
-def stale_staging(staging_root: str, identifier: str, older_than_ms: int) -> list[str]:
+def stale_staging(table_staging: str, older_than_ms: int) -> list[str]:
     """Staged-commit directories of this table not touched since ``older_than_ms``."""
-    base = storage.join(staging_root, identifier)
-    fs, root = storage.filesystem(base)
+    fs, root = storage.filesystem(table_staging)
     if fs.get_file_info(root).type != pafs.FileType.Directory:
         return []
     stale = []
@@ -74,14 +93,21 @@ def remove_orphan_files(table, older_than_ms: int | None = None, staging_root: s
     """Delete orphans (unless ``dry_run``); returns counters for XCom."""
     if older_than_ms is None:
         older_than_ms = int(time.time() * 1000) - DEFAULT_OLDER_THAN_MS
-    identifier = table.identifier.get_full_name()
-    orphans = orphan_files(table, older_than_ms)
-    staged = stale_staging(staging_root, identifier, older_than_ms) if staging_root else []
+    identifier, now_s = table.identifier.get_full_name(), time.time()
+    table_staging = storage.join(staging_root, identifier) if staging_root else None
+    if table_staging:
+        storage.require_within(staging_root, table_staging)
+    protected = staged_references(table, table_staging, now_s) if table_staging else set()
+    orphans = orphan_files(table, older_than_ms, protected)
+    # staging goes only once abandoned, however small older_than_ms is
+    abandoned_ms = min(older_than_ms, int((now_s - STAGING_RETENTION_SECONDS) * 1000))
+    staged = stale_staging(table_staging, abandoned_ms) if table_staging else []
     if not dry_run:
         for path, _ in orphans:
+            storage.require_within(table.table_path, path)
             table.file_io.delete_quietly(path)
         for path in staged:
-            storage.delete_dir(path)
+            storage.delete_dir_within(table_staging, path)
     log.info("%s: %s orphan files (%s bytes), %s stale staging dirs%s", identifier, len(orphans),
              sum(s for _, s in orphans), len(staged), " (dry run)" if dry_run else "")
     return {"table": identifier, "orphan_files": len(orphans), "orphan_bytes": sum(s for _, s in orphans),

@@ -1,0 +1,82 @@
+"""A staged run's data files survive orphan removal until the run commits or is abandoned; a commit whose
+staged files are gone anyway is refused with nothing committed."""
+import os
+from datetime import timedelta
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from airflow_paimon.engine.commit.staging import load
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.commit.staging import data_file_paths
+from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
+from airflow_paimon.spark.commit import run_commit
+from airflow_paimon.spark.maintenance import run_remove_orphan_files
+from local_runner import bootstrap, stage_run, upsert
+from oracle import assert_table_equals, expected_upsert
+
+SPEC = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]],
+                            "primary_keys": ["id"], "partition_keys": ["dt"],
+                            "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}})
+FIRST = pd.DataFrame({"id": [1, 2, 3], "dt": list("aab"), "v": [1.0, 2.0, 3.0]})
+SECOND = pd.DataFrame({"id": [1, 4], "dt": list("ba"), "v": [10.0, 4.0]})
+
+
+def arrow(df):
+    return pa.Table.from_pandas(df, schema=SPEC.arrow_schema(), preserve_index=False)
+
+
+@pytest.fixture
+def staged(warehouse):
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", SPEC)
+    upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow(FIRST), run_id="first")
+    spec = stage_run(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow(SECOND), run_id="second")
+    table = get_table(opts, "db.t")
+    files = data_file_paths(table, load(table, spec["staging_uri"]).messages)
+    assert files and all(os.path.exists(f.replace("file://", "")) for f in files)
+    return opts, spec, f"{warehouse}/staging", files
+
+
+def test_orphan_removal_with_zero_margin_keeps_staged_files(staged):
+    opts, spec, staging_root, files = staged
+    result = run_remove_orphan_files({"catalog_options": opts, "table": "db.t", "older_than_ms": 0,
+                                      "staging_root": staging_root})
+    assert result["stale_staging_dirs"] == 0
+    assert all(os.path.exists(f.replace("file://", "")) for f in files)
+    assert run_commit(spec)["snapshot_id"] == 2
+    assert_table_equals(get_table(opts, "db.t"), expected_upsert([FIRST, SECOND], "id"), "id")
+
+
+def test_commit_refuses_when_a_staged_file_is_gone(staged):
+    opts, spec, staging_root, files = staged
+    os.remove(files[0].replace("file://", ""))
+    with pytest.raises(PaimonJobError, match=f"table db.t: staged data file .*{os.path.basename(files[0])} is missing"):
+        run_commit(spec)
+    table = get_table(opts, "db.t")
+    assert [s.id for s in table.snapshot_manager().list_snapshots()] == [1]
+    assert_table_equals(table, expected_upsert([FIRST], "id"), "id")
+
+
+def test_zero_margin_is_not_the_default_and_negative_is_refused(staged):
+    opts, spec, staging_root, files = staged
+    stray = os.path.join(get_table(opts, "db.t").table_path.replace("file://", ""), "dt=a", "bucket-0",
+                         "data-stray-0.parquet")
+    with open(stray, "wb") as f:
+        f.write(b"PAR1")
+    older = os.path.getmtime(stray) - 1  # a moment old: only a zero margin reaches it
+    os.utime(stray, (older, older))
+    result = run_remove_orphan_files({"catalog_options": opts, "table": "db.t", "older_than_ms": 0,
+                                      "staging_root": staging_root})
+    assert result["orphan_files"] == 1 and not os.path.exists(stray)
+    with pytest.raises(ValidationError, match="older_than_ms must not be negative"):
+        run_remove_orphan_files({"catalog_options": opts, "table": "db.t", "older_than_ms": -1})
+
+
+def test_operator_older_than():
+    op = PaimonRemoveOrphanFilesOperator(task_id="o", table="db.t", older_than=timedelta(0))
+    assert op.older_than == timedelta(0)
+    with pytest.raises(ValueError, match="table db.t: older_than must be a non-negative timedelta"):
+        PaimonRemoveOrphanFilesOperator(task_id="o2", table="db.t", older_than=timedelta(seconds=-1))
