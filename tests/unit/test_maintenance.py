@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from airflow_paimon.engine.commit.staging import STAGING_RETENTION_SECONDS
-from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.engine.maintenance.references import SnapshotReader
@@ -147,3 +147,34 @@ def test_orphan_removal_after_expiry_finds_nothing_more_to_delete_than_unreferen
     remove_orphan_files(table, NOW_PLUS())
     for s in table.snapshot_manager().list_snapshots():
         pd.testing.assert_frame_equal(at(table, **{"scan.snapshot-id": str(s.id)}), reads[s.id])
+
+
+def test_expiry_keeps_what_a_streaming_consumer_reads_next(warehouse, history):
+    """Paimon's ConsumerManager: consumer/consumer-<id> with nextSnapshot; that snapshot and later ones stay."""
+    from pypaimon.consumer.consumer import Consumer
+
+    table, expected = history
+    reads = snapshot_reads(table)
+    table.consumer_manager().reset_consumer("slow", Consumer(next_snapshot=4))
+    table.consumer_manager().reset_consumer("fast", Consumer(next_snapshot=8))
+    options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"})
+    result = expire_snapshots(get_table({"warehouse": warehouse}, "db.t"), options)
+    table = get_table({"warehouse": warehouse}, "db.t")
+    kept = table.snapshot_manager().list_snapshots()
+    assert [s.id for s in kept] == [4, 5, 6, 7, 8] and result["earliest_snapshot_id"] == 4
+    assert_every_needed_file_exists(table, kept)
+    for s in kept:  # the consumer can still read every snapshot it has not read yet
+        pd.testing.assert_frame_equal(at(table, **{"scan.snapshot-id": str(s.id)}), reads[s.id])
+    table.consumer_manager().delete_consumer("slow")
+    expire_snapshots(get_table({"warehouse": warehouse}, "db.t"), options)
+    kept = get_table({"warehouse": warehouse}, "db.t").snapshot_manager().list_snapshots()
+    assert [s.id for s in kept] == [8]
+
+
+def test_expiry_refuses_a_table_with_branches(warehouse, history):
+    table, expected = history
+    table.branch_manager().create_branch("side")
+    options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"})
+    with pytest.raises(PaimonJobError, match="table db.t: has branches"):
+        expire_snapshots(get_table({"warehouse": warehouse}, "db.t"), options)
+    assert len(get_table({"warehouse": warehouse}, "db.t").snapshot_manager().list_snapshots()) == 8

@@ -2,6 +2,10 @@
 at most ``snapshot.num-retained.max``, and every snapshot younger than ``snapshot.time-retained``; expire at
 most ``snapshot.expire.limit`` per run. Then delete what only the expired snapshots needed.
 
+A snapshot a streaming consumer will read next (``consumer/consumer-<id>``, ``nextSnapshot``) or after is
+never expired, as in Paimon (ConsumerManager.minNextSnapshot). Tables with branches are refused: a branch's
+snapshots may need the main branch's files and this expiry only reads the main branch.
+
 A file is deleted only if no retained snapshot and no tag needs it (see references.py). Order as in Paimon:
 data files, then manifests, then snapshot files, then the EARLIEST hint — so a crash part way leaves
 snapshots that a re-run expires again, never a retained snapshot with a missing file.
@@ -14,7 +18,7 @@ from dataclasses import dataclass
 
 from pypaimon.common.time_utils import parse_duration
 
-from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.maintenance.references import DELETE, SnapshotReader
 
 log = logging.getLogger(__name__)
@@ -57,6 +61,9 @@ def expire_until(snapshots: list, options: ExpireOptions, now_ms: int) -> int:
 
 def expire_snapshots(table, options: ExpireOptions, now_ms: int | None = None, dry_run: bool = False) -> dict:
     """Expire snapshots of ``table``; returns counters for XCom."""
+    if table.branch_manager().branches():
+        raise PaimonJobError(f"table {table.identifier.get_full_name()}: has branches; snapshot expiry here only "
+                             "knows the main branch")
     manager = table.snapshot_manager()
     snapshots = manager.list_snapshots()
     result = {"table": table.identifier.get_full_name(), "expired_snapshots": 0, "deleted_data_files": 0,
@@ -65,6 +72,9 @@ def expire_snapshots(table, options: ExpireOptions, now_ms: int | None = None, d
     if not snapshots:
         return result
     end = expire_until(snapshots, options, int(time.time() * 1000) if now_ms is None else now_ms)
+    consumed = table.consumer_manager().min_next_snapshot()
+    if consumed is not None:  # a consumer reads consumed next: it and every later snapshot stay
+        end = max(min(end, consumed), snapshots[0].id)
     expired = [s for s in snapshots if s.id < end]
     if not expired:
         return result
