@@ -92,3 +92,18 @@ def test_index_clean_up_never_follows_a_link_out(tmp_path):
     with pytest.raises(storage.EscapeError):
         clean_up(str(index), keep=1)
     assert (outside / "precious").exists()
+
+
+def test_old_result_files_of_the_dag_are_dropped(tmp_path):
+    from airflow_paimon.spark.commit import drop_old_results
+
+    results = tmp_path / "results"
+    old_run, new_run, other_dag = results / "dag" / "run-1", results / "dag" / "run-2", results / "other" / "run-1"
+    for d in (old_run, new_run, other_dag):
+        d.mkdir(parents=True)
+        (d / "commit-0-try1.json").write_text("{}")
+    for f in (old_run / "commit-0-try1.json", other_dag / "commit-0-try1.json"):
+        os.utime(f, (1, 1))
+    drop_old_results(str(new_run / "commit-0-try2.json"), retention_seconds=3600)
+    assert not old_run.exists() and (new_run / "commit-0-try1.json").exists()
+    assert (other_dag / "commit-0-try1.json").exists()  # another DAG's results are not this commit's to drop
