@@ -28,42 +28,51 @@ def batch(rnd: int, writer: int) -> pd.DataFrame:
     return pd.DataFrame({"id": ids, "dt": [f"p{writer}{rnd % 3}"] * 12, "v": rng.random(12)})
 
 
-def writer(warehouse, rnd, w, barrier, out):
+def writer(warehouse, w, aligned, next_round, out):
+    """One writer process for all rounds (spawned once: no fork of a parent full of threads)."""
     opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
-    data = pa.Table.from_pandas(batch(rnd, w), schema=SPEC.arrow_schema(), preserve_index=False)
-    ctx = bootstrap(opts, "db.t", index_root, 2)
-    barrier.wait(timeout=30)  # both bootstrapped at the same snapshot
-    time.sleep(random.Random(rnd * 7 + w).random() * 0.05)
-    try:
-        out.put((w, "won", upsert(ctx, data, run_id=f"{rnd}-{w}")[0]))
-    except StaleIndexError:
-        out.put((w, "refused", upsert(bootstrap(opts, "db.t", index_root, 2), data, run_id=f"{rnd}-{w}")[0]))
+    for rnd in range(ROUNDS):
+        data = pa.Table.from_pandas(batch(rnd, w), schema=SPEC.arrow_schema(), preserve_index=False)
+        ctx = bootstrap(opts, "db.t", index_root, 2)
+        aligned.wait(timeout=30)  # both bootstrapped at the same snapshot
+        time.sleep(random.Random(rnd * 7 + w).random() * 0.05)
+        try:
+            out.put((w, "won", upsert(ctx, data, run_id=f"{rnd}-{w}")[0]))
+        except StaleIndexError:
+            out.put((w, "refused", upsert(bootstrap(opts, "db.t", index_root, 2), data, run_id=f"{rnd}-{w}")[0]))
+        next_round.wait(timeout=60)  # the test has checked the table
 
 
 def test_two_writer_processes_race(warehouse):
     started = time.monotonic()
     opts = {"warehouse": warehouse}
     get_or_create_table(opts, "db.t", SPEC)
-    mpc = mp.get_context("fork")
+    mpc = mp.get_context("spawn")
+    aligned, next_round, out = mpc.Barrier(2), mpc.Barrier(3), mpc.Queue()
+    procs = [mpc.Process(target=writer, args=(warehouse, w, aligned, next_round, out)) for w in (0, 1)]
+    for p in procs:
+        p.start()
     refused = 0
-    for rnd in range(ROUNDS):
-        barrier, out = mpc.Barrier(2), mpc.Queue()
-        procs = [mpc.Process(target=writer, args=(warehouse, rnd, w, barrier, out)) for w in (0, 1)]
-        for p in procs:
-            p.start()
+    try:
+        for rnd in range(ROUNDS):
+            results = sorted(out.get(timeout=30) for _ in procs)
+            # both bootstrapped at one snapshot: exactly one commit lands on it, the other is refused
+            assert [r[1] for r in results].count("refused") == 1, results
+            refused += 1
+            assert sorted(r[2] for r in results) == [2 * rnd + 1, 2 * rnd + 2], results  # one snapshot each
+            table = get_table(opts, "db.t")
+            # the oracle applies the batches in the order their snapshots landed
+            by_identifier = {CommitIdentity.for_run("test", f"{r}-{w}", "db.t").commit_identifier: (r, w)
+                             for r in range(rnd + 1) for w in (0, 1)}
+            order = [by_identifier[s.commit_identifier] for s in table.snapshot_manager().list_snapshots()]
+            assert_table_equals(table, expected_upsert([batch(r, w) for r, w in order], "id"), "id")
+            next_round.wait(timeout=30)
         for p in procs:
             p.join(timeout=30)
-            assert p.exitcode == 0, f"round {rnd}: writer exited {p.exitcode}"
-        results = sorted(out.get(timeout=5) for _ in procs)
-        # both bootstrapped at one snapshot: exactly one commit lands on it, the other is refused
-        assert [r[1] for r in results].count("refused") == 1, results
-        refused += [r[1] for r in results].count("refused")
-        assert sorted(r[2] for r in results) == [2 * rnd + 1, 2 * rnd + 2], results  # one snapshot each
-        table = get_table(opts, "db.t")
-        # the oracle applies the batches in the order their snapshots landed
-        by_identifier = {CommitIdentity.for_run("test", f"{r}-{w}", "db.t").commit_identifier: (r, w)
-                         for r in range(rnd + 1) for w in (0, 1)}
-        order = [by_identifier[s.commit_identifier] for s in table.snapshot_manager().list_snapshots()]
-        assert_table_equals(table, expected_upsert([batch(r, w) for r, w in order], "id"), "id")
+            assert p.exitcode == 0
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
     print(f"{ROUNDS} rounds, {refused} commits refused and re-run, {time.monotonic() - started:.1f} s")
     assert time.monotonic() - started < 60
