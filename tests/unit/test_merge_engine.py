@@ -105,3 +105,23 @@ def test_first_row_with_first_row_ignore_delete_assign_write_and_compaction_agre
 def _data_files(table):
     from airflow_paimon.engine.plan import latest_snapshot, live_entries
     return [e.file for e in live_entries(table, latest_snapshot(table))]
+
+
+def test_aggregation_with_ignore_delete_writes_no_retraction():
+    """Paimon's RowKindFilter runs before every merge engine: under aggregation the -U/-D rows are dropped, not
+    handed to the aggregate functions."""
+    from airflow_paimon.engine.assign.assigner import KEY, KIND, ORDER, assign_shard
+    from airflow_paimon.engine.assign.buckets import BucketAssigner
+    from airflow_paimon.engine.index.keys import encode_keys
+    from airflow_paimon.engine.index.shard import ShardIndex
+
+    batch = pa.table({"id": pa.array([1, 1, 2], pa.int64()), "dt": ["a", "a", "a"], "v": [1.0, 5.0, 2.0]})
+    batch = batch.append_column(KEY, encode_keys(batch, ["id"])).append_column(ORDER, pa.array([0, 1, 2], pa.int64()))
+    batch = batch.append_column(KIND, pa.array([INSERT, DELETE, 1], pa.int8()))
+    for options, expected in [({}, [(1, 1.0, INSERT), (1, 5.0, DELETE), (2, 2.0, 1)]),
+                              ({"ignore-delete": "true"}, [(1, 1.0, INSERT)])]:
+        with ShardIndex() as index:
+            out = assign_shard(batch, partition_fields=["dt"], partition_types=[pa.string()], index=index,
+                               buckets=BucketAssigner(0, 1, 10), rules=MergeRules.of({"merge-engine": "aggregation",
+                                                                                        **options}))
+        assert sorted((r["id"], r["v"], r[KIND]) for r in out.rows.to_pylist()) == expected
