@@ -125,11 +125,17 @@ class MergeRules:
         return "set 'ignore-delete' = 'true' to drop them"
 
 
+IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                      "partial-update.ignore-delete")  # Paimon's key, then its fallback keys
+
+
 def _read(table: str, key: str, options: dict, read):
+    """``read()``, a malformed value failing with the table, the option and the value."""
     try:
         return read()
     except ValueError as e:
-        value = options.get(key)
+        keys = IGNORE_DELETE_KEYS if key == "ignore-delete" else (key,)
+        key = next((k for k in keys if k in options), key)
         supported = ", ".join(m.value for m in MergeEngine) if key == "merge-engine" else None
-        raise PaimonJobError(f"table {table}: {key} {value!r} is not supported"
+        raise PaimonJobError(f"table {table}: {key} {options.get(key)!r} is not supported"
                              + (f" (supported: {supported})" if supported else f": {e}")) from None

@@ -125,3 +125,8 @@ def test_aggregation_with_ignore_delete_writes_no_retraction():
                                buckets=BucketAssigner(0, 1, 10), rules=MergeRules.of({"merge-engine": "aggregation",
                                                                                         **options}))
         assert sorted((r["id"], r["v"], r[KIND]) for r in out.rows.to_pylist()) == expected
+
+
+def test_a_malformed_fallback_key_is_named():
+    with pytest.raises(PaimonJobError, match="table db.t: first-row.ignore-delete 'maybe' is not supported"):
+        MergeRules.of({"merge-engine": "first-row", "first-row.ignore-delete": "maybe"}, "db.t")
