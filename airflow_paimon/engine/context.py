@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
+from airflow_paimon.engine.bucket_mode import BucketMode
+from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.table import get_table
 
 
@@ -18,10 +20,9 @@ def cached_table(options_json: str, identifier: str):
 
 def check_cross_partition_table(table) -> None:
     """Refuse, before anything is written, what Paimon refuses for a cross-partition table."""
-    from airflow_paimon.engine.assign.rowkind import sequence_fields
     from airflow_paimon.engine.errors import ValidationError
 
-    fields = sequence_fields(table.table_schema.options)
+    fields = MergeRules.of(table.table_schema.options, table.identifier.get_full_name()).sequence_fields
     if fields:  # Paimon's own rule (SchemaValidation); pypaimon refuses to read such a table
         raise ValidationError(table.identifier.get_full_name(), "You can not use sequence.field in cross partition "
                               f"update case (primary keys {list(table.primary_keys)} do not include all partition "
@@ -76,8 +77,8 @@ class WriteContext:
         return IndexOptions.from_table_options(dict(self.table().table_schema.options))
 
     @property
-    def bucket_mode(self) -> str:
-        return self.table().bucket_mode().name
+    def bucket_mode(self) -> BucketMode:
+        return BucketMode.of(self.table())
 
     def base_snapshot(self):
         return self.table().snapshot_manager().get_snapshot_by_id(self.base_snapshot_id) \
@@ -87,9 +88,10 @@ class WriteContext:
     def options(self) -> dict:
         return dict(self.table().table_schema.options)
 
-    @property
-    def merge_engine(self) -> str:
-        return self.option("merge-engine", "deduplicate")
+    @functools.cached_property
+    def merge_rules(self) -> MergeRules:
+        """The table's merge engine and its options, read once (per task process: the driver's copy travels)."""
+        return MergeRules.of(self.options, self.identifier)
 
     @property
     def target_row_num(self) -> int:

@@ -15,6 +15,7 @@ import pyarrow as pa
 from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.assign.dynamic import check_dynamic_table
 from airflow_paimon.engine.assign.fixed import check_fixed_table
+from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.bootstrap import (CATCH_UP, CHANGE_ROWS, REBUILD, REUSE, apply_changes, base_parts,
                                              change_rows_of_file, plan_bootstrap)
@@ -37,7 +38,7 @@ def run_bootstrap(spark, spec: dict) -> dict:
     table_spec = TableSpec.from_dict(spec["table_spec"]) if spec.get("table_spec") else None
     table = get_or_create_table(spec["catalog_options"], identifier, table_spec)
     result = {"table": identifier, "shards": shards}
-    if not table.primary_keys or table.bucket_mode().name != "CROSS_PARTITION":
+    if BucketMode.of(table) is not BucketMode.CROSS_PARTITION:
         return {**result, **_no_index_needed(table)}
     table_uri = table_index_uri(spec["index_root"], identifier)
     plan = plan_bootstrap(table, table_uri, shards)
@@ -65,16 +66,16 @@ def run_bootstrap(spark, spec: dict) -> dict:
 def _no_index_needed(table) -> dict:
     """Fixed buckets hash the key, dynamic buckets keep Paimon's own HASH index, append tables have no key:
     the base snapshot is all the next task needs. Unsupported shapes are refused here, before any work."""
-    mode = table.bucket_mode().name
-    if table.primary_keys and mode == "HASH_FIXED":
+    mode = BucketMode.of(table)
+    if mode is BucketMode.HASH_FIXED:
         check_fixed_table(table)
-    elif table.primary_keys and mode == "HASH_DYNAMIC":
+    elif mode is BucketMode.HASH_DYNAMIC:
         check_dynamic_table(table)
-    elif table.primary_keys:
-        raise ValidationError(table.identifier.get_full_name(), f"bucket mode {mode} is not supported")
+    elif mode is not BucketMode.APPEND:
+        raise ValidationError(table.identifier.get_full_name(), f"bucket mode {mode.value} is not supported")
     snapshot = table.snapshot_manager().get_latest_snapshot()
     return {"base_snapshot_id": snapshot.id if snapshot else None, "index_uri": None, "keys": 0, "reused": True,
-            "path": "not_needed", "reason": f"{mode} table needs no global index", "data_files_read": 0}
+            "path": "not_needed", "reason": f"{mode.value} table needs no global index", "data_files_read": 0}
 
 
 def _table_facts(table):

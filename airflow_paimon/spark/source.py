@@ -104,12 +104,7 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
         op = _name(columns[row_kind_column.lower()])
         known = ", ".join(_text(k) for k in ROW_KINDS)
         by_text = " ".join(f"WHEN {op} = {_text(k)} THEN CAST({code} AS TINYINT)" for k, code in ROW_KINDS.items())
-        refused = ""
-        engine = refused_retractions(table)
-        if engine:
-            refused = (f"WHEN {op} IN ('-U', '-D') THEN " + _fail(
-                "merge-engine", _text(engine), f"merge-engine {engine} cannot take -U/-D rows; set "
-                "'ignore-delete' = 'true' to drop them") + " ")
+        refused = _refused_retractions(table, identifier, op)
         kind = (f"CASE WHEN {op} IS NULL OR {op} NOT IN ({known}) THEN "
                 + _fail(row_kind_column, f"coalesce({op}, 'null')", f"row kind must be one of {list(ROW_KINDS)}")
                 + f" {refused}{by_text} ELSE CAST(0 AS TINYINT) END")
@@ -153,11 +148,16 @@ def validation_errors(identifier: str):
                               value=detail.get("value")) from None
 
 
-def refused_retractions(table) -> str | None:
-    """The merge engine, where it refuses -U/-D rows as Paimon does (unless the table ignores deletes)."""
-    options = table.table_schema.options
-    engine = str(options.get("merge-engine", "deduplicate"))
-    ignore = str(options.get("ignore-delete", "false")).lower() == "true"
-    refused = {"first-row": True,
-               "partial-update": str(options.get("partial-update.remove-record-on-delete", "false")).lower() != "true"}
-    return engine if refused.get(engine) and not ignore else None
+# --- the merge engine's rule for -U/-D rows (engine/merge_engine.py), as a check inside the projection
+
+def _refused_retractions(table, identifier: str, op: str) -> str:
+    """A CASE branch failing on -U/-D rows where the table's merge engine refuses them as Paimon does
+    (after ``ignore-delete`` and its fallback keys drop them), else ''."""
+    from airflow_paimon.engine.merge_engine import MergeRules
+
+    rules = MergeRules.of(table.table_schema.options, identifier)
+    if not rules.refuses_retractions:
+        return ""
+    return (f"WHEN {op} IN ('-U', '-D') THEN " + _fail(
+        "merge-engine", _text(rules.name), f"merge-engine {rules.name} cannot take -U/-D rows; "
+        f"{rules.retraction_advice}") + " ")

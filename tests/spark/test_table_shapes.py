@@ -124,3 +124,26 @@ def test_append_only_tables_append(spark, warehouse, tmp_path, options):
     key = ["id", "dt", "v"]
     pd.testing.assert_frame_equal(actual[expected.columns].sort_values(key).reset_index(drop=True),
                                   expected.sort_values(key).reset_index(drop=True), check_dtype=False)
+
+
+@pytest.mark.parametrize("shape", ["fixed", "cross"])
+def test_first_row_ignore_delete_fallback_key_drops_deletes(spark, warehouse, tmp_path, monkeypatch, shape):
+    """``first-row.ignore-delete`` is a fallback key of Paimon's ``ignore-delete``: the -D rows pass the source
+    check and are dropped, as Paimon's writer drops them and as this compaction does."""
+    from compaction_tables import compact
+
+    key, options = SHAPES[shape]
+    spec = {"columns": COLUMNS, "primary_keys": key, "partition_keys": ["dt"],
+            "options": {**options, "merge-engine": "first-row", "first-row.ignore-delete": "true"}}
+    jobs = Jobs(spark, warehouse, "db.t", spec)
+    for i, rows in enumerate((B1, B2, B3)):  # B2, B3 hold -D rows of known and unknown keys
+        _, written, _ = jobs.upsert(pd.DataFrame(rows, columns=["id", "dt", "v", "w", "op"]), f"r{i}", tmp_path,
+                                    row_kind_column="op")
+        assert written["deletes"] == 0
+    expected = oracle([frame(rows, "first-row") for rows in (B1, B2, B3)], "first-row", key)  # -D rows left out
+    table = get_table(jobs.options, "db.t")
+    pd.testing.assert_frame_equal(read_back(table, "first-row", monkeypatch), expected, check_dtype=False)
+    compact(table, full=True, scope="table")  # level 0 moves up: a plain read sees the same rows
+    actual = read_back(get_table(jobs.options, "db.t"), "deduplicate", monkeypatch)
+    assert not actual.duplicated(key).any()
+    pd.testing.assert_frame_equal(actual, expected, check_dtype=False)

@@ -4,8 +4,10 @@ import pytest
 
 from airflow_paimon.engine.assign.assigner import BUCKET, DELETE, INSERT, KEY, KIND, ORDER, assign_shard
 from airflow_paimon.engine.assign.buckets import BucketAssigner
+from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.index.keys import encode_keys, encode_partitions
 from airflow_paimon.engine.index.shard import ShardIndex, encode_values
+from airflow_paimon.engine.merge_engine import MergeRules
 
 PTYPES = [pa.string()]
 
@@ -27,7 +29,7 @@ def index():
 def run(index, b, engine="deduplicate"):
     buckets = BucketAssigner(0, 1, 2, {"a": {"0": 1}, "b": {"3": 1}})
     out = assign_shard(b, partition_fields=["dt"], partition_types=PTYPES, index=index, buckets=buckets,
-                       merge_engine=engine)
+                       rules=MergeRules.of({"merge-engine": engine}))
     rows = {(r["id"], r[KIND]): r for r in out.rows.to_pylist()}
     return out, rows
 
@@ -41,7 +43,7 @@ def test_deduplicate_keeps_place_moves_and_assigns(index):
     assert (out.rows_in, out.deletes, out.moved_keys, out.rows.num_rows) == (4, 1, 1, 4)
     # the index follows: key 2 now lives in c/0, key 9 in a/0
     again = assign_shard(batch([2, 9], ["c", "a"], [0, 0]), partition_fields=["dt"], partition_types=PTYPES,
-                         index=index, buckets=BucketAssigner(0, 1, 2), merge_engine="deduplicate")
+                         index=index, buckets=BucketAssigner(0, 1, 2), rules=MergeRules.of({}))
     assert [(r["id"], r[BUCKET], r[KIND]) for r in again.rows.to_pylist()] == [(2, 0, INSERT), (9, 0, INSERT)]
 
 
@@ -71,6 +73,6 @@ def test_aggregation_writes_every_record_where_the_key_lives(index):
 
 
 def test_unknown_merge_engine_is_refused(index):
-    with pytest.raises(ValueError, match="merge-engine"):
+    with pytest.raises(PaimonJobError, match="merge-engine 'lookup' is not supported"):
         run(index, batch([2], ["c"], [20]), "lookup")
 

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.compact import rewrite
 from airflow_paimon.engine.compact.commit import CompactConflictError
 from airflow_paimon.engine.compact.levels import LevelSortedRun, interval_partition
@@ -91,8 +92,8 @@ def test_full_compaction_leaves_one_sorted_run_at_max_level_and_the_same_rows(wa
                   "fixed-bucket": {"bucket": "3"}}[shape]
         table, expected = pypaimon_written_table(warehouse, data, bucket)
         keys = ["id", "dt"]
-    assert table.bucket_mode().name == {"cross-partition": "CROSS_PARTITION", "dynamic-bucket": "HASH_DYNAMIC",
-                                        "fixed-bucket": "HASH_FIXED"}[shape]
+    assert BucketMode.of(table) is {"cross-partition": BucketMode.CROSS_PARTITION,
+                                    "dynamic-bucket": BucketMode.HASH_DYNAMIC, "fixed-bucket": BucketMode.HASH_FIXED}[shape]
     assert_reads(table, warehouse, expected, keys)
     files_before = sum(len(es) for es in bucket_files(table).values())
     before_id = latest_snapshot(table).id

@@ -6,7 +6,9 @@ import pytest
 
 from airflow_paimon.engine.assign.rowkind import (DELETE, INSERT, occurrence_rounds, resolve_duplicates,
                                                    row_kinds)
+from airflow_paimon.engine.merge_engine import MergeRules
 
+FIRST_ROW = MergeRules.of({"merge-engine": "first-row"})
 rng = np.random.default_rng(7)
 
 
@@ -48,7 +50,7 @@ def test_deduplicate_keeps_the_last_record_in_sequence_order(seq, ascending):
     kinds = np.where(rng.random(len(df)) < 0.2, DELETE, INSERT).astype(np.int8)
     opts = {"sequence.field": seq, "sequence.field.sort-order": "ascending" if ascending else "descending"} \
         if seq else {}
-    got = resolve_duplicates(_arrow(df), kinds, ["k1", "k2"], merge_engine="deduplicate", options=opts)
+    got = resolve_duplicates(_arrow(df), kinds, ["k1", "k2"], MergeRules.of(opts))
     ordered = _oracle_order(df.assign(kind=kinds), seq, ascending)
     expected = ordered.groupby(["k1", "k2"], sort=False).tail(1).sort_values("_in")
     assert got.rows.to_pandas()[["k1", "k2", "a", "b"]].equals(expected[["k1", "k2", "a", "b"]].reset_index(drop=True))
@@ -58,25 +60,25 @@ def test_deduplicate_keeps_the_last_record_in_sequence_order(seq, ascending):
 
 def test_deduplicate_ignore_delete_drops_retractions_first():
     df = pd.DataFrame({"k": [1, 1, 2, 2], "v": [1.0, 2.0, 3.0, 4.0]})
-    got = resolve_duplicates(_arrow(df), np.array([0, 3, 0, 1], np.int8), ["k"], options={"ignore-delete": "true"})
+    got = resolve_duplicates(_arrow(df), np.array([0, 3, 0, 1], np.int8), ["k"], MergeRules.of({"ignore-delete": "true"}))
     assert got.rows.to_pydict() == {"k": [1, 2], "v": [1.0, 3.0]} and got.kinds.tolist() == [0, 0]
 
 
 def test_first_row_keeps_the_first_and_refuses_retractions():
     df = _batch(with_seq=False)
-    got = resolve_duplicates(_arrow(df), np.zeros(len(df), np.int8), ["k1", "k2"], merge_engine="first-row")
+    got = resolve_duplicates(_arrow(df), np.zeros(len(df), np.int8), ["k1", "k2"], FIRST_ROW)
     expected = df.drop_duplicates(["k1", "k2"], keep="first")
     assert got.rows.to_pandas().equals(expected.reset_index(drop=True))
     with pytest.raises(ValueError, match="first-row cannot accept -U/-D"):
-        resolve_duplicates(_arrow(df), np.full(len(df), DELETE, np.int8), ["k1", "k2"], merge_engine="first-row",
+        resolve_duplicates(_arrow(df), np.full(len(df), DELETE, np.int8), ["k1", "k2"], FIRST_ROW,
                            table="db.t")
 
 
 @pytest.mark.parametrize("seq", [None, "seq"])
 def test_partial_update_takes_each_columns_last_non_null_value(seq):
     df = _batch()
-    got = resolve_duplicates(_arrow(df), np.zeros(len(df), np.int8), ["k1", "k2"], merge_engine="partial-update",
-                             options={"sequence.field": seq} if seq else {})
+    got = resolve_duplicates(_arrow(df), np.zeros(len(df), np.int8), ["k1", "k2"],
+                             MergeRules.of({"merge-engine": "partial-update", **({"sequence.field": seq} if seq else {})}))
     ordered = _oracle_order(df, seq)
     grouped = ordered.groupby(["k1", "k2"], sort=False)
     expected = grouped[["seq", "a", "b"]].last()  # pandas' last() skips nulls: partial-update
@@ -91,9 +93,9 @@ def test_partial_update_remove_record_on_delete():
                        "b": [None, 2.0, 9.0, None, 6.0, None, 8.0]})
     kinds = np.array([0, 0, 3, 0, 3, 3, 2], np.int8)  # key 1 deleted last; 2 deleted; 3 reset then updated
     with pytest.raises(ValueError, match="partial-update cannot accept"):
-        resolve_duplicates(_arrow(df), kinds, ["k"], merge_engine="partial-update")
-    got = resolve_duplicates(_arrow(df), kinds, ["k"], merge_engine="partial-update",
-                             options={"partial-update.remove-record-on-delete": "true"})
+        resolve_duplicates(_arrow(df), kinds, ["k"], MergeRules.of({"merge-engine": "partial-update"}))
+    got = resolve_duplicates(_arrow(df), kinds, ["k"], MergeRules.of(
+        {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}))
     assert got.kinds.tolist() == [DELETE, DELETE, INSERT]
     assert got.rows.to_pydict()["b"][2] == 8.0 and got.rows.to_pydict()["a"][2] is None
 
@@ -106,4 +108,5 @@ def test_occurrence_rounds_give_each_keys_records_their_merge_rank():
 
 def test_aggregation_is_left_to_paimons_merge():
     with pytest.raises(NotImplementedError, match="occurrence_rounds"):
-        resolve_duplicates(_arrow(pd.DataFrame({"k": [1]})), np.zeros(1, np.int8), ["k"], merge_engine="aggregation")
+        resolve_duplicates(_arrow(pd.DataFrame({"k": [1]})), np.zeros(1, np.int8), ["k"],
+                           MergeRules.of({"merge-engine": "aggregation"}))

@@ -41,7 +41,7 @@ def test_unsupported_type_is_refused():
 
 @pytest.mark.parametrize("shards, cores, tasks", [(4, 2, 2), (4, 8, 4), (6, 4, 3), (5, 2, 1), (4, 0, 1), (1, 2, 1)])
 def test_assign_tasks_divide_the_shards_and_fit_the_cores(shards, cores, tasks):
-    from airflow_paimon.spark.assign_write import task_count
+    from airflow_paimon.spark.pipelines.cross_partition import task_count
 
     assert task_count(shards, cores) == tasks
 
@@ -56,11 +56,11 @@ def test_rows_in_the_wrong_assign_task_are_refused():
     from types import SimpleNamespace
 
     from airflow_paimon.engine.errors import PaimonJobError
-    from airflow_paimon.spark.assign_write import _shards_of_task
+    from airflow_paimon.spark.pipelines.cross_partition import shards_of_task
 
     rows = pa.table({"id": pa.array(np.arange(100), pa.int64())})
     ctx = SimpleNamespace(shards=4, identifier="db.t")
     mine = rows.filter(pa.array(shard_of(rows, ["id"], 4) % 2 == 1))
-    assert (_shards_of_task(mine, ["id"], ctx, 1, 2) % 2 == 1).all()
+    assert (shards_of_task(mine, ["id"], ctx, 1, 2) % 2 == 1).all()
     with pytest.raises(PaimonJobError, match=r"table db.t: \d+ rows reached Spark task 0 of 2"):
-        _shards_of_task(mine, ["id"], ctx, 0, 2)
+        shards_of_task(mine, ["id"], ctx, 0, 2)

@@ -15,8 +15,9 @@ from pypaimon.write.file_store_commit import FileStoreCommit
 from airflow_paimon.engine.assign.dynamic import (HashBucketAssigner, bucket_index_update, key_hashes,
                                                   partition_groups)
 from airflow_paimon.engine.assign.fixed import base_snapshot_id, check_fixed_table, fixed_buckets
-from airflow_paimon.engine.assign.rowkind import (ROW_KINDS, occurrence_rounds, resolve_duplicates,
-                                                   row_kinds, sequence_ascending, sequence_fields)
+from airflow_paimon.engine.assign.rowkind import ROW_KINDS, occurrence_rounds, resolve_duplicates, row_kinds
+from airflow_paimon.engine.bucket_mode import BucketMode
+from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.index.hash_index import hash_index_entries
 from airflow_paimon.engine.plan import buckets_at
 from airflow_paimon.engine.write.bucket_writer import write_bucket
@@ -36,14 +37,14 @@ def engine_write(table, batch: pa.Table, ops: list[str], identifier: int) -> int
     opts = table.table_schema.options
     snap = table.snapshot_manager().get_latest_snapshot()
     kinds = row_kinds(pa.array(ops), table=table.identifier)
-    engine = opts.get("merge-engine", "deduplicate")
+    rules = MergeRules.of(opts)
     pk = list(table.primary_keys)
-    if engine == "aggregation":  # Paimon's own merge aggregates: r-th record of a key -> r-th file
-        rounds = occurrence_rounds(batch, pk, sequence_fields(opts), sequence_ascending(opts))
+    if rules.aggregates:  # Paimon's own merge aggregates: r-th record of a key -> r-th file
+        rounds = occurrence_rounds(batch, pk, list(rules.sequence_fields), rules.sequence_ascending)
     else:
-        resolved = resolve_duplicates(batch, kinds, pk, merge_engine=engine, options=opts, table=table.identifier)
+        resolved = resolve_duplicates(batch, kinds, pk, rules, table=table.identifier)
         batch, kinds, rounds = resolved.rows, resolved.kinds, np.zeros(resolved.rows.num_rows, np.int64)
-    dynamic = table.bucket_mode().name == "HASH_DYNAMIC"
+    dynamic = BucketMode.of(table) is BucketMode.HASH_DYNAMIC
     buckets = HashBucketAssigner(table, snap).assign(batch) if dynamic else fixed_buckets(table, batch)
     max_seq = {(bf.partition, bf.bucket): bf.max_sequence_number for bf in buckets_at(table, snap)}
     entries = hash_index_entries(table, snap) if dynamic else None

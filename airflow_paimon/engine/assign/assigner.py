@@ -11,12 +11,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.buckets import BucketAssigner
-from airflow_paimon.engine.assign.rowkind import DELETE, INSERT, is_retract, resolve_duplicates
+from airflow_paimon.engine.assign.rowkind import DELETE, INSERT, is_retract, pick_per_key, resolve_duplicates
 from airflow_paimon.engine.index.keys import decode_partition, encode_partitions
 from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values
+from airflow_paimon.engine.merge_engine import MergeRules
 
 KEY, ORDER, BUCKET, KIND = "_key", "_order", "_bucket", "_kind"
-ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 __all__ = ["KEY", "ORDER", "BUCKET", "KIND", "INSERT", "DELETE", "Assigned", "assign_shard"]
 
 
@@ -42,37 +42,37 @@ def _with_partition(rows: pa.Table, partition_fields: list[str], encoded: pa.Arr
     return rows
 
 
-def _resolve(batch: pa.Table, merge_engine: str, options: dict, table: str) -> tuple[pa.Table, pa.Table]:
+def _resolve(batch: pa.Table, rules: MergeRules, table: str) -> tuple[pa.Table, pa.Table]:
     """(one record per key — the one that decides where the key goes, all records to write)."""
-    kinds = np.asarray(batch.column(KIND).to_numpy(), dtype=np.int8)
-    if merge_engine == "aggregation":  # every record is written; Paimon's merge aggregates them
-        last = resolve_duplicates(batch, np.zeros(batch.num_rows, np.int8), [KEY], options=options, table=table)
-        return last.rows, batch
-    resolved = resolve_duplicates(batch, kinds, [KEY], merge_engine=merge_engine, options=options, table=table)
+    batch, kinds = rules.filter_row_kinds(batch, batch.column(KIND).to_numpy())
+    if rules.aggregates:  # every record is written; Paimon's merge aggregates them
+        last = pick_per_key(batch, [KEY], list(rules.sequence_fields), rules.sequence_ascending, last=True)
+        return batch.take(pa.array(np.sort(last))), batch
+    resolved = resolve_duplicates(batch, kinds, [KEY], rules, table=table)
     rows = resolved.rows.set_column(resolved.rows.schema.get_field_index(KIND), KIND,
                                     pa.array(resolved.kinds, pa.int8()))
     return rows, rows
 
 
 def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_types: list[pa.DataType],
-                 index: ShardIndex, buckets: BucketAssigner, merge_engine: str = "deduplicate",
-                 options: dict | None = None, table: str = "?") -> Assigned:
-    """Assign every row of ``batch`` (one shard's rows, carrying _key, _order and _kind) to a place.
+                 index: ShardIndex, buckets: BucketAssigner, rules: MergeRules | None = None,
+                 table: str = "?") -> Assigned:
+    """Assign every row of ``batch`` (one shard's rows, carrying _key, _order and _kind) to a place, under the
+    table's merge ``rules`` (default: deduplicate's).
 
     Updates ``index`` and ``buckets`` in place; returns the rows to write, delete rows included.
     """
-    if merge_engine not in ENGINES:
-        raise ValueError(f"table {table}: merge-engine {merge_engine!r} is not supported for cross-partition upsert")
+    rules = rules or MergeRules()
     rows_in = batch.num_rows
     batch = batch.take(pc.sort_indices(batch.column(ORDER)))  # input order: merge order and new buckets
-    deciding, records = _resolve(batch, merge_engine, options or {}, table)
+    deciding, records = _resolve(batch, rules, table)
     keys = deciding.column(KEY).combine_chunks()
     new_part = encode_partitions(deciding, partition_fields)
     found = index.lookup(keys)
     known = np.asarray(found.is_valid().to_numpy(zero_copy_only=False))
     # Under aggregation a retraction is an input to the aggregate, not a delete of the key.
     retract = (is_retract(np.asarray(deciding.column(KIND).to_numpy(), dtype=np.int8))
-               if merge_engine != "aggregation" else np.zeros(deciding.num_rows, dtype=bool))
+               if not rules.aggregates else np.zeros(deciding.num_rows, dtype=bool))
     known_idx = np.nonzero(known)[0]
     stored = decode_values(found.filter(pa.array(known)))
     same = np.asarray(pc.equal(stored.partition, new_part.filter(pa.array(known))).to_numpy(zero_copy_only=False))
@@ -83,12 +83,11 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
     keep = ~retract | known  # a delete of a key the index does not know has nothing to delete
     removed = known & retract
     moving = np.zeros(n, dtype=bool)
-    if merge_engine == "deduplicate":
-        moving[known_idx[~same]] = True
-    elif merge_engine == "first-row":
-        keep[known_idx] = False  # the first row stays; a known key takes nothing new
+    moves, takes = rules.existing.process_exists(same)
+    moving[known_idx[moves]] = True
+    keep[known_idx[~takes]] = False
     moving &= ~retract
-    # Known keys that do not move (same partition, partial-update / aggregation, deletes) go to their place.
+    # Known keys that take the record without moving (same partition, use-old, deletes) go to their place.
     at_old = np.zeros(n, dtype=bool)
     at_old[known_idx] = True
     at_old &= ~moving & keep

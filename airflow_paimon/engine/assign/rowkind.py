@@ -3,10 +3,9 @@
 - An operation column holds +I, -U, +U, -D; Paimon's RowKind bytes are 0, 1, 2, 3 (-U and -D retract).
 - Paimon orders one key's records by the table's ``sequence.field`` columns (reversed when
   ``sequence.field.sort-order`` = descending; nulls first either way), then by sequence number (input order
-  here), and hands them to the merge function: deduplicate keeps the last, first-row the first
-  (retractions refused unless ``ignore-delete``), partial-update takes each column's last non-null value
-  (with ``partial-update.remove-record-on-delete`` a -D resets the key and -U is ignored; otherwise
-  retractions are refused unless ``ignore-delete``, which drops them for every engine).
+  here), and hands them to the merge function: deduplicate keeps the last, first-row the first,
+  partial-update takes each column's last non-null value. Which retractions are dropped, refused or taken
+  is the table's MergeRules (engine/merge_engine.py).
 - Aggregation needs the table's aggregate functions: resolve it in Paimon itself by writing the r-th
   occurrence of each key in the r-th file (``occurrence_rounds``) so the read/compaction merge aggregates.
 """
@@ -17,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
 
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
@@ -36,14 +37,6 @@ def row_kinds(op: pa.Array | pa.ChunkedArray, *, table: str = "?", column: str =
 
 def is_retract(kinds: np.ndarray) -> np.ndarray:
     return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
-
-
-def sequence_fields(options: dict) -> list[str]:
-    return [f.strip() for f in str(options.get("sequence.field", "") or "").split(",") if f.strip()]
-
-
-def sequence_ascending(options: dict) -> bool:
-    return str(options.get("sequence.field.sort-order", "ascending")).strip().lower() != "descending"
 
 
 def merge_order(rows: pa.Table, key_fields: list[str], seq_fields: list[str] = (), ascending: bool = True
@@ -95,57 +88,38 @@ class Resolved:
     dropped: int        # input rows that did not survive as their own row
 
 
-def resolve_duplicates(rows: pa.Table, kinds: np.ndarray, key_fields: list[str], *, merge_engine: str = "deduplicate",
-                       options: dict | None = None, table: str = "?") -> Resolved:
-    """One record per key, as Paimon's merge function would leave it after merging this batch."""
-    options = options or {}
-    seq, asc = sequence_fields(options), sequence_ascending(options)
-    ignore_delete = str(options.get("ignore-delete", "false")).lower() == "true"
-    kinds = np.asarray(kinds, dtype=np.int8)
+def resolve_duplicates(rows: pa.Table, kinds: np.ndarray, key_fields: list[str], rules: MergeRules | None = None,
+                       *, table: str = "?") -> Resolved:
+    """One record per key, as Paimon's merge function would leave it after merging this batch (default rules:
+    a deduplicate table's)."""
+    rules = rules or MergeRules()
+    seq, asc = list(rules.sequence_fields), rules.sequence_ascending
     n_in = rows.num_rows
-    retract = is_retract(kinds)
-    if retract.any() and ignore_delete:
-        keep = pa.array(~retract)
-        rows, kinds, retract = rows.filter(keep), kinds[~retract], retract[~retract]
-    if merge_engine == "deduplicate":
-        pick = _pick(rows, key_fields, seq, asc, last=True)
-    elif merge_engine == "first-row":
-        _refuse_retract(retract, table, merge_engine)
-        pick = _pick(rows, key_fields, seq, asc, last=False)
-    elif merge_engine == "partial-update":
-        remove_on_delete = str(options.get("partial-update.remove-record-on-delete", "false")).lower() == "true"
-        return _partial_update(rows, kinds, key_fields, seq, asc, remove_on_delete, table, n_in, options)
-    elif merge_engine == "aggregation":
+    rows, kinds = rules.filter_row_kinds(rows, kinds)
+    if rules.aggregates:
         raise NotImplementedError("aggregation merges with the table's aggregate functions: write each key's "
                                   "r-th record in the r-th file (occurrence_rounds) and let Paimon merge them")
-    else:
-        raise ValueError(f"table {table}: merge-engine {merge_engine!r} is not supported")
-    pick = np.sort(pick)
+    rules.check_retractions(kinds, table)
+    if rules.engine is MergeEngine.PARTIAL_UPDATE:
+        return _partial_update(rows, kinds, key_fields, seq, asc, rules, table, n_in)
+    pick = np.sort(pick_per_key(rows, key_fields, seq, asc, last=rules.engine is MergeEngine.DEDUPLICATE))
     return Resolved(rows.take(pa.array(pick)), kinds[pick], n_in - len(pick))
 
 
-def _refuse_retract(retract: np.ndarray, table: str, merge_engine: str) -> None:
-    if retract.any():
-        raise ValueError(f"table {table}: merge-engine {merge_engine} cannot accept -U/-D records "
-                         f"({int(retract.sum())} in this batch); set 'ignore-delete' = 'true' to drop them")
-
-
-def _pick(rows, key_fields, seq, asc, *, last: bool) -> np.ndarray:
+def pick_per_key(rows, key_fields, seq=(), asc: bool = True, *, last: bool) -> np.ndarray:
+    """The row index of each key's last (or first) record in merge order."""
     order = merge_order(rows, key_fields, seq, asc)
     starts = key_group_starts(rows, key_fields, order)
     ends = np.append(starts[1:], len(order)) - 1
     return order[ends if last else starts]
 
 
-def _partial_update(rows, kinds, key_fields, seq, asc, remove_on_delete, table, n_in, options) -> Resolved:
-    retract = is_retract(kinds)
-    if retract.any() and not remove_on_delete:
-        _refuse_retract(retract, table, "partial-update")
-    if any(k.startswith("fields.") and k.endswith(".sequence-group") for k in options):
+def _partial_update(rows, kinds, key_fields, seq, asc, rules: MergeRules, table, n_in) -> Resolved:
+    if rules.sequence_groups:
         raise ValueError(f"table {table}: partial-update with sequence-group is not supported")
     order = merge_order(rows, key_fields, seq, asc)
     starts = key_group_starts(rows, key_fields, order)
-    merged, out_kinds = merge_partial_update(rows, kinds, order, starts, remove_on_delete=remove_on_delete)
+    merged, out_kinds = merge_partial_update(rows, kinds, order, starts, remove_on_delete=rules.remove_record_on_delete)
     ends = np.append(starts[1:], len(order)) - 1
     # The key columns always come from the key's last record (every record carries them).
     for k in key_fields:

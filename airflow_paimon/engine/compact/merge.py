@@ -11,16 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine.assign.rowkind import merge_partial_update, sequence_ascending, sequence_fields
+from airflow_paimon.engine.assign.rowkind import merge_partial_update
 from airflow_paimon.engine.compact.aggregate import aggregate, check_function
 from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.plan import RETRACT_KINDS as RETRACT, is_last_of_key
 
 SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
 RETRACT_KINDS = pa.array(RETRACT, pa.int8())  # -U and -D
-SUPPORTED = ("deduplicate", "first-row", "partial-update", "aggregation")
-IGNORE_DELETE = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
-                 "partial-update.ignore-delete")  # Paimon's key and its fallback keys
 
 
 def _true(options: dict, key: str) -> bool:
@@ -29,19 +27,16 @@ def _true(options: dict, key: str) -> bool:
 
 def check_supported(identifier: str, options: dict) -> None:
     """Refuse what this compaction cannot merge correctly, before anything is written."""
-    engine = options.get("merge-engine", "deduplicate")
-    if engine not in SUPPORTED:
-        raise PaimonJobError(f"table {identifier}: compaction of merge-engine {engine!r} is not supported "
-                             f"(supported: {', '.join(SUPPORTED)})")
+    engine = MergeRules.of(options, identifier).engine  # every merge engine Paimon has is supported
     if str(options.get("deletion-vectors.enabled", "false")).lower() == "true":
         raise PaimonJobError(f"table {identifier}: compaction with deletion vectors is not supported")
     producer = options.get("changelog-producer", "none")
     if producer not in ("none", "input"):
         raise PaimonJobError(f"table {identifier}: changelog-producer {producer!r} needs changelog from "
                              "compaction, which is not supported")
-    if engine == "partial-update":
+    if engine is MergeEngine.PARTIAL_UPDATE:
         _check_partial_update(identifier, options)
-    elif engine == "aggregation":
+    elif engine is MergeEngine.AGGREGATE:
         _check_aggregation(identifier, options)
 
 
@@ -71,32 +66,34 @@ def _check_aggregation(identifier: str, options: dict) -> None:
 
 
 def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_delete: bool,
-                     table: str = "?") -> pa.Table:
+                     table: str = "?", rules: MergeRules | None = None) -> pa.Table:
     """One row per key, sorted by key, as the table's merge engine merges the versions of a key: the newest
     (deduplicate), the oldest live (first-row), each column's last non-null value (partial-update) or each
-    field's aggregate (aggregation). A key with a single version passes unchanged (Paimon's reducer)."""
-    merge_engine = options.get("merge-engine", "deduplicate")
-    if merge_engine == "first-row":
+    field's aggregate (aggregation). A key with a single version passes unchanged (Paimon's reducer).
+    ``rules``: the table's MergeRules (read from ``options`` when not given)."""
+    rules = rules or MergeRules.of(options, table)
+    if rules.engine is MergeEngine.FIRST_ROW:
         kv = kv.filter(pc.invert(pc.is_in(kv.column(VALUE_KIND), RETRACT_KINDS)))
     if kv.num_rows == 0:
         return kv
-    seq, ascending = sequence_fields(options), sequence_ascending(options)
+    seq, ascending = list(rules.sequence_fields), rules.sequence_ascending
     order = [(k, "ascending") for k in key_columns]
     order += [(f, "ascending" if ascending else "descending") for f in seq]
     order.append((SEQUENCE, "ascending"))
     kv = kv.take(pc.sort_indices(kv, sort_keys=order, null_placement="at_start"))
-    if merge_engine == "deduplicate":
+    if rules.engine is MergeEngine.DEDUPLICATE:
         kv = kv.filter(is_last_of_key(kv, key_columns))
-    elif merge_engine == "first-row":
+    elif rules.engine is MergeEngine.FIRST_ROW:
         kv = kv.filter(_first_of_key(kv, key_columns))
     else:
-        kv = _merge_versions(kv, key_columns, options, seq, table)
+        kv = _merge_versions(kv, key_columns, options, rules, table)
     if drop_delete:
         kv = kv.filter(pc.invert(pc.is_in(kv.column(VALUE_KIND), RETRACT_KINDS)))
     return kv
 
 
-def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, seq: list[str], table: str) -> pa.Table:
+def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: MergeRules, table: str
+                    ) -> pa.Table:
     """partial-update / aggregation over ``kv`` sorted in merge order: keys with several versions merge into
     one row carrying the key's highest sequence number; a key with one version is kept as it is."""
     ends = np.flatnonzero(np.asarray(is_last_of_key(kv, key_columns).to_numpy(zero_copy_only=False)))
@@ -113,11 +110,11 @@ def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, seq: li
     kinds = np.asarray(sub.column(VALUE_KIND).to_numpy(), dtype=np.int8)
     value_names = [n for n in kv.column_names if n not in key_columns and n not in (SEQUENCE, VALUE_KIND)]
     values = sub.select(value_names)
-    if options.get("merge-engine") == "partial-update":
-        merged, out_kinds = _partial_update(values, kinds, sub_starts, options, table)
+    if rules.engine is MergeEngine.PARTIAL_UPDATE:
+        merged, out_kinds = _partial_update(values, kinds, sub_starts, rules, table)
     else:
         primary_keys = [k[len("_KEY_"):] for k in key_columns]
-        merged = aggregate(values, kinds, sub_starts, options, primary_keys, seq, table)
+        merged = aggregate(values, kinds, sub_starts, options, primary_keys, list(rules.sequence_fields), table)
         out_kinds = np.zeros(len(sub_starts), dtype=np.int8)  # Paimon's aggregate is always an INSERT
     top = np.maximum.reduceat(np.asarray(sub.column(SEQUENCE).to_numpy(), dtype=np.int64), sub_starts)
     columns = {k: sub.column(k).take(pa.array(sub_ends)) for k in key_columns}
@@ -129,17 +126,16 @@ def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, seq: li
     return both.take(pa.array(np.argsort(key_index, kind="stable")))
 
 
-def _partial_update(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, options: dict, table: str):
-    remove_on_delete = _true(options, "partial-update.remove-record-on-delete")
-    ignore_delete = any(_true(options, k) for k in IGNORE_DELETE)
+def _partial_update(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, rules: MergeRules, table: str):
     retract = (kinds == 1) | (kinds == 3)
-    if retract.any() and not (remove_on_delete or ignore_delete):
+    if retract.any() and rules.refuses_retractions:
         raise PaimonJobError(
             f"table {table}: merge-engine partial-update cannot merge the {int(retract.sum())} -U/-D records "
             "found with other versions of their keys; set 'partial-update.remove-record-on-delete' = 'true' "
             "(a -D removes the row) or 'ignore-delete' = 'true' (retractions are ignored), as Paimon requires")
-    return merge_partial_update(values, kinds, np.arange(values.num_rows), starts, remove_on_delete=remove_on_delete,
-                                ignore_delete=ignore_delete, paimon_retractions=True)
+    return merge_partial_update(values, kinds, np.arange(values.num_rows), starts,
+                                remove_on_delete=rules.remove_record_on_delete, ignore_delete=rules.ignore_delete,
+                                paimon_retractions=True)
 
 
 def retract_counts(kv: pa.Table, row_counts: list[int]) -> list[int]:

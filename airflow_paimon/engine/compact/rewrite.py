@@ -15,6 +15,7 @@ from airflow_paimon.engine.compact.levels import interval_partition
 from airflow_paimon.engine.compact.merge import RETRACT_KINDS, SEQUENCE, VALUE_KIND, merge_key_values, retract_counts
 from airflow_paimon.engine.compact.plan import BucketCompaction
 from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.plan import read_columns
 from airflow_paimon.engine.write.bucket_writer import file_schema
 
@@ -43,6 +44,7 @@ class BucketRewriter:
         self.schema = key_value_schema(table)
         self.key_columns = [f"_KEY_{k}" for k in table.trimmed_primary_keys]
         self.options = dict(table.table_schema.options)
+        self.rules = MergeRules.of(self.options, table.identifier.get_full_name())
         self.compact_before: list = []
         self.compact_after: list = []
         self._written: list = []  # new files only: what an abort must delete
@@ -106,7 +108,7 @@ class BucketRewriter:
     def _merge_and_write(self, files: list) -> None:
         kv = pa.concat_tables([self._read(f) for f in files])
         merged = merge_key_values(kv, self.key_columns, self.options, self.work.drop_delete,
-                                  table=self.table.identifier.get_full_name())
+                                  table=self.table.identifier.get_full_name(), rules=self.rules)
         self.compact_before.extend(files)
         if merged.num_rows:
             self.compact_after.extend(self._write(merged))

@@ -1,7 +1,8 @@
 """One write task: one (partition, bucket)'s assigned rows in, one staged CommitMessage out.
 
 Fixed- and dynamic-bucket rows arrive as the source had them, so duplicates of a key are merged here as
-Paimon's write buffer would; cross-partition rows were merged by the assigner already. Under aggregation
+Paimon's write buffer would, under the table's MergeRules; cross-partition rows were merged by the assigner
+already (its DELETEs of moved keys are written whatever ``ignore-delete`` says). Under aggregation
 every record is written — the r-th record of a key in the r-th file, sequence numbers chained — so Paimon's
 merge applies the table's aggregate functions. A dynamic-bucket write also refreshes the bucket's HASH index.
 """
@@ -13,15 +14,13 @@ import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.assigner import BUCKET, KIND, ORDER
 from airflow_paimon.engine.assign.dynamic import bucket_index_update, key_hashes
-from airflow_paimon.engine.assign.rowkind import (is_retract, occurrence_rounds, resolve_duplicates,
-                                                  sequence_ascending, sequence_fields)
+from airflow_paimon.engine.assign.rowkind import is_retract, occurrence_rounds, resolve_duplicates
 from airflow_paimon.engine.commit.staging import encode_message
+from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.index.keys import encode_partitions
 from airflow_paimon.engine.write.bucket_writer import write_bucket
 from pypaimon.write.commit_message import CommitMessage
-
-MERGED_UPSTREAM = ("CROSS_PARTITION",)
 
 
 def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
@@ -32,14 +31,15 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     encoded_partition = encode_partitions(rows.slice(0, 1), ctx.partition_keys)[0].as_py()
     if ORDER in rows.column_names:
         rows = rows.take(pc.sort_indices(rows.column(ORDER)))
-    options, pk = ctx.options, ctx.primary_keys
+    rules, pk = ctx.merge_rules, ctx.primary_keys
     kinds = np.asarray(rows.column(KIND).to_numpy(), dtype=np.int8)
-    if ctx.merge_engine == "aggregation":
-        rounds = occurrence_rounds(rows, pk, sequence_fields(options), sequence_ascending(options))
+    if rules.aggregates:
+        if not ctx.bucket_mode.merged_upstream:  # Paimon's RowKindFilter (the assigner's rows passed it already)
+            rows, kinds = rules.filter_row_kinds(rows, kinds)
+        rounds = occurrence_rounds(rows, pk, list(rules.sequence_fields), rules.sequence_ascending)
     else:
-        if ctx.bucket_mode not in MERGED_UPSTREAM:
-            resolved = resolve_duplicates(rows, kinds, pk, merge_engine=ctx.merge_engine, options=options,
-                                          table=ctx.identifier)
+        if not ctx.bucket_mode.merged_upstream:
+            resolved = resolve_duplicates(rows, kinds, pk, rules, table=ctx.identifier)
             rows, kinds = resolved.rows, resolved.kinds
         rounds = np.zeros(rows.num_rows, dtype=np.int64)
 
@@ -49,7 +49,7 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
         files += write_bucket(table, partition, bucket, rows.take(part), pa.array(kinds).take(part), seq).new_files
         seq += len(part)
     message = CommitMessage(partition=partition, bucket=bucket, new_files=files)
-    if ctx.bucket_mode == "HASH_DYNAMIC":
+    if ctx.bucket_mode is BucketMode.HASH_DYNAMIC:
         message.index_adds = bucket_index_update(table, ctx.base_snapshot(), partition, bucket,
                                                  key_hashes(table, rows))
     deletes = int(is_retract(kinds).sum())

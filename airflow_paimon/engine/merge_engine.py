@@ -1,0 +1,141 @@
+"""The table's merge engine and the options that change how it treats records: one typed object, read once
+from the table's options (through pypaimon's CoreOptions, so keys, defaults and fallback keys resolve as in
+Paimon), asked by every step that merges — the assigner (what a known key does), the in-batch merge and the
+write task (which retractions are dropped, refused or taken), the source checks and compaction.
+
+- ``ignore-delete`` (fallback keys ``first-row.ignore-delete``, ``deduplicate.ignore-delete``,
+  ``partial-update.ignore-delete``; the first key present wins) is Paimon's RowKindFilter: every -U/-D is
+  dropped before any merge, whatever the engine.
+- Retractions that pass: deduplicate deletes the key; partial-update takes a -D as a reset and ignores -U with
+  ``partial-update.remove-record-on-delete``, else refuses them; first-row refuses them; aggregation hands them
+  to its field aggregators (they never delete the key).
+- A key the global index holds in another partition: Paimon's ``ExistingProcessor`` of the engine.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import pyarrow as pa
+from pypaimon.common.options.core_options import CoreOptions, MergeEngine
+
+from airflow_paimon.engine.errors import PaimonJobError
+
+__all__ = ["MergeEngine", "ExistingProcessor", "MergeRules"]
+
+UPDATE_BEFORE, DELETE = 1, 3  # Paimon's RowKind bytes of the retractions
+
+
+class ExistingProcessor(Enum):
+    """What a record does to a key the global index holds in another partition (Paimon's
+    ``crosspartition.ExistingProcessor.create``)."""
+    DELETE_EXISTING = "delete-existing"  # deduplicate: a DELETE in the old place, the key moves to the new one
+    USE_OLD = "use-old"                  # partial-update, aggregation: the record merges in the old place
+    SKIP_NEW = "skip-new"                # first-row: the first row stays, the new record is dropped
+
+    @classmethod
+    def of(cls, engine: MergeEngine) -> "ExistingProcessor":
+        return {MergeEngine.DEDUPLICATE: cls.DELETE_EXISTING, MergeEngine.PARTIAL_UPDATE: cls.USE_OLD,
+                MergeEngine.AGGREGATE: cls.USE_OLD, MergeEngine.FIRST_ROW: cls.SKIP_NEW}[engine]
+
+    def process_exists(self, same_partition: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For known keys (``same_partition``: the record's partition is the stored one): (the key moves to the
+        record's partition, the key takes the record). Keys that take it without moving go to their old place.
+        SKIP_NEW drops same-partition records too: Paimon sends them to the old bucket, where first-row's merge
+        keeps the older row anyway."""
+        n = len(same_partition)
+        if self is ExistingProcessor.DELETE_EXISTING:
+            return ~same_partition, np.ones(n, dtype=bool)
+        return np.zeros(n, dtype=bool), np.full(n, self is ExistingProcessor.USE_OLD, dtype=bool)
+
+
+@dataclass(frozen=True)
+class MergeRules:
+    """How the table's merge engine treats records; build it with ``MergeRules.of(options)``."""
+    engine: MergeEngine = MergeEngine.DEDUPLICATE
+    ignore_delete: bool = False              # drop every -U/-D before merging (Paimon's RowKindFilter)
+    remove_record_on_delete: bool = False    # partial-update: a -D removes the row, a -U is ignored
+    sequence_fields: tuple[str, ...] = ()    # ``sequence.field``: merge order before the sequence number
+    sequence_ascending: bool = True          # ``sequence.field.sort-order``
+    sequence_groups: tuple[str, ...] = ()    # ``fields.<name>.sequence-group`` options (not supported here)
+
+    @classmethod
+    def of(cls, options: dict, table: str = "?") -> "MergeRules":
+        """The rules of a table with ``options``; an unknown engine or a malformed value fails naming both."""
+        options = {k: str(v) for k, v in dict(options or {}).items() if v is not None}
+        core = CoreOptions.from_dict(options)
+        engine = _read(table, "merge-engine", options, core.merge_engine)
+        remove = options.get("partial-update.remove-record-on-delete", "false")
+        return cls(engine=engine,
+                   ignore_delete=_read(table, "ignore-delete", options, core.ignore_delete),
+                   remove_record_on_delete=remove.strip().lower() == "true",
+                   sequence_fields=tuple(f for f in core.sequence_field() if f),
+                   sequence_ascending=_read(table, "sequence.field.sort-order", options,
+                                            core.sequence_field_sort_order_is_ascending),
+                   sequence_groups=tuple(sorted(k for k in options
+                                                if k.startswith("fields.") and k.endswith(".sequence-group"))))
+
+    @property
+    def name(self) -> str:
+        """The engine as the ``merge-engine`` option spells it."""
+        return self.engine.value
+
+    @property
+    def existing(self) -> ExistingProcessor:
+        return ExistingProcessor.of(self.engine)
+
+    @property
+    def aggregates(self) -> bool:
+        """Aggregation: every record is written and Paimon's merge applies the aggregate functions (a batch is
+        not merged here, and a retraction is an input to the aggregate, not a delete of the key)."""
+        return self.engine is MergeEngine.AGGREGATE
+
+    @property
+    def refuses_retractions(self) -> bool:
+        """Whether a -U/-D that passes the row-kind filter is an error, as in Paimon's merge function."""
+        if self.ignore_delete:
+            return False
+        return self.engine is MergeEngine.FIRST_ROW or (self.engine is MergeEngine.PARTIAL_UPDATE
+                                                        and not self.remove_record_on_delete)
+
+    def filter_row_kinds(self, rows: pa.Table, kinds: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+        """Paimon's RowKindFilter: (the rows that reach the merge, their kinds)."""
+        kinds = np.asarray(kinds, dtype=np.int8)
+        if not self.ignore_delete:
+            return rows, kinds
+        kept = ~((kinds == UPDATE_BEFORE) | (kinds == DELETE))
+        return (rows, kinds) if kept.all() else (rows.filter(pa.array(kept)), kinds[kept])
+
+    def check_retractions(self, kinds: np.ndarray, table: str) -> None:
+        """Refuse the retractions among ``kinds`` (after the row-kind filter) that the engine cannot take."""
+        if not self.refuses_retractions:
+            return
+        kinds = np.asarray(kinds)
+        count = int(((kinds == UPDATE_BEFORE) | (kinds == DELETE)).sum())
+        if count:
+            raise ValueError(f"table {table}: merge-engine {self.name} cannot accept -U/-D records ({count} in this "
+                             f"batch); {self.retraction_advice}")
+
+    @property
+    def retraction_advice(self) -> str:
+        if self.engine is MergeEngine.PARTIAL_UPDATE:
+            return ("set 'partial-update.remove-record-on-delete' = 'true' (a -D removes the row) or "
+                    "'ignore-delete' = 'true' to drop them")
+        return "set 'ignore-delete' = 'true' to drop them"
+
+
+IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                      "partial-update.ignore-delete")  # Paimon's key, then its fallback keys
+
+
+def _read(table: str, key: str, options: dict, read):
+    """``read()``, a malformed value failing with the table, the option and the value."""
+    try:
+        return read()
+    except ValueError as e:
+        keys = IGNORE_DELETE_KEYS if key == "ignore-delete" else (key,)
+        key = next((k for k in keys if k in options), key)
+        supported = ", ".join(m.value for m in MergeEngine) if key == "merge-engine" else None
+        raise PaimonJobError(f"table {table}: {key} {options.get(key)!r} is not supported"
+                             + (f" (supported: {supported})" if supported else f": {e}")) from None
