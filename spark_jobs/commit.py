@@ -1,4 +1,4 @@
-"""Spark job: commit (driver-only). Arguments: --spec JSON --result-uri URI."""
+"""Spark job: commit (driver-only). Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
 from airflow_paimon.spark.commit import run_commit
 from airflow_paimon.spark.job import run
 

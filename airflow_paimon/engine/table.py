@@ -9,6 +9,7 @@ from pypaimon.catalog.catalog_exception import TableNotExistException
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 
 from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.identifier import validate_identifier
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ def open_catalog(catalog_options: dict):
 
 def get_table(catalog_options: dict, identifier: str):
     """The table, or a clear error naming it when it does not exist."""
+    validate_identifier(identifier)
     try:
         return open_catalog(catalog_options).get_table(identifier)
     except TableNotExistException:
@@ -55,6 +57,7 @@ def get_table(catalog_options: dict, identifier: str):
 
 def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec | None):
     """Open the table; create it from ``spec`` on first use; refuse a ``spec`` the table does not match."""
+    validate_identifier(identifier)
     catalog = open_catalog(catalog_options)
     try:
         table = catalog.get_table(identifier)

@@ -14,6 +14,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 
 MANIFEST = "manifest.json"
@@ -59,7 +60,7 @@ class IndexManifest:
 
 
 def table_index_uri(index_root: str, identifier: str) -> str:
-    return storage.join(index_root, identifier)
+    return storage.join(index_root, validate_identifier(identifier))
 
 
 def snapshot_dir(snapshot_id: int | None) -> str:
