@@ -1,4 +1,4 @@
-"""Spark job: assign-and-write. Arguments: --spec JSON --result-uri URI."""
+"""Spark job: assign-and-write. Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
 from airflow_paimon.spark.assign_write import run_assign_and_write
 from airflow_paimon.spark.job import run, spark_session
 

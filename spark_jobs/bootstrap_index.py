@@ -1,4 +1,4 @@
-"""Spark job: bootstrap-index. Arguments: --spec JSON --result-uri URI."""
+"""Spark job: bootstrap-index. Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
 from airflow_paimon.spark.bootstrap import run_bootstrap
 from airflow_paimon.spark.job import run, spark_session
 

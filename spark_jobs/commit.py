@@ -1,10 +1,10 @@
-"""Spark job: commit (driver-only). Arguments: --spec JSON --result-uri URI."""
+"""Spark job: commit (driver-only). Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
 import sys
 
 from airflow_paimon.spark.commit import run_commit
-from airflow_paimon.spark.job import parse_args, run
+from airflow_paimon.spark.job import result_uri_of, run
 
 if __name__ == "__main__":
     # the commit also drops this DAG's old result files, next to its own
-    result_uri = parse_args(sys.argv[1:])[1]
+    result_uri = result_uri_of(sys.argv[1:])
     run(lambda spec: run_commit({**spec, "result_uri": result_uri}))

@@ -1,4 +1,4 @@
-"""Spark job: compact. Arguments: --spec JSON --result-uri URI."""
+"""Spark job: compact. Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
 from airflow_paimon.spark.compact import run_compact
 from airflow_paimon.spark.job import run, spark_session
 

@@ -1,4 +1,4 @@
-"""Spark job: expire snapshots (driver-only). Arguments: --spec JSON --result-uri URI."""
+"""Spark job: expire snapshots (driver-only). Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
 from airflow_paimon.spark.job import run
 from airflow_paimon.spark.maintenance import run_expire_snapshots
 

@@ -1,4 +1,4 @@
-"""Spark job: remove orphan files (driver-only). Arguments: --spec JSON --result-uri URI."""
+"""Spark job: remove orphan files (driver-only). Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
 from airflow_paimon.spark.job import run
 from airflow_paimon.spark.maintenance import run_remove_orphan_files
 

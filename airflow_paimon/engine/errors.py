@@ -1,6 +1,15 @@
 """Errors the engine raises on purpose; each names the table and, where there is one, the column and value."""
 
 
+SHOWN_CHARS = 200  # longest column name or value an error echoes (a CSV header line, a long string)
+
+
+def shown(value) -> str:
+    """``repr(value)``, cut to SHOWN_CHARS characters."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"... ({len(text)} chars)"
+
+
 class PaimonJobError(Exception):
     """A write cannot go on; nothing has been staged or committed."""
 
@@ -12,9 +21,9 @@ class ValidationError(PaimonJobError):
         self.table, self.column, self.value = table, column, value
         where = f"table {table}"
         if column is not None:
-            where += f", column {column!r}"
+            where += f", column {shown(column)}"
         if value is not None or column is not None:
-            where += f", value {value!r}"
+            where += f", value {shown(value)}"
         super().__init__(f"{where}: {message}")
 
 

@@ -8,7 +8,8 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon.catalog.catalog_exception import TableNotExistException
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 
-from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.errors import ValidationError, shown
+from airflow_paimon.engine.identifier import validate_identifier
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,11 @@ class TableSpec:
         return {"columns": [list(c) for c in self.columns], "primary_keys": self.primary_keys,
                 "partition_keys": self.partition_keys, "options": self.options}
 
+    def paimon_types(self) -> list:
+        """The declared Paimon types, primary-key columns NOT NULL (as Paimon makes them)."""
+        return [DataTypeParser.parse_atomic_type_sql_string(t + (" NOT NULL" if n in self.primary_keys else ""))
+                for n, t in self.columns]
+
     def arrow_schema(self) -> pa.Schema:
         fields = []
         for name, type_sql in self.columns:
@@ -47,6 +53,7 @@ def open_catalog(catalog_options: dict):
 
 def get_table(catalog_options: dict, identifier: str):
     """The table, or a clear error naming it when it does not exist."""
+    validate_identifier(identifier)
     try:
         return open_catalog(catalog_options).get_table(identifier)
     except TableNotExistException:
@@ -55,6 +62,7 @@ def get_table(catalog_options: dict, identifier: str):
 
 def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec | None):
     """Open the table; create it from ``spec`` on first use; refuse a ``spec`` the table does not match."""
+    validate_identifier(identifier)
     catalog = open_catalog(catalog_options)
     try:
         table = catalog.get_table(identifier)
@@ -66,14 +74,42 @@ def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec 
         catalog.create_database(database, True)
         schema = Schema.from_pyarrow_schema(spec.arrow_schema(), partition_keys=spec.partition_keys,
                                             primary_keys=spec.primary_keys, options=spec.options)
+        for f, paimon_type in zip(schema.fields, spec.paimon_types()):
+            f.type = paimon_type  # as declared: arrow has no VARCHAR(n)/CHAR(n), it would make them STRING
         catalog.create_table(identifier, schema, True)  # ignore_if_exists: a concurrent creator is fine
         table = catalog.get_table(identifier)
     if spec is not None:
         _check_matches(identifier, table, spec)
+    check_options(identifier, table.table_schema.options)
     return table
 
 
+# Integer table options this provider reads, with the smallest value Paimon accepts; bucket also takes -1.
+_INT_OPTIONS = {"bucket": 1, "dynamic-bucket.target-row-num": 1, "dynamic-bucket.initial-buckets": 1,
+                "num-sorted-run.compaction-trigger": 1, "num-sorted-run.stop-trigger": 1,
+                "compaction.max-size-amplification-percent": 0, "compaction.size-ratio": 0,
+                "num-levels": 2}
+
+
+def check_options(identifier: str, options: dict) -> None:
+    """Refuse an unparsable or out-of-range table option, naming it and its value, before anything is
+    created or written."""
+    for key, smallest in _INT_OPTIONS.items():
+        if options.get(key) is None:
+            continue
+        raw = str(options[key]).strip()
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValidationError(identifier, f"table option {key!r} must be an integer, not {shown(options[key])}"
+                                  ) from None
+        if value < smallest and not (key == "bucket" and value == -1):
+            allowed = "-1 (dynamic) or at least 1" if key == "bucket" else f"at least {smallest}"
+            raise ValidationError(identifier, f"table option {key!r} must be {allowed}, not {shown(options[key])}")
+
+
 def _check_spec(identifier: str, spec: TableSpec) -> None:
+    check_options(identifier, spec.options)
     names = [c for c, _ in spec.columns]
     for key in spec.primary_keys + spec.partition_keys:
         if key not in names:

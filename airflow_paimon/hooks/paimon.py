@@ -7,6 +7,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 
 
@@ -67,6 +68,7 @@ class PaimonHook(BaseHook):
 
     def get_table(self, identifier: str, spec: dict | None = None):
         """The pypaimon table; created from ``spec`` (a TableSpec dict) if it does not exist yet."""
+        validate_identifier(identifier)
         if spec is None:
             return get_table(self.catalog_options(), identifier)
         return get_or_create_table(self.catalog_options(), identifier, TableSpec.from_dict(spec))

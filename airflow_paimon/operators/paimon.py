@@ -18,8 +18,9 @@ from airflow.exceptions import AirflowException
 from airflow.sdk import BaseOperator
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.hooks.paimon import PaimonHook
-from airflow_paimon.spark.job import submit_conf
+from airflow_paimon.spark.job import secrets_of, spec_file, submit_conf
 
 
 def spark_job_path(job: str) -> str:
@@ -32,7 +33,9 @@ def spark_job_path(job: str) -> str:
 
 
 def _safe(part: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=-]", "_", part)
+    """One path segment from a name (dag id, run id, ...): never a separator, never '.' or '..'."""
+    part = re.sub(r"[^A-Za-z0-9_.=-]", "_", part)
+    return "_" + part if part.strip(".") == "" else part
 
 
 class PaimonSparkJobOperator(BaseOperator):
@@ -72,6 +75,7 @@ class PaimonSparkJobOperator(BaseOperator):
         raise AirflowException(f"{self.task_id}: no upstream {operator_class.__name__}; chain it after one")
 
     def execute(self, context) -> dict:
+        validate_identifier(self.table)  # templated: checked here, before anything is submitted
         hook = PaimonHook(self.paimon_conn_id)
         spec = {"catalog_options": hook.catalog_options(), "table": self.table, **self.job_spec(context, hook)}
         if self.shuffle_partitions:
@@ -85,23 +89,33 @@ class PaimonSparkJobOperator(BaseOperator):
         return result
 
     def _submit(self, spec: dict, result_uri: str) -> None:
+        """spark-submit the job. The spec (catalog options: keys, tokens) goes in a private file whose path
+        is the only argument, never on the command line; the job deletes the file once read, and so does
+        this method when the job ends however it ends."""
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+        from airflow.sdk.log import mask_secret
 
+        for secret in secrets_of(spec):
+            mask_secret(secret)  # whatever spark-submit prints lands in the task log masked
         venv_bin = str(Path(sys.executable).parent)
         conf = {**submit_conf(sys.executable), **self.spark_conf}
-        submit = SparkSubmitHook(
-            conn_id=self.spark_conn_id, conf=conf, name=f"paimon-{self.job}-{self.table}",
-            application_args=["--spec", json.dumps(spec), "--result-uri", result_uri],
-            # spark-submit is found through PATH; the interpreter's bin/ holds the one matching pyspark.
-            env_vars={"PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
-                      "PYSPARK_PYTHON": sys.executable})
-        try:
-            submit.submit(application=spark_job_path(self.job))
-        except AirflowException as e:
-            error = None
-            if storage.exists(result_uri):
-                error = json.loads(storage.read_bytes(result_uri)).get("error")
-            raise AirflowException(f"{self.job} for table {self.table} failed: {error or e}") from None
+        with spec_file(spec) as spec_path:
+            submit = SparkSubmitHook(
+                conn_id=self.spark_conn_id, conf=conf, name=f"paimon-{self.job}-{self.table}",
+                application_args=["--spec-file", spec_path, "--result-uri", result_uri],
+                # spark-submit is found through PATH; the interpreter's bin/ holds the one matching pyspark.
+                env_vars={"PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
+                          "PYSPARK_PYTHON": sys.executable})
+            if submit._connection.get("deploy_mode") == "cluster":
+                raise AirflowException(f"{self.job} for table {self.table}: cluster deploy mode is not supported "
+                                       "(the driver reads its spec from a private file on this worker); use client")
+            try:
+                submit.submit(application=spark_job_path(self.job))
+            except AirflowException as e:
+                error = None
+                if storage.exists(result_uri):
+                    error = json.loads(storage.read_bytes(result_uri)).get("error")
+                raise AirflowException(f"{self.job} for table {self.table} failed: {error or e}") from None
 
 
 class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):

@@ -15,6 +15,7 @@ from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.context import WriteContext, check_cross_partition_table
 from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.index.keys import encode_partition_values
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import staged_shards
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 def staging_uri(staging_root: str, identifier: str, commit_user: str) -> str:
-    return storage.join(staging_root, identifier, commit_user)
+    return storage.join(staging_root, validate_identifier(identifier), commit_user)
 
 
 def run_assign_and_write(spark, spec: dict) -> dict:

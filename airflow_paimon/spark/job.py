@@ -1,37 +1,110 @@
-"""Common frame of every Spark job: read the job spec from argv, run, hand the result dict back in a file."""
+"""Common frame of every Spark job: read the job spec from a private file, run, hand the result dict back
+in a file.
+
+The spec holds the catalog options (object-store keys, tokens), so it never travels on a command line
+(visible to every user in ``ps``): the operator writes it to a file only its user can read, in a private
+temporary directory on the Airflow worker, and passes that file's path; the job deletes the file as soon
+as it has read it. The driver must therefore run on the worker: client deploy mode (the default; local,
+standalone, YARN and K8s clients) — cluster deploy mode is refused by the operator.
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import os
+import shutil
 import sys
-from typing import Callable
+import tempfile
+import traceback
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.identifier import validate_identifier
 
 log = logging.getLogger("airflow_paimon.job")
+
+SPEC_FILE = "spec.json"
+
+
+@contextmanager
+def spec_file(spec: dict) -> Iterator[str]:
+    """The path of a file holding ``spec`` (mode 0600, in a fresh mode-0700 directory); removed on exit."""
+    directory = tempfile.mkdtemp(prefix="airflow-paimon-spec-")  # created 0700, name unguessable
+    try:
+        path = os.path.join(directory, SPEC_FILE)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(spec, f)
+        yield path
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def read_spec_file(path: str) -> dict:
+    """The spec in ``path``; the file (and its private directory, if empty) is deleted once read."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    finally:
+        for remove in (os.unlink, lambda p: os.rmdir(os.path.dirname(p))):
+            try:
+                remove(path)
+            except OSError:
+                pass
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[dict, str]:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--spec", required=True, help="the job spec as JSON")
+    parser.add_argument("--spec-file", required=True, help="a file holding the job spec as JSON; deleted once read")
     parser.add_argument("--result-uri", required=True, help="where to write the result JSON")
     args = parser.parse_args(argv)
-    return json.loads(args.spec), args.result_uri
+    return read_spec_file(args.spec_file), args.result_uri
+
+
+def result_uri_of(argv: list[str]) -> str:
+    """The ``--result-uri`` argument alone (the spec file is left for ``run`` to read and delete)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--result-uri", required=True)
+    return parser.parse_known_args(argv)[0].result_uri
+
+
+_SECRET_WORDS = ("secret", "password", "passwd", "token", "key", "credential", "auth", "session", "signature")
+
+
+def secrets_of(spec: dict) -> list[str]:
+    """Catalog option values that must not reach a log or a result file: those of options named like a
+    secret (``fs.s3.secret-key``, ``fs.oss.accessKeyId``, ``token``, ...), longest first."""
+    options = spec.get("catalog_options") or {}
+    found = {str(v) for k, v in options.items() if v and any(w in k.lower() for w in _SECRET_WORDS)}
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
 
 
 def run(job: Callable[[dict], dict], argv: list[str] | None = None) -> None:
-    """Run ``job(spec)``; write its dict to the result URI; exit non-zero with the error on failure."""
+    """Run ``job(spec)``; write its dict to the result URI; exit non-zero with the error on failure. Neither
+    the log nor the result file carries a catalog option value (errors are redacted)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec, result_uri = parse_args(argv)
+    secrets = secrets_of(spec)
     try:
+        if "table" in spec:
+            validate_identifier(spec["table"])
         result = job(spec)
     except Exception as e:
-        log.exception("job failed")
-        storage.write_bytes_atomic(result_uri, json.dumps({"error": f"{type(e).__name__}: {e}"}).encode())
+        log.error("job failed: %s", redact(traceback.format_exc(), secrets))
+        error = redact(f"{type(e).__name__}: {e}", secrets)
+        storage.write_bytes_atomic(result_uri, json.dumps({"error": error}).encode())
         sys.exit(1)
-    storage.write_bytes_atomic(result_uri, json.dumps(result).encode())
-    log.info("result: %s", json.dumps(result))
+    text = redact(json.dumps(result), secrets)
+    storage.write_bytes_atomic(result_uri, text.encode())
+    log.info("result: %s", text)
 
 
 # The driver JVM of a short job: C1 only (no C2 compiler threads competing for the cores) and the serial GC.
@@ -47,7 +120,9 @@ def submit_conf(python: str) -> dict[str, str]:
             "spark.ui.enabled": "false",
             # Python workers fork from a daemon that imported what they need once (airflow_paimon/spark/daemon.py)
             "spark.python.daemon.module": "airflow_paimon.spark.daemon",
-            "spark.driver.extraJavaOptions": SHORT_JOB_JAVA_OPTIONS}
+            "spark.driver.extraJavaOptions": SHORT_JOB_JAVA_OPTIONS,
+            # Timestamps never depend on the host's time zone (a user's spark_conf may still set another)
+            "spark.sql.session.timeZone": "UTC"}
 
 
 def spark_session(spec: dict, app_name: str):

@@ -2,7 +2,7 @@
 assign-and-write, commit, warm bootstrap, compact) on a small cross-partition table:
 
 - in-job: the job's function in one warm local[2] SparkSession (workers warm: the first round is dropped);
-- end to end: ``spark-submit spark_jobs/<job>.py --spec .. --result-uri ..`` as the operator submits it
+- end to end: ``spark-submit spark_jobs/<job>.py --spec-file .. --result-uri ..`` as the operator submits it
   (bench_upsert's ``submit_command``: the operator's default conf, ``--conf`` on top as its spark_conf);
 - a trivial spark-submit (``SparkSession.builder.getOrCreate(); spark.range(1).collect()``), both plain
   (only the Python interpreter set) and with the operator's default conf.

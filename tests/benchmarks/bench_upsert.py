@@ -3,7 +3,7 @@ date partitions, three value columns), ours against the peers, on the same data,
 
 - ours in-job: cold bootstrap, assign-and-write, commit, warm bootstrap (the next batch's), full compaction —
   the Spark jobs' functions called in one warm local[2] SparkSession (the engine work, no spark-submit);
-- ours end to end: the same five tasks, each a ``spark-submit spark_jobs/<job>.py --spec .. --result-uri ..``
+- ours end to end: the same five tasks, each a ``spark-submit spark_jobs/<job>.py --spec-file .. --result-uri ..``
   as the operators submit it, on an identical copy of the table; plus a trivial spark-submit for reference;
 - pypaimon-rust's native writer (table option write.native.enabled=true) upserting into an identical table;
 - pure pypaimon writing into the dynamic-bucket equivalent (bucket -1, primary key (id, dt));
@@ -338,12 +338,15 @@ def submit_env() -> dict:
 def e2e_runner(work: Path, conf: dict | None = None):
     counter = iter(range(1000))
 
+    from airflow_paimon.spark.job import spec_file
+
     def run(job: str, spec: dict):
         n = next(counter)
         result_uri = str(work / f"e2e-{n}-{job}.json")
-        cmd = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
-                             ["--spec", json.dumps(spec), "--result-uri", result_uri], conf)
-        measured = run_child(cmd, work / f"e2e-{n}-{job}.log", submit_env())
+        with spec_file(spec) as spec_path:
+            cmd = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
+                                 ["--spec-file", spec_path, "--result-uri", result_uri], conf)
+            measured = run_child(cmd, work / f"e2e-{n}-{job}.log", submit_env())
         return measured, json.loads(Path(result_uri).read_text())
     return run
 

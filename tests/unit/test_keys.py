@@ -59,3 +59,17 @@ def test_duplicates_are_found_in_fixed_and_varying_width_keys():
     for values in ([3, 1, 3], ["x", "yy", "x"]):
         keys = encode_keys(pa.table({"k": values}), ["k"])
         assert sort_keys(keys).duplicated
+
+
+def test_partition_encoding_is_injective_and_round_trips():
+    rows = [("a\x1fb", "c"), ("a", "b\x1fc"), (None, "x"), ("\x00", "x"), ("", "x"), ("null", "x"), ("None", "x"),
+            ("a\x1e", "_"), ("a", "\x1e_"), ("a\x1e_", ""), ("=", None), ("", None)]
+    t = pa.table({"p": pa.array([r[0] for r in rows], pa.string()), "q": pa.array([r[1] for r in rows], pa.string())})
+    encoded = encode_partitions(t, ["p", "q"]).to_pylist()
+    assert len(set(encoded)) == len(rows)
+    types = [pa.string(), pa.string()]
+    assert [decode_partition(e, types) for e in encoded] == rows
+    assert [encode_partition_values(r, types) for r in rows] == encoded
+    single = encode_partitions(t, ["p"]).to_pylist()
+    assert len(set(single)) == len({r[0] for r in rows})
+    assert [decode_partition(e, [pa.string()]) for e in single] == [(r[0],) for r in rows]

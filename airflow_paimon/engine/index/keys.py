@@ -3,10 +3,12 @@
 A primary key becomes one binary value whose byte order is the key order for integer-like columns
 (big-endian, sign bit flipped); variable-length columns carry a 4-byte length prefix when the key has
 more than one column, so two different keys never encode alike. A partition becomes a short string of
-its values, decoded back to typed values only once per distinct partition.
+its values, decoded back to typed values only once per distinct partition; that encoding is injective too
+(a null is its own marker, separators inside values are escaped), so no two partitions share a string.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,8 +16,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
-_SEP = "\x1f"   # between partition values
-_NULL = "\x00"  # a null partition value
+_SEP = "\x1f"    # between partition values
+_NULL = "\x00"   # a null partition value: never the encoding of a string, which starts with _VALUE
+_VALUE = "="     # prefix of every non-null partition value
+_ESC = "\x1e"    # inside a value: _ESC _ESC is _ESC itself, _ESC "_" is _SEP
+_UNESCAPE = re.compile(_ESC + "(.)", re.S)
 
 
 def _fixed_width(values: np.ndarray, width: int) -> pa.Array:
@@ -118,7 +123,8 @@ def encode_partitions(table: pa.Table | pa.RecordBatch, partition_fields: list[s
     for name in partition_fields:
         col = _as_array(table.column(name))
         text = col.cast(pa.string()) if not pa.types.is_string(col.type) else col
-        parts.append(pc.fill_null(text, _NULL))
+        text = pc.replace_substring(pc.replace_substring(text, _ESC, _ESC + _ESC), _SEP, _ESC + "_")
+        parts.append(pc.fill_null(pc.binary_join_element_wise(_VALUE, text, ""), _NULL))
     if len(parts) == 1:
         return parts[0]
     return pc.binary_join_element_wise(*parts, _SEP)
@@ -129,8 +135,12 @@ def decode_partition(encoded: str, partition_types: list[pa.DataType]) -> tuple:
     if not partition_types:
         return ()
     texts = encoded.split(_SEP)
-    return tuple(None if s == _NULL else pa.array([s], pa.string()).cast(t)[0].as_py()
+    return tuple(None if s == _NULL else pa.array([_unescape(s[len(_VALUE):])], pa.string()).cast(t)[0].as_py()
                  for s, t in zip(texts, partition_types))
+
+
+def _unescape(text: str) -> str:
+    return _UNESCAPE.sub(lambda m: _SEP if m.group(1) == "_" else m.group(1), text)
 
 
 def encode_partition_values(values: tuple, partition_types: list[pa.DataType]) -> str:

@@ -10,11 +10,15 @@ size and checksum. The manifest is written last and atomically, so an index with
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import asdict, dataclass, field
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 MAX_SHARD_FILES = 8  # past this many deltas a shard is rewritten as one file
@@ -59,7 +63,7 @@ class IndexManifest:
 
 
 def table_index_uri(index_root: str, identifier: str) -> str:
-    return storage.join(index_root, identifier)
+    return storage.join(index_root, validate_identifier(identifier))
 
 
 def snapshot_dir(snapshot_id: int | None) -> str:
@@ -117,7 +121,11 @@ def read_manifest(table_uri: str, snapshot_id: int | None) -> IndexManifest | No
     uri = storage.join(table_uri, snapshot_dir(snapshot_id), MANIFEST)
     if not storage.exists(uri):
         return None
-    return manifest_from_json(storage.read_bytes(uri).decode())
+    try:
+        return manifest_from_json(storage.read_bytes(uri).decode())
+    except (ValueError, KeyError, TypeError) as e:  # unreadable: as if absent, so the bootstrap rebuilds
+        log.warning("index manifest %s is corrupt, ignoring it: %s: %s", uri, type(e).__name__, str(e)[:200])
+        return None
 
 
 def published_snapshots(table_uri: str) -> list[int]:

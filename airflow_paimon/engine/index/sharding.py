@@ -19,8 +19,9 @@ from airflow_paimon.engine.assign.binary_row import copy_segments
 from airflow_paimon.engine.assign.murmur import DEFAULT_SEED, fmix, mix, mix_words
 from airflow_paimon.engine.index.keys import binary_buffers
 
-# Recorded with every index so a change of scheme forces a rebuild instead of a wrong lookup.
-KEY_HASH_SCHEME = "pk-bytes-v1/spark-murmur3-pk-columns-seed42"
+# Recorded with every index so a change of scheme (key bytes, partition encoding, shard hash) forces a
+# rebuild instead of a wrong lookup.
+KEY_HASH_SCHEME = "pk-bytes-v1/partition-text-v2/spark-murmur3-pk-columns-seed42"
 
 
 def shard_of(rows: pa.Table | pa.RecordBatch, primary_keys: list[str], shards: int) -> np.ndarray:

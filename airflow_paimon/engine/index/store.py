@@ -126,7 +126,8 @@ def clean_up(table_uri: str, keep: int = 2) -> list[str]:
     reference; never a directory of a newer snapshot (an index being published, its manifest not out yet).
     Deletes only inside ``table_uri``. Returns what was deleted."""
     published = published_snapshots(table_uri)
-    kept = [read_manifest(table_uri, s) for s in published[-keep:]]
+    # a corrupt manifest reads as None: its directory is garbage unless a readable index uses its files
+    kept = [m for m in (read_manifest(table_uri, s) for s in published[-keep:]) if m is not None]
     kept_dirs = {snapshot_dir(m.snapshot_id) for m in kept}
     needed_dirs = kept_dirs | {f.path.split("/", 1)[0] for m in kept for f in m.files()}
     needed_files = {f.path for m in kept for f in m.files()}

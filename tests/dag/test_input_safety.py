@@ -1,0 +1,110 @@
+"""Hostile input and secrets through the real operators: dag.test(), spark-submit on local[2]."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import tempfile
+import threading
+import uuid
+
+import pandas as pd
+import pytest
+
+from airflow_paimon.engine.table import get_table
+from dag.dagrun import run_dag
+from oracle import assert_table_equals, expected_upsert
+
+pytestmark = pytest.mark.dag
+
+
+class ProcessSampler(threading.Thread):
+    """Reads /proc/*/cmdline and /proc/*/environ of every process, over and over, until stopped. In the
+    environment, the test's own connection definition (AIRFLOW_CONN_*, inherited by every child) is skipped."""
+
+    def __init__(self, needle: bytes):
+        super().__init__(daemon=True)
+        self.needle, self.stop, self.hits, self.samples, self.spec_files = needle, threading.Event(), [], 0, set()
+
+    def run(self):
+        while not self.stop.is_set():
+            for proc in glob.glob("/proc/[0-9]*"):
+                for what in ("cmdline", "environ"):
+                    try:
+                        with open(f"{proc}/{what}", "rb") as f:
+                            data = f.read()
+                    except OSError:
+                        continue
+                    if what == "environ":
+                        data = b"\0".join(v for v in data.split(b"\0") if not v.startswith(b"AIRFLOW_CONN_"))
+                    if self.needle in data:
+                        self.hits.append((proc, what, data[:300]))
+                    args = data.split(b"\0")
+                    if what == "cmdline" and b"--spec-file" in args:
+                        self.spec_files.add(args[args.index(b"--spec-file") + 1].decode())
+            self.samples += 1
+            self.stop.wait(0.02)
+
+
+def test_catalog_secrets_never_reach_a_command_line_log_xcom_or_result(airflow_home, warehouse, monkeypatch, tmp_path,
+                                                                      capfd, caplog):
+    secret = f"SeCrEt-{uuid.uuid4()}"
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps(
+        {"conn_type": "paimon", "extra": {"warehouse": warehouse, "catalog_options": {"fs.s3.secret-key": secret}}}))
+    source = tmp_path / "batch.parquet"
+    batch = pd.DataFrame({"id": [1, 2, 3], "dt": ["a", "b", "a"], "v": [1.0, 2.0, 3.0]})
+    batch.to_parquet(source, index=False)
+    from paimon_test_dags import seed
+
+    spec_dirs_before = set(glob.glob(os.path.join(tempfile.gettempdir(), "airflow-paimon-spec-*")))
+    sampler = ProcessSampler(secret.encode())
+    sampler.start()
+    try:
+        run, states, xcoms = run_dag(seed, conf={"source": str(source)})
+    finally:
+        sampler.stop.set()
+        sampler.join()
+    assert run.state == "success", states
+    # the secret option was really there: pypaimon ignores it for a local warehouse, the write landed
+    assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert([batch], "id"), "id")
+
+    assert len(sampler.spec_files) == 3, sampler.spec_files  # the sampler saw every job's command line
+    assert sampler.samples > 50
+    assert not sampler.hits, sampler.hits
+    assert not any(os.path.exists(p) for p in sampler.spec_files), "a spec file outlived its task"
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "airflow-paimon-spec-*"))) == spec_dirs_before
+    assert secret not in json.dumps(xcoms)
+    out, err = capfd.readouterr()
+    assert "--spec-file" in out + err + caplog.text  # the submit command was logged, and captured here
+    assert secret not in out + err + caplog.text
+    for root in (str(airflow_home["warehouse"].parent / "airflow"), warehouse):
+        for path in glob.glob(os.path.join(root, "**", "*"), recursive=True):
+            if os.path.isfile(path):
+                with open(path, "rb") as f:
+                    assert secret.encode() not in f.read(), path
+
+
+def test_backfill_refuses_a_traversing_table_name_before_submitting(airflow_home, warehouse, monkeypatch, tmp_path,
+                                                                   capfd, caplog):
+    from dag.dagrun import use_warehouse
+    from paimon_backfill import dag
+    from paimon_test_dags import seed
+
+    use_warehouse(monkeypatch, warehouse)
+    good = pd.DataFrame({"id": [1, 2], "dt": ["a", "b"], "v": [1.0, 2.0]})
+    source = tmp_path / "good.parquet"
+    good.to_parquet(source, index=False)
+    assert run_dag(seed, conf={"source": str(source), "table": "db.t"})[0].state == "success"
+    table_dir = os.path.join(warehouse, "db.db", "t")
+    before = sorted(os.path.relpath(p, table_dir) for p in glob.glob(os.path.join(table_dir, "**"), recursive=True))
+
+    capfd.readouterr()
+    run, states, _ = run_dag(dag, conf={"source_path": str(source), "table": "db.t/../..", "source_format": None})
+    assert run.state == "failed" and states["bootstrap_index"] == "failed", states
+    out, err = capfd.readouterr()
+    logged = out + err + caplog.text
+    assert "invalid table identifier" in logged and "db.t/../.." in logged
+    assert "Spark-Submit cmd" not in logged, "nothing may be submitted for a bad identifier"
+    after = sorted(os.path.relpath(p, table_dir) for p in glob.glob(os.path.join(table_dir, "**"), recursive=True))
+    assert after == before
+    assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert([good], "id"), "id")
