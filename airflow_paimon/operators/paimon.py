@@ -74,6 +74,7 @@ class PaimonSparkJobOperator(BaseOperator):
 
     def execute(self, context) -> dict:
         hook = PaimonHook(self.paimon_conn_id)
+        storage.configure(hook.catalog_options())  # the result file is read with the connection's credentials
         spec = {"catalog_options": hook.catalog_options(), "table": self.table, **self.job_spec(context, hook)}
         if self.shuffle_partitions:
             spec["shuffle_partitions"] = self.shuffle_partitions

@@ -24,6 +24,7 @@ def run(job: Callable[[dict], dict], argv: list[str] | None = None) -> None:
     """Run ``job(spec)``; write its dict to the result URI; exit non-zero with the error on failure."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec, result_uri = parse_args(argv)
+    storage.configure(spec.get("catalog_options", {}))  # the result file even when the job fails early
     try:
         result = job(spec)
     except Exception as e:
