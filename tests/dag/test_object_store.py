@@ -80,7 +80,12 @@ def test_whole_dag_on_s3_with_the_connections_credentials(airflow_home, s3_catal
     from pypaimon_rust.datafusion import SQLContext
 
     ctx = SQLContext()
-    ctx.register_catalog("p", dict(s3_catalog_options))
+    o = s3_catalog_options  # pypaimon-rust (OpenDAL) names the same settings its own way
+    ctx.register_catalog("p", {"warehouse": o["warehouse"], "s3.endpoint": o["fs.s3.endpoint"],
+                               "s3.access-key-id": o["fs.s3.accessKeyId"], "s3.access-key": o["fs.s3.accessKeyId"],
+                               "s3.secret-access-key": o["fs.s3.accessKeySecret"],
+                               "s3.secret-key": o["fs.s3.accessKeySecret"], "s3.region": o["fs.s3.region"],
+                               "s3.path-style-access": "true"})
     ctx.set_current_catalog("p")
     rust = pa.Table.from_batches(ctx.sql("SELECT * FROM db.t")).to_pandas()
     assert not rust["id"].duplicated().any()
