@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
+from airflow_paimon.engine import storage
 from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.table import get_table
@@ -39,6 +40,11 @@ class WriteContext:
     staging_uri: str = ""  # where this run stages its commit and index changes
     # (encoded partition, bucket) -> max sequence number of the bucket's live files at the base snapshot
     max_sequence_numbers: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled in a Python worker: its index, staging and data files use the connection's options."""
+        self.__dict__.update(state)
+        storage.configure(self.catalog_options)
 
     def table(self):
         """The table handle, opened once per Python worker."""

@@ -10,6 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_paimon.engine import storage
+
 RETRACT_KINDS = (1, 3)  # -U and -D remove a key
 
 
@@ -117,10 +119,10 @@ def read_columns(path: str, columns: list[str]) -> pa.Table:
     ``data-file.thin-mode``) has no ``_KEY_`` columns; they are read from the value columns they copy."""
     if path.endswith(".orc"):
         import pyarrow.orc as orc
-        file = orc.ORCFile(_local(path))
+        file = orc.ORCFile(_open(path))
         names, read = file.schema.names, lambda cols: file.read(columns=cols)
     elif path.endswith(".parquet"):
-        file = pq.ParquetFile(_local(path))
+        file = pq.ParquetFile(_open(path))
         names, read = file.schema_arrow.names, lambda cols: file.read(columns=cols)
     else:
         raise NotImplementedError(f"reading {path}: only parquet and orc data files are supported")
@@ -129,5 +131,11 @@ def read_columns(path: str, columns: list[str]) -> pa.Table:
     return pa.table([data.column(p) for p in physical], names=columns)
 
 
-def _local(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
+def _open(path: str):
+    """A local path as it is; a file on an object store opened through the connection's filesystem."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if "://" not in path:
+        return path
+    fs, key = storage.filesystem(path)
+    return fs.open_input_file(key)

@@ -2,20 +2,58 @@
 
 Index shards, staged commit messages and job results live here; publishing is always write-then-rename
 so a reader never sees half a file.
+
+Object stores are reached with the credentials of the ``paimon`` connection, not the process environment:
+every process that opens the catalog (``engine.table.open_catalog``: the operator, the Spark driver, each
+Python worker) calls ``configure(catalog_options)``, and a URI of a scheme pypaimon's own file IO serves
+(s3, s3a, oss, gs, hdfs, ...) gets the pyarrow filesystem pypaimon builds from the same options
+(``fs.s3.endpoint``, ``fs.s3.accessKeyId``, ``fs.s3.accessKeySecret``, ``fs.s3.path-style-access``, ...).
+Before any ``configure`` call, ``FileSystem.from_uri`` (the environment's defaults) is the fallback.
 """
 from __future__ import annotations
 
+import functools
+import json
 import os
 import posixpath
 import uuid
+from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
+
+_catalog_options: dict[str, str] = {}
+
+
+def configure(catalog_options: dict) -> None:
+    """Use ``catalog_options`` (the connection's) for every object-store URI of this process."""
+    global _catalog_options
+    options = {str(k): str(v) for k, v in catalog_options.items()}
+    if options != _catalog_options:
+        _catalog_options = options
+        _object_store.cache_clear()
+
+
+def options() -> dict[str, str]:
+    """The options ``configure`` set: what a Spark closure carries to ``configure`` its Python worker with."""
+    return dict(_catalog_options)
+
+
+@functools.lru_cache(maxsize=16)
+def _object_store(scheme: str, netloc: str, options_json: str) -> pafs.FileSystem:
+    from pypaimon.common.options import Options
+    from pypaimon.filesystem.pyarrow_file_io import PyArrowFileIO
+
+    return PyArrowFileIO(f"{scheme}://{netloc}/", Options(json.loads(options_json))).filesystem
 
 
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     if "://" not in uri:
         return pafs.LocalFileSystem(), os.path.abspath(uri)
-    return pafs.FileSystem.from_uri(uri)
+    parsed = urlparse(uri)
+    if parsed.scheme == "file" or not _catalog_options:
+        return pafs.FileSystem.from_uri(uri)
+    fs = _object_store(parsed.scheme, parsed.netloc, json.dumps(_catalog_options, sort_keys=True))
+    return fs, f"{parsed.netloc}{parsed.path}"
 
 
 def join(base: str, *parts: str) -> str:

@@ -8,6 +8,7 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon.catalog.catalog_exception import TableNotExistException
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 
+from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import ValidationError, shown
 from airflow_paimon.engine.identifier import validate_identifier
 
@@ -48,6 +49,7 @@ class TableSpec:
 
 
 def open_catalog(catalog_options: dict):
+    storage.configure(catalog_options)  # index, staging and result files: the same store, same credentials
     return CatalogFactory.create(dict(catalog_options))
 
 

@@ -7,19 +7,18 @@ XCom, so a DAG only chains them.
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from airflow.exceptions import AirflowException
-from airflow.sdk import BaseOperator
+from airflow.sdk import BaseHook, BaseOperator
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.operators.submit import stop_process_group, submit_settings
 from airflow_paimon.spark.job import secrets_of, spec_file, submit_conf
 
 
@@ -47,13 +46,15 @@ class PaimonSparkJobOperator(BaseOperator):
 
     def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
                  spark_conn_id: str = "spark_default", spark_conf: dict[str, Any] | None = None,
-                 shuffle_partitions: int | None = None, **kwargs) -> None:
+                 shuffle_partitions: int | None = None, spark_bin_dir: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.table = table
         self.paimon_conn_id = paimon_conn_id
         self.spark_conn_id = spark_conn_id
         self.spark_conf = spark_conf or {}
         self.shuffle_partitions = shuffle_partitions
+        self.spark_bin_dir = spark_bin_dir  # where spark-submit is, when not next to this Python nor on PATH
+        self._hook = None  # the running job's SparkSubmitHook, for on_kill
 
     def job_spec(self, context, hook: PaimonHook) -> dict:
         raise NotImplementedError
@@ -77,6 +78,7 @@ class PaimonSparkJobOperator(BaseOperator):
     def execute(self, context) -> dict:
         validate_identifier(self.table)  # templated: checked here, before anything is submitted
         hook = PaimonHook(self.paimon_conn_id)
+        storage.configure(hook.catalog_options())  # the result file is read with the connection's credentials
         spec = {"catalog_options": hook.catalog_options(), "table": self.table, **self.job_spec(context, hook)}
         if self.shuffle_partitions:
             spec["shuffle_partitions"] = self.shuffle_partitions
@@ -97,25 +99,34 @@ class PaimonSparkJobOperator(BaseOperator):
 
         for secret in secrets_of(spec):
             mask_secret(secret)  # whatever spark-submit prints lands in the task log masked
-        venv_bin = str(Path(sys.executable).parent)
-        conf = {**submit_conf(sys.executable), **self.spark_conf}
+        connection = BaseHook.get_connection(self.spark_conn_id)
+        extras = connection.extra_dejson
+        deploy_mode = extras.get("deploy-mode")
+        if deploy_mode == "cluster":
+            raise AirflowException(f"{self.job} for table {self.table}: cluster deploy mode is not supported "
+                                   "(the driver reads its spec from a private file on this worker); use client")
+        settings = submit_settings(extras, connection.host, deploy_mode, self.spark_conf, self.spark_bin_dir)
+        conf = {**submit_conf(settings.python, settings.driver_python), **self.spark_conf}
         with spec_file(spec) as spec_path:
-            submit = SparkSubmitHook(
+            self._hook = submit = SparkSubmitHook(
                 conn_id=self.spark_conn_id, conf=conf, name=f"paimon-{self.job}-{self.table}",
-                application_args=["--spec-file", spec_path, "--result-uri", result_uri],
-                # spark-submit is found through PATH; the interpreter's bin/ holds the one matching pyspark.
-                env_vars={"PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
-                          "PYSPARK_PYTHON": sys.executable})
-            if submit._connection.get("deploy_mode") == "cluster":
-                raise AirflowException(f"{self.job} for table {self.table}: cluster deploy mode is not supported "
-                                       "(the driver reads its spec from a private file on this worker); use client")
+                application_args=["--spec-file", spec_path, "--result-uri", result_uri])
             try:
-                submit.submit(application=spark_job_path(self.job))
+                # Its own session: on_kill stops the spark-submit JVM and every Python process under it together.
+                submit.submit(application=spark_job_path(self.job), env=settings.env, start_new_session=True)
             except AirflowException as e:
                 error = None
                 if storage.exists(result_uri):
                     error = json.loads(storage.read_bytes(result_uri)).get("error")
                 raise AirflowException(f"{self.job} for table {self.table} failed: {error or e}") from None
+
+    def on_kill(self) -> None:
+        """The task was killed: stop the Spark job (spark-submit, its driver and Python workers; on a cluster
+        in cluster deploy mode, the driver there through the hook). Nothing is committed by a killed job."""
+        if self._hook is None:
+            return
+        stop_process_group(getattr(self._hook, "_submit_sp", None))
+        self._hook.on_kill()
 
 
 class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):

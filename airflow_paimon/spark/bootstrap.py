@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pyarrow as pa
 
+from airflow_paimon.engine import storage
 from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.assign.dynamic import check_dynamic_table
 from airflow_paimon.engine.assign.fixed import check_fixed_table
@@ -99,8 +100,10 @@ def _rebuild(spark, table, snapshot_id, bucket_files, shards: int, table_uri: st
                                        -(-total_rows // ROWS_PER_REBUILD_TASK)))
     groups = _balance([(list(b.paths), b.partition, b.bucket) for b in bucket_files],
                       [b.row_count for b in bucket_files], tasks)
+    store = storage.options()
 
     def build(batches):
+        storage.configure(store)  # this worker reads data files and writes shards with the connection's credentials
         for batch in batches:
             for part in batch.column(0).to_pylist():
                 with tempfile.TemporaryDirectory(prefix="paimon-bootstrap-") as tmp:
@@ -140,8 +143,10 @@ def _catch_up(spark, table, plan, table_uri: str) -> IndexManifest:
     base, shards, target = plan.base, plan.base.shards, plan.snapshot_id
     files = [(file_path(table, e), tuple(e.partition.values), e.bucket, sid) for sid, e in plan.added_files]
     route = routes(shards)
+    store = storage.options()
 
     def read_files(batches):
+        storage.configure(store)
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 path, partition, bucket, sid = files[i]
@@ -151,6 +156,7 @@ def _catch_up(spark, table, plan, table_uri: str) -> IndexManifest:
                 yield from changes.append_column(ROUTE, route_column(shard_ids, route)).to_batches()
 
     def apply_one(rows: pa.Table) -> pa.Table:
+        storage.configure(store)
         shard = rows.column("shard")[0].as_py()
         meta = base.shard(shard)
         with tempfile.TemporaryDirectory(prefix="paimon-catchup-") as tmp:

@@ -93,6 +93,7 @@ def run(job: Callable[[dict], dict], argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec, result_uri = parse_args(argv)
     secrets = secrets_of(spec)
+    storage.configure(spec.get("catalog_options", {}))  # the result file even when the job fails early
     try:
         if "table" in spec:
             validate_identifier(spec["table"])
@@ -112,10 +113,12 @@ def run(job: Callable[[dict], dict], argv: list[str] | None = None) -> None:
 SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
-def submit_conf(python: str) -> dict[str, str]:
+def submit_conf(python: str | None, driver_python: str | None = None) -> dict[str, str]:
     """The Spark conf every job is submitted with (the operator puts the user's ``spark_conf`` on top); the
-    benchmarks submit with it too. ``python``: the interpreter of the driver and of the Python workers."""
-    return {"spark.pyspark.python": python, "spark.pyspark.driver.python": python,
+    benchmarks submit with it too. ``python``: the interpreter of the Python workers (None: Spark's default),
+    ``driver_python``: the driver's (default ``python``); see airflow_paimon/operators/submit.py."""
+    pythons = {"spark.pyspark.python": python, "spark.pyspark.driver.python": driver_python or python}
+    return {**{k: v for k, v in pythons.items() if v},
             # No Spark UI: these jobs are short, the Airflow UI shows their logs and result.
             "spark.ui.enabled": "false",
             # Python workers fork from a daemon that imported what they need once (airflow_paimon/spark/daemon.py)
