@@ -27,6 +27,7 @@ from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.context import WriteContext, check_cross_partition_table
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.sharding import shard_of
@@ -74,6 +75,7 @@ def run_assign_and_write(spark, spec: dict) -> dict:
     with validation_errors(identifier), without_adaptive_execution(spark):
         written = (pipeline(source, ctx) if table.primary_keys else _append(source, ctx)).collect()
     messages = [bytes(r["message"]) for r in written]
+    crash_point("assign_write.before_stage")
     shard_counters = [d["counters"] for d in staged_shards(staged_at).values()]
     # every input row reaches one assign task (cross-partition) or one write task (the other modes)
     rows_in = (sum(c.get("rows_in", 0) for c in shard_counters) if mode == "CROSS_PARTITION" and table.primary_keys
@@ -83,6 +85,7 @@ def run_assign_and_write(spark, spec: dict) -> dict:
                 "moved_keys": sum(c.get("moved_keys", 0) for c in shard_counters)}
     stage(table, staged_at, Staged(identifier, base, ident.commit_user, ident.commit_identifier, [],
                                    extra={**counters, "index_uri": index_uri}), messages)
+    crash_point("assign_write.after_stage")
     log.info("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return {**result, **counters, "already_committed": False}
 
@@ -183,6 +186,7 @@ def _cross_partition(source, ctx: WriteContext):
         rows = rows.append_column(KEY, encode_keys(rows, primary_keys))
         assigned = [assign_task(ctx, int(s), rows.filter(pa.array(shard_ids == s)))[0] for s in np.unique(shard_ids)]
         written = [write(b) for b in groups(pa.concat_tables(assigned), group_by)]
+        crash_point("assign_write.task_written")
         if written:  # one batch back to the JVM for all the task's files rather than one per file
             yield from pa.concat_tables(written).to_batches()
 

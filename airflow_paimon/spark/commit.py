@@ -9,6 +9,7 @@ from airflow_paimon.engine import storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
 from airflow_paimon.engine.commit.staging import STAGED_FILE, load
 from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import clean_up, publish_committed, staged_shards
 from airflow_paimon.engine.table import get_table
@@ -23,12 +24,15 @@ def run_commit(spec: dict) -> dict:
     if not storage.exists(storage.join(staging_uri, STAGED_FILE)):
         return _already_done(table, spec)
     staged = load(table, staging_uri)
+    crash_point("commit.before_commit")
     snapshot_id, already = commit_once(table, staged.messages, staged.commit_user, staged.commit_identifier,
                                        staged.base_snapshot_id)
     log.info("%s: snapshot %s (already committed: %s)", identifier, snapshot_id, already)
+    crash_point("commit.before_publish")
     if snapshot_id is not None and snapshot_id != staged.base_snapshot_id and staged.extra.get("index_uri"):
         # also on a retry that finds the commit done: the index of the new snapshot may not be out yet
         publish_index(staged.extra["index_uri"], staged, staging_uri, snapshot_id)
+    crash_point("commit.before_clean_up")
     storage.delete_dir(staging_uri)  # committed and published: the staging has served
     _drop_abandoned_staging(staging_uri, spec.get("staging_retention_seconds", STAGING_RETENTION_SECONDS))
     return {"table": identifier, "snapshot_id": snapshot_id, "base_snapshot_id": staged.base_snapshot_id,
