@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from airflow_paimon.engine.bootstrap import CATCH_UP, REBUILD, REUSE
 from airflow_paimon.engine.commit.identity import CommitIdentity
+from airflow_paimon.engine.compact.run import compaction_identity
 from airflow_paimon.engine.index.layout import snapshot_dir, table_index_uri
 from airflow_paimon.engine.plan import latest_snapshot
 from airflow_paimon.engine.table import get_table
@@ -25,7 +27,6 @@ CASES = [  # (job, crash point, how the bootstrap finds the index)
     ("bootstrap", "bootstrap.shard_file_published", "rebuild"),
     ("bootstrap", "bootstrap.before_manifest", "rebuild"),
     ("bootstrap", "bootstrap.after_manifest", "rebuild"),
-    ("bootstrap", "bootstrap.shard_file_published", "catch_up"),
     ("bootstrap", "bootstrap.before_manifest", "catch_up"),
     ("assign_and_write", "assign_write.task_written", "reuse"),
     ("assign_and_write", "assign_write.before_stage", "reuse"),
@@ -87,8 +88,8 @@ def test_kill_then_retry_converges(spark, base, tmp_path, job, point, index):
     if index == "rebuild":  # no index yet: the bootstrap rebuilds it from the table
         shutil.rmtree(index_uri)
     elif index == "catch_up":  # a run committed, its index never published: the bootstrap catches up
-        p.dag_run(str(root / "batch-1.parquet"), "run-1", jobs=JOBS[:3])
-        shutil.rmtree(f"{index_uri}/{snapshot_dir(2)}")
+        committed = p.dag_run(str(root / "batch-1.parquet"), "run-1", jobs=JOBS[:3])["commit"]
+        shutil.rmtree(f"{index_uri}/{snapshot_dir(committed['snapshot_id'])}")
         done = batches[:2]
     n = len(done)
     before_id = latest_snapshot(get_table(p.options, p.table)).id
@@ -96,7 +97,8 @@ def test_kill_then_retry_converges(spark, base, tmp_path, job, point, index):
     expected_after = expected_upsert(batches[:n + 1], "id", row_kind=ROW_KIND)
 
     results, run_id, source = {}, f"run-{n}", str(root / f"batch-{n}.parquet")
-    for step in JOBS:
+    steps = JOBS if job == "compact" else JOBS[:3]
+    for step in steps:
         spec = p.spec(step, results, source, run_id)
         if step == job:
             crashed(attempt(step, spec, tmp_path / "attempt", crash_at=point), point)
@@ -104,19 +106,39 @@ def test_kill_then_retry_converges(spark, base, tmp_path, job, point, index):
                                   else expected_before, expected_after)
         results[step] = p.run(step, spec)  # the retry (or the one attempt of the steps that do not crash)
 
-    # the run's data landed once, as the snapshot right after its base; its compaction once, after it
+    assert results["bootstrap"]["path"] == {"rebuild": REBUILD, "catch_up": CATCH_UP, "reuse": REUSE}[index]
+    # the run's data landed once, as the snapshot right after its base (and its compaction once, after it)
     assert results["commit"]["snapshot_id"] == before_id + 1
     table = get_table(p.options, p.table)
-    ident = CommitIdentity.for_run("faults", run_id, p.table)
-    mine = [s for s in table.snapshot_manager().list_snapshots() if s.commit_user == ident.commit_user]
-    assert [s.id for s in mine] == [before_id + 1]
-    assert results["compact"]["snapshot_id"] == before_id + 2 == latest_snapshot(table).id
+    assert [s.id for s in snapshots_of(table, "faults", run_id)] == [before_id + 1]
+    if job == "compact":
+        compacted = snapshots_of(table, "faults", run_id, compaction=True)
+        assert [s.id for s in compacted] == [results["compact"]["snapshot_id"]] == [before_id + 2]
+        assert compacted[0].commit_kind == "COMPACT" and results["compact"]["compacted_buckets"] > 0
+    assert latest_snapshot(table).id == before_id + len(steps) - 2
     assert_reads(table, str(warehouse), expected_after, ["id"])
-    keys = assert_index_consistent(p, tmp_path)
-    assert keys == len(expected_after)
+    assert assert_index_consistent(p, tmp_path) == len(expected_after)
 
-    # and the next DAG run, on the recovered table and index, is right too
-    p.dag_run(str(root / f"batch-{n + 1}.parquet"), f"run-{n + 1}")
-    expected_next = expected_upsert(batches[:n + 2], "id", row_kind=ROW_KIND)
-    assert_reads(get_table(p.options, p.table), str(warehouse), expected_next, ["id"])
-    assert assert_index_consistent(p, tmp_path / "next") == len(expected_next)
+
+def snapshots_of(table, dag_id: str, run_id: str, compaction: bool = False) -> list:
+    identity = (compaction_identity if compaction else CommitIdentity.for_run)(dag_id, run_id, "db.t")
+    return [s for s in table.snapshot_manager().list_snapshots() if s.commit_user == identity.commit_user]
+
+
+def test_commit_of_one_run_ten_times_makes_one_snapshot(spark, base, tmp_path):
+    """Airflow may run the commit task of a run any number of times (retries, clears): one snapshot, and every
+    run of the task reports it; an assign-and-write retried after the commit writes nothing again."""
+    root, batches = base
+    shutil.copytree(root / "warehouse", tmp_path / "warehouse")
+    p = Pipeline(spark, str(tmp_path / "warehouse"), table_spec=TABLE_SPEC)
+    done = p.dag_run(str(root / "batch-1.parquet"), "run-1", jobs=JOBS[:2])
+    spec = p.spec("commit", done, "", "run-1")
+    results = [p.run("commit", spec) for _ in range(10)]
+    assert results[0]["already_committed"] is False and all(r["already_committed"] for r in results[1:])
+    assert {r["snapshot_id"] for r in results} == {3}
+    rewritten = p.run("assign_and_write", p.spec("assign_and_write", done, str(root / "batch-1.parquet"), "run-1"))
+    assert rewritten["already_committed"] is True and rewritten["files"] == 0
+    assert p.run("commit", spec)["snapshot_id"] == 3
+    table = get_table(p.options, p.table)
+    assert [s.id for s in snapshots_of(table, "faults", "run-1")] == [3] and latest_snapshot(table).id == 3
+    assert_reads(table, p.warehouse, expected_upsert(batches[:2], "id", row_kind=ROW_KIND), ["id"])
