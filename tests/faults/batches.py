@@ -26,7 +26,7 @@ def random_batch(rng: np.random.Generator, live: pd.DataFrame, next_id: int, row
                             "v": rng.random(2), "op": "-D"})  # deleting a key that never existed: a no-op
     inserts = pd.DataFrame({"id": next_id + np.arange(n_insert), "dt": rng.choice(PARTITIONS, n_insert),
                             "v": rng.random(n_insert), "op": "+I"})
-    batch = pd.concat([updates, moves, deleted, unknown, inserts], ignore_index=True)
+    batch = pd.concat([f for f in (updates, moves, deleted, unknown, inserts) if len(f)], ignore_index=True)
     batch = batch.iloc[rng.permutation(len(batch))]
     # in-batch duplicates: rows of this batch again, later, as another place/value or a delete (last wins)
     again = batch.sample(n=max(1, rows // 10), random_state=int(rng.integers(2**31)))
