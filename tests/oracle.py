@@ -4,11 +4,20 @@ from __future__ import annotations
 import pandas as pd
 
 
-def expected_upsert(batches: list[pd.DataFrame], key: str, start: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Deduplicate merge engine: for each key the last row of the last batch that has it, wherever it lives."""
+RETRACT = ("-D", "-U")  # row kinds that remove the key (Paimon's RowKind: DELETE, UPDATE_BEFORE)
+
+
+def expected_upsert(batches: list[pd.DataFrame], key: str, start: pd.DataFrame | None = None,
+                    row_kind: str | None = None) -> pd.DataFrame:
+    """Deduplicate merge engine: for each key the last row of the last batch that has it (in-batch duplicates
+    included), wherever it lives. With ``row_kind`` (a column of +I/+U/-U/-D), a key whose last row is a
+    retraction is gone, and the column itself is not part of the table."""
     frames = ([start] if start is not None else []) + list(batches)
     allrows = pd.concat(frames, ignore_index=True)
-    return allrows.drop_duplicates(subset=[key], keep="last").sort_values(key).reset_index(drop=True)
+    last = allrows.drop_duplicates(subset=[key], keep="last")
+    if row_kind is not None:
+        last = last[~last[row_kind].isin(RETRACT)].drop(columns=[row_kind])
+    return last.sort_values(key).reset_index(drop=True)
 
 
 def read_table(table) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.context import WriteContext, check_cross_partition_table
 from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.index.keys import encode_partition_values
 from airflow_paimon.engine.index.layout import read_manifest
@@ -58,6 +59,7 @@ def run_assign_and_write(spark, spec: dict) -> dict:
     with validation_errors(identifier), without_adaptive_execution(spark):
         written = PIPELINES[mode](source, ctx).collect()
     messages = [bytes(r["message"]) for r in written]
+    crash_point("assign_write.before_stage")
     shard_counters = [d["counters"] for d in staged_shards(staged_at).values()]
     # every input row reaches one assign task (cross-partition) or one write task (the other modes)
     rows_in = (sum(c.get("rows_in", 0) for c in shard_counters) if mode is BucketMode.CROSS_PARTITION
@@ -67,6 +69,7 @@ def run_assign_and_write(spark, spec: dict) -> dict:
                 "moved_keys": sum(c.get("moved_keys", 0) for c in shard_counters)}
     stage(table, staged_at, Staged(identifier, base, ident.commit_user, ident.commit_identifier, [],
                                    extra={**counters, "index_uri": index_uri}), messages)
+    crash_point("assign_write.after_stage")
     log.info("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return {**result, **counters, "already_committed": False}
 

@@ -18,6 +18,7 @@ from airflow_paimon.engine.assign.dynamic import check_dynamic_table
 from airflow_paimon.engine.assign.fixed import check_fixed_table
 from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.bootstrap import (CATCH_UP, CHANGE_ROWS, REBUILD, REUSE, apply_changes, base_parts,
                                              change_rows_of_file, plan_bootstrap)
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
@@ -59,6 +60,7 @@ def run_bootstrap(spark, spec: dict) -> dict:
         bucket_files = buckets_at(table, snapshot)
         files_read = sum(len(b.paths) for b in bucket_files)
         manifest = _rebuild(spark, table, plan.snapshot_id, bucket_files, shards, table_uri)
+    crash_point("bootstrap.after_manifest")
     clean_up(table_uri)
     return {**result, "base_snapshot_id": plan.snapshot_id, "index_uri": table_uri, "keys": manifest.keys,
             "reused": plan.path == REUSE, "path": plan.path, "reason": plan.reason, "data_files_read": files_read}
@@ -110,6 +112,7 @@ def _rebuild(spark, table, snapshot_id, bucket_files, shards: int, table_uri: st
                     for p in base_parts(groups[part], primary_keys=primary_keys, partition_types=partition_types,
                                         shards=shards, local_dir=tmp, part=part):
                         file = publish_file(table_uri, snapshot_id, p.shard, f"base-{part}", p.path, p.keys)
+                        crash_point("bootstrap.shard_file_published")
                         meta = ShardMeta(p.shard, [file], p.keys, p.bucket_counts)
                         yield pa.RecordBatch.from_pydict({"shard": pa.array([p.shard], pa.int32()),
                                                           "meta": [shard_meta_json(meta)]})
@@ -119,6 +122,7 @@ def _rebuild(spark, table, snapshot_id, bucket_files, shards: int, table_uri: st
         rows = spark.range(len(groups), numPartitions=len(groups)).mapInArrow(build, SHARD_RESULT).collect()
         parts = sorted((shard_meta_from_dict(json.loads(r["meta"])) for r in rows),
                        key=lambda m: [f.path for f in m.files])
+    crash_point("bootstrap.before_manifest")
     name = table.identifier.get_full_name()
     manifest = IndexManifest(name, snapshot_id, table.table_schema.id, shards, KEY_HASH_SCHEME,
                              merge_shard_parts(shards, parts), origin=REBUILD)
@@ -165,6 +169,7 @@ def _catch_up(spark, table, plan, table_uri: str) -> IndexManifest:
                 key_change = apply_changes(index, rows, counts)
                 local, kind, entries = export_changes(index, meta, tmp)
             new_file = publish_file(table_uri, target, shard, kind, local, entries) if local else None
+        crash_point("bootstrap.shard_file_published")
         advanced = advance(meta, new_file, kind, meta.keys + key_change, counts.to_dict())
         return pa.table({"shard": pa.array([shard], pa.int32()), "meta": [shard_meta_json(advanced)]})
 
@@ -174,6 +179,7 @@ def _catch_up(spark, table, plan, table_uri: str) -> IndexManifest:
         metas = _collect(rows.mapInArrow(per_group(apply_one, ["shard"]), SHARD_RESULT))
     manifest = replace(base, snapshot_id=target, origin=CATCH_UP,
                        shard_meta=[metas.get(m.shard, m) for m in base.shard_meta])
+    crash_point("bootstrap.before_manifest")
     write_manifest(table_uri, manifest)
     return manifest
 

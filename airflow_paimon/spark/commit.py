@@ -13,6 +13,7 @@ from airflow_paimon.engine import storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
 from airflow_paimon.engine.commit.staging import STAGED_FILE, STAGING_RETENTION_SECONDS, load
 from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import clean_up, publish_committed, staged_shards
 from airflow_paimon.engine.table import get_table
@@ -31,13 +32,16 @@ def run_commit(spec: dict) -> dict:
     index_uri = staged.extra.get("index_uri")
     if index_uri:
         confined_parent(index_uri, identifier)
+    crash_point("commit.before_commit")
     snapshot_id, already = commit_once(table, staged.messages, staged.commit_user, staged.commit_identifier,
                                        staged.base_snapshot_id)
     log.info("%s: snapshot %s (already committed: %s)", identifier, snapshot_id, already)
+    crash_point("commit.before_publish")
     if snapshot_id is not None and snapshot_id != staged.base_snapshot_id and index_uri:
         # snapshot_id is this run's own commit (found by its identity), so the index published for it holds
         # exactly this run's changes; also on a retry that finds the commit done: the index may not be out yet
         publish_index(index_uri, staged, staging_uri, snapshot_id)
+    crash_point("commit.before_clean_up")
     storage.delete_dir_within(table_staging, staging_uri)  # committed and published: the staging has served
     retention = spec.get("staging_retention_seconds", STAGING_RETENTION_SECONDS)
     _drop_abandoned_staging(table_staging, retention)

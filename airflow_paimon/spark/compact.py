@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from airflow_paimon.engine.compact.run import compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.context import cached_table
+from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.table import get_table
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,9 @@ def _execute(spark, spec: dict, work: list) -> list[bytes]:
         table = cached_table(options_json, identifier)
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                yield pa.RecordBatch.from_arrays([pa.array([compact_task(table, work[i])], pa.binary())],
-                                                 names=["message"])
+                message = compact_task(table, work[i])
+                crash_point("compact.bucket_rewritten")
+                yield pa.RecordBatch.from_arrays([pa.array([message], pa.binary())], names=["message"])
 
     tasks = spark.range(len(work), numPartitions=len(work))
     return [bytes(r["message"]) for r in tasks.mapInArrow(rewrite, "message binary").collect()]

@@ -14,6 +14,7 @@ from airflow_paimon.engine.compact.merge import check_supported
 from airflow_paimon.engine.compact.plan import SCOPES, BucketCompaction, plan_compaction, writes_since_compaction
 from airflow_paimon.engine.compact.rewrite import rewrite_bucket
 from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.plan import latest_snapshot
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
         log.info("%s: nothing to compact", identifier)
         return nothing
     messages = [decode_message(table, m) for m in execute(plan.buckets)]
+    crash_point("compact.before_commit")
     try:
         snapshot_id = commit_compaction(table, plan, messages, identity.commit_user, identity.commit_identifier)
     except Exception:
@@ -58,6 +60,7 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
         if find_commit(table, identity.commit_user, identity.commit_identifier, plan.snapshot_id) is None:
             discard_outputs(table, plan, messages)
         raise
+    crash_point("compact.after_commit")
     return {**result, "snapshot_id": snapshot_id, **counters_of(messages), "already_committed": False}
 
 

@@ -9,6 +9,7 @@ from airflow_paimon.engine.assign.assigner import BUCKET, KEY
 from airflow_paimon.engine.assign.task import assign_task
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.keys import encode_keys
 from airflow_paimon.engine.index.sharding import shard_of
 from airflow_paimon.spark.pipelines.common import WRITTEN, writer
@@ -42,6 +43,7 @@ def pipeline(source, ctx: WriteContext):
         rows = rows.append_column(KEY, encode_keys(rows, primary_keys))
         assigned = [assign_task(ctx, int(s), rows.filter(pa.array(shard_ids == s)))[0] for s in np.unique(shard_ids)]
         written = [write(b) for b in groups(pa.concat_tables(assigned), group_by)]
+        crash_point("assign_write.task_written")
         if written:  # one batch back to the JVM for all the task's files rather than one per file
             yield from pa.concat_tables(written).to_batches()
 

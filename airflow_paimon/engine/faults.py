@@ -1,0 +1,17 @@
+"""Named crash points for the fault tests (tests/faults): ``crash_point(name)`` kills the calling process
+with SIGKILL — no clean-up, no exception handler, no atexit — when the environment variable
+``AIRFLOW_PAIMON_CRASH_AT`` equals ``name``. Unset (always, outside those tests) it is a dictionary lookup.
+
+The points sit where a crash leaves the most to recover from (files written but not yet published, a
+snapshot made but its index not yet out); a retry of the same task must converge from each of them."""
+from __future__ import annotations
+
+import os
+import signal
+
+CRASH_AT = "AIRFLOW_PAIMON_CRASH_AT"
+
+
+def crash_point(name: str) -> None:
+    if os.environ.get(CRASH_AT) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
