@@ -19,6 +19,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_paimon.engine import storage
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.spark.job import submit_conf
 
 
@@ -41,6 +42,7 @@ class PaimonSparkJobOperator(BaseOperator):
     job: ClassVar[str]
     template_fields: Sequence[str] = ("table", "spark_conf")
     ui_color = "#c9e7f5"
+    operator_extra_links = (PaimonTableLink(),)
 
     def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
                  spark_conn_id: str = "spark_default", spark_conf: dict[str, Any] | None = None,
