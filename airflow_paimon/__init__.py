@@ -19,6 +19,5 @@ def get_provider_info() -> dict:
             "airflow_paimon.operators.maintenance"]}],
         "integrations": [{"integration-name": "Apache Paimon", "external-doc-url": "https://paimon.apache.org/",
                           "tags": ["software"]}],
-        "plugins": [{"name": "paimon", "plugin-class": "airflow_paimon.ui.plugin.PaimonPlugin"}],
         "extra-links": ["airflow_paimon.links.PaimonTableLink"],
     }
