@@ -18,6 +18,7 @@ a{color:#0b69c7;text-decoration:none} a:hover{text-decoration:underline}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:10px}
 .stat{background:#fff;border:1px solid #dde3ea;border-radius:8px;padding:10px 14px}
 .stat b{display:block;font-size:20px} .stat span{color:#66727f;font-size:12px}
+.stat b.warn{color:#b3261e} .stat b.ok{color:#1e7f3c}
 table{border-collapse:collapse;width:100%} th,td{text-align:left;padding:5px 10px;border-bottom:1px solid #edf0f3}
 th{font-size:12px;color:#66727f;font-weight:600;background:#fafbfc} td.n,th.n{text-align:right}
 .tag{display:inline-block;border-radius:10px;padding:1px 8px;font-size:12px;color:#fff}
@@ -54,17 +55,18 @@ def overview(connections: list[dict], root: str) -> str:
 def table_page(v: TableView, root: str) -> str:
     latest = v.latest
     index = v.indexes[0] if v.indexes else None
-    stats = [("latest snapshot", _n(latest.id if latest else None)),
-             ("records", _n(latest.total_records if latest else 0)),
-             ("buckets / files", f"{v.bucket_count:,} / {v.file_count:,}"),
-             ("buckets ≥ trigger", f"<span class='{'warn' if v.indebted else 'ok'}'>{v.indebted}</span>"),
-             ("index keys", _n(index.keys) if index else "—"),
-             ("staged, not committed", f"<span class='{'warn' if v.staged else 'ok'}'>{len(v.staged)}</span>")]
+    stats = [("latest snapshot", _n(latest.id if latest else None), ""),
+             ("records", _n(latest.total_records if latest else 0), ""),
+             ("buckets / files", f"{v.bucket_count:,} / {v.file_count:,}", ""),
+             ("buckets ≥ compaction trigger", str(v.indebted), "warn" if v.indebted else "ok"),
+             ("index keys", _n(index.keys) if index else "—", ""),
+             ("staged, not committed", str(len(v.staged)), "warn" if v.staged else "ok")]
     head = (f"<p><a href='{escape(root)}/'>Paimon</a> / {escape(v.conn_id)}</p><h1>{escape(v.identifier)}</h1>"
             f"<p class='muted'>{escape(v.bucket_mode)} · merge engine {escape(v.merge_engine)} · primary key "
             f"({escape(', '.join(v.primary_keys)) or '—'}) · partitioned by ({escape(', '.join(v.partition_keys)) or '—'})"
             "</p><div class='grid'>"
-            + "".join(f"<div class='stat'><b>{value}</b><span>{escape(name)}</span></div>" for name, value in stats)
+            + "".join(f"<div class='stat'><b class='{cls}'>{value}</b><span>{escape(name)}</span></div>"
+                      for name, value, cls in stats)
             + "</div>")
     chart = f"<div class='card'><h2>Records over snapshots</h2>{records_chart(list(reversed(v.snapshots)))}</div>"
     return page(f"Paimon · {v.identifier}", head + chart + _snapshots(v) + "<div class='cols'>" + _schema(v)

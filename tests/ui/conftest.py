@@ -18,7 +18,7 @@ import pytest
 
 from dag.dagrun import run_dag
 
-DAY = "2026-11-20"  # a logical date no other test's run of the daily DAG uses
+DAYS = ["2026-11-20", "2026-11-21"]  # logical dates no other test's run of the daily DAG uses
 USER, PASSWORD = "paimon_admin", secrets.token_urlsafe(12)
 
 
@@ -26,9 +26,17 @@ USER, PASSWORD = "paimon_admin", secrets.token_urlsafe(12)
 class Written:
     warehouse: str
     dag_id: str
-    run_id: str
     table: str
-    xcoms: dict
+    runs: list[tuple[str, dict]]  # (run_id, {task_id: xcom}) per DAG run, in order
+
+    def run_of_snapshot(self) -> dict[int, str]:
+        """snapshot id -> run_id of the run whose commit (or compaction) made it."""
+        made = {}
+        for run_id, xcoms in self.runs:
+            if not xcoms["compact"]["already_committed"] and xcoms["compact"]["compacted_buckets"]:
+                made[xcoms["compact"]["snapshot_id"]] = run_id
+            made[xcoms["commit"]["snapshot_id"]] = run_id
+        return made
 
 
 @dataclass
@@ -60,20 +68,25 @@ _NO_REDIRECT = urllib.request.build_opener(_KeepRedirect)
 
 @pytest.fixture(scope="session")
 def written(airflow_home, tmp_path_factory) -> Written:
-    """The daily example DAG, run once through dag.test(): bootstrap, assign-and-write, commit, compact."""
+    """The daily example DAG, two runs through dag.test() (bootstrap, assign-and-write, commit, compact):
+    inserts, then updates and cross-partition moves."""
     from paimon_upsert_daily import TABLE, dag
     from run_example import demo_batches
 
     root = tmp_path_factory.mktemp("ui")
     warehouse, sources = str(root / "warehouse"), root / "sources"
     (sources / "orders").mkdir(parents=True)
-    demo_batches([DAY], rows_per_day=300, seed=5)[0].to_parquet(sources / "orders" / f"{DAY}.parquet", index=False)
+    for day, batch in zip(DAYS, demo_batches(DAYS, rows_per_day=400, seed=5)):
+        batch.to_parquet(sources / "orders" / f"{day}.parquet", index=False)
+    runs = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps({"conn_type": "paimon", "extra": {"warehouse": warehouse}}))
         mp.setenv("AIRFLOW_VAR_PAIMON_SOURCE_ROOT", str(sources))
-        run, states, xcoms = run_dag(dag, DAY)
-    assert run.state == "success", states
-    return Written(warehouse, dag.dag_id, run.run_id, TABLE, xcoms)
+        for day in DAYS:
+            run, states, xcoms = run_dag(dag, day)
+            assert run.state == "success", states
+            runs.append((run.run_id, xcoms))
+    return Written(warehouse, dag.dag_id, TABLE, runs)
 
 
 def _free_port() -> int:

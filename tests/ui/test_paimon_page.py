@@ -54,15 +54,15 @@ def test_table_page_shows_snapshots_runs_and_index_as_the_table_has_them(api_ser
     text = unescape(re.sub(r"<[^>]+>", " ", body))
     table = get_table({"warehouse": written.warehouse}, written.table)
     snapshots = table.snapshot_manager().list_snapshots()
-    # the run's commit, and its COMPACT snapshot if compaction found work (else it reports the latest)
-    assert [s.id for s in snapshots] == sorted({written.xcoms[t]["snapshot_id"] for t in ("commit", "compact")})
+    made_by = written.run_of_snapshot()
+    assert [s.id for s in snapshots] == sorted(made_by)
     rows = table.new_read_builder().new_read().to_arrow(table.new_read_builder().new_scan().plan().splits()).num_rows
-    # every snapshot row, with the DAG run that wrote it linked into the Airflow UI
+    # every snapshot row, newest first, linked to the DAG run that wrote it in the Airflow UI
     snap_table = re.search(r"<table id='snapshots'>.*?</table>", body, re.S).group(0)
-    assert [int(i) for i in re.findall(r"<td class='n'>(\d+)</td><td><span class='tag'", snap_table)] == \
-        [s.id for s in reversed(snapshots)]
-    run_href = f"/dags/{written.dag_id}/runs/{quote(written.run_id, safe='')}"
-    assert snap_table.count(f"href='{run_href}'") == len(snapshots)
+    shown = re.findall(r"<td class='n'>(\d+)</td><td><span class='tag'.*?href='([^']+)'", snap_table, re.S)
+    assert [(int(i), href) for i, href in shown] == [
+        (s.id, f"/dags/{written.dag_id}/runs/{quote(made_by[s.id], safe='')}") for s in reversed(snapshots)]
+    assert len({href for _, href in shown}) == len(written.runs)  # each run's snapshot links to that run
     assert f"{rows:,}" in text and "CROSS_PARTITION" in text and "deduplicate" in text
     # the index of the committed snapshot: its key count is the table's row count (one row per key)
     index_uri = table_index_uri(storage.join(written.warehouse, ".airflow-paimon", "index"), written.table)
@@ -78,8 +78,8 @@ def test_table_page_shows_snapshots_runs_and_index_as_the_table_has_them(api_ser
 
 
 def test_task_link_points_at_the_table_page(api_server, written):
-    path = (f"/api/v2/dags/{written.dag_id}/dagRuns/{quote(written.run_id, safe='')}"
+    path = (f"/api/v2/dags/{written.dag_id}/dagRuns/{quote(written.runs[-1][0], safe='')}"
             f"/taskInstances/commit/links")
     status, body, _ = api_server.get(path, api_server.token, cookie=False)
     assert status == 200, body[:500]
-    assert json.loads(body)["Paimon table"] == PAGE
+    assert json.loads(body)["extra_links"]["Paimon table"] == PAGE
