@@ -48,7 +48,7 @@ def overview(connections: list[dict], root: str) -> str:
         error = f"<p class='warn'>{escape(c['error'])}</p>" if c.get("error") else ""
         parts.append(f"<div class='card'><h2>{escape(c['conn_id'])} <span class='muted'>{escape(c['warehouse'])}</span>"
                      f"</h2>{error}<table><tr><th>table</th><th>bucket mode</th><th class='n'>latest snapshot</th>"
-                     f"<th>kind</th><th class='n'>records</th></tr>{rows}</table></div>")
+                     f"<th>kind</th><th class='n'>records in data files</th></tr>{rows}</table></div>")
     return page("Paimon", "".join(parts))
 
 
@@ -56,7 +56,7 @@ def table_page(v: TableView, root: str) -> str:
     latest = v.latest
     index = v.indexes[0] if v.indexes else None
     stats = [("latest snapshot", _n(latest.id if latest else None), ""),
-             ("records", _n(latest.total_records if latest else 0), ""),
+             ("records in data files", _n(latest.total_records if latest else 0), ""),
              ("buckets / files", f"{v.bucket_count:,} / {v.file_count:,}", ""),
              ("buckets ≥ compaction trigger", str(v.indebted), "warn" if v.indebted else "ok"),
              ("index keys", _n(index.keys) if index else "—", ""),
@@ -68,7 +68,7 @@ def table_page(v: TableView, root: str) -> str:
             + "".join(f"<div class='stat'><b class='{cls}'>{value}</b><span>{escape(name)}</span></div>"
                       for name, value, cls in stats)
             + "</div>")
-    chart = f"<div class='card'><h2>Records over snapshots</h2>{records_chart(list(reversed(v.snapshots)))}</div>"
+    chart = f"<div class='card'><h2>Records over snapshots</h2><p class='muted'>Paimon's record counts: old versions and deletes count until compaction merges them; the index holds one key per live row.</p>{records_chart(list(reversed(v.snapshots)))}</div>"
     return page(f"Paimon · {v.identifier}", head + chart + _snapshots(v) + "<div class='cols'>" + _schema(v)
                 + _index(v) + "</div>" + _buckets(v) + _staged(v))
 
@@ -104,7 +104,7 @@ def records_chart(snaps: list[SnapshotRow], width: int = 900, height: int = 220)
     out.append(f"<polyline points='{' '.join(points)}' fill='none' stroke='#1f2933' stroke-width='2'/>")
     out += [f"<circle cx='{p.split(',')[0]}' cy='{p.split(',')[1]}' r='3' fill='#1f2933'/>" for p in points]
     out.append(f"<text x='{left + w / 2}' y='{height - 2}' text-anchor='middle' fill='#66727f'>snapshot id · "
-               "bars: records the snapshot wrote (left axis) · line: total records (right axis)</text></svg>")
+               "bars: records the snapshot added (left axis) · line: records in all data files (right axis)</text></svg>")
     legend = " ".join(f"<span class='tag' style='background:{c}'>{k}</span>" for k, c in KIND_COLOURS.items())
     return "".join(out) + f"<div>{legend}</div>"
 

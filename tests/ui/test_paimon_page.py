@@ -83,3 +83,25 @@ def test_task_link_points_at_the_table_page(api_server, written):
     status, body, _ = api_server.get(path, api_server.token, cookie=False)
     assert status == 200, body[:500]
     assert json.loads(body)["extra_links"]["Paimon table"] == PAGE
+
+
+def test_staged_run_without_its_snapshot_is_listed(api_server, written):
+    """Messages staged by assign-and-write whose commit never ran show up until committed (here: removed)."""
+    from airflow_paimon.engine.commit.identity import CommitIdentity
+    from airflow_paimon.engine.commit.staging import Staged, stage
+
+    table = get_table({"warehouse": written.warehouse}, written.table)
+    ident = CommitIdentity.for_run(written.dag_id, "manual__never-committed", written.table)
+    staging = storage.join(written.warehouse, ".airflow-paimon", "staging", written.table, ident.commit_user)
+    base = table.snapshot_manager().get_latest_snapshot().id
+    stage(table, staging, Staged(written.table, base, ident.commit_user, ident.commit_identifier, []), [])
+    try:
+        status, body, _ = api_server.get(PAGE, api_server.token)
+        staged = re.search(r"<table id='staged'>.*?</table>", body, re.S).group(0)
+        assert ident.commit_user in staged and f"<td class='n'>{base}</td>" in staged
+        committed_users = [s.commit_user for s in table.snapshot_manager().list_snapshots()]
+        assert not any(u in staged for u in committed_users)
+    finally:
+        storage.delete_dir(staging)
+    status, body, _ = api_server.get(PAGE, api_server.token)
+    assert "<table id='staged'>" not in body and "Nothing staged." in body
