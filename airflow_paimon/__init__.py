@@ -19,4 +19,5 @@ def get_provider_info() -> dict:
             "airflow_paimon.operators.maintenance"]}],
         "integrations": [{"integration-name": "Apache Paimon", "external-doc-url": "https://paimon.apache.org/",
                           "tags": ["software"]}],
+        "extra-links": ["airflow_paimon.links.PaimonTableLink"],
     }

@@ -18,6 +18,7 @@ from airflow.sdk import BaseHook, BaseOperator
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.operators.submit import stop_process_group, submit_settings
 from airflow_paimon.spark.job import secrets_of, spec_file, submit_conf
 
@@ -43,6 +44,7 @@ class PaimonSparkJobOperator(BaseOperator):
     job: ClassVar[str]
     template_fields: Sequence[str] = ("table", "spark_conf")
     ui_color = "#c9e7f5"
+    operator_extra_links = (PaimonTableLink(),)
 
     def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
                  spark_conn_id: str = "spark_default", spark_conf: dict[str, Any] | None = None,

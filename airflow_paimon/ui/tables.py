@@ -1,0 +1,167 @@
+"""What the page shows of one table, read with pypaimon and the index manifest only (no Spark, no writes)."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from airflow_paimon.engine import storage
+from airflow_paimon.engine.commit.staging import STAGED_FILE
+from airflow_paimon.engine.compact.levels import level_sorted_runs
+from airflow_paimon.engine.compact.strategy import CompactOptions
+from airflow_paimon.engine.index.layout import published_snapshots, read_manifest, table_index_uri
+from airflow_paimon.engine.plan import latest_snapshot, live_entries
+from airflow_paimon.engine.table import open_catalog
+
+MAX_SNAPSHOTS = 30  # newest first; older ones are one click away in Paimon's own tools
+MAX_INDEXES = 10
+MAX_BUCKETS = 40  # the most indebted buckets
+
+
+@dataclass
+class SnapshotRow:
+    id: int
+    commit_kind: str
+    time_millis: int
+    commit_user: str
+    commit_identifier: int
+    delta_records: int | None
+    total_records: int | None
+    dag_run: tuple[str, str] | None = None  # (dag_id, run_id) that made it, when one of ours did
+
+
+@dataclass
+class BucketRow:
+    partition: tuple
+    bucket: int
+    files: int
+    sorted_runs: int
+    records: int
+    size: int
+
+
+@dataclass
+class IndexRow:
+    snapshot_id: int
+    origin: str
+    shards: int
+    keys: int
+    files: int
+    size: int
+    schema_id: int
+    key_hash_scheme: str
+
+
+@dataclass
+class StagedRow:
+    commit_user: str
+    commit_identifier: int | None
+    base_snapshot_id: int | None
+    messages: int
+    dag_run: tuple[str, str] | None = None
+
+
+@dataclass
+class TableView:
+    conn_id: str
+    identifier: str
+    columns: list[tuple[str, str]]
+    primary_keys: list[str]
+    partition_keys: list[str]
+    bucket_mode: str
+    merge_engine: str
+    options: dict[str, str]
+    snapshots: list[SnapshotRow] = field(default_factory=list)
+    buckets: list[BucketRow] = field(default_factory=list)
+    bucket_count: int = 0
+    file_count: int = 0
+    compaction_trigger: int = 5
+    indexes: list[IndexRow] = field(default_factory=list)
+    staged: list[StagedRow] = field(default_factory=list)
+    indebted: int = 0  # buckets at or past the trigger: the next compaction rewrites them
+
+    @property
+    def latest(self) -> SnapshotRow | None:
+        return self.snapshots[0] if self.snapshots else None
+
+
+def list_tables(catalog_options: dict) -> list[str]:
+    catalog = open_catalog(catalog_options)
+    return sorted(f"{db}.{t}" for db in catalog.list_databases() for t in catalog.list_tables(db))
+
+
+def table_summary(hook, identifier: str) -> dict:
+    """One line of the overview: bucket mode and the latest snapshot."""
+    table = open_catalog(hook.catalog_options()).get_table(identifier)
+    snap = latest_snapshot(table)
+    return {"identifier": identifier, "bucket_mode": table.bucket_mode().name,
+            "snapshot_id": snap.id if snap else None, "records": snap.total_record_count if snap else 0,
+            "commit_kind": snap.commit_kind if snap else None}
+
+
+def table_view(hook, conn_id: str, identifier: str, runs_by_commit_user: dict) -> TableView:
+    """``identifier`` must be one ``list_tables`` returned (the caller checks): every path below derives from it."""
+    table = open_catalog(hook.catalog_options()).get_table(identifier)
+    schema = table.table_schema
+    options = {str(k): str(v) for k, v in dict(schema.options).items()}
+    view = TableView(conn_id, identifier, [(f.name, str(f.type)) for f in schema.fields],
+                     list(schema.primary_keys), list(schema.partition_keys), table.bucket_mode().name,
+                     options.get("merge-engine", "deduplicate"), options,
+                     compaction_trigger=CompactOptions.of(options).num_sorted_run_compaction_trigger)
+    latest = latest_snapshot(table)
+    view.snapshots = _snapshots(table, latest, runs_by_commit_user)
+    _buckets(view, table, latest)
+    view.indexes = _indexes(table_index_uri(hook.index_root(), identifier))
+    committed = {s.commit_user for s in view.snapshots}
+    view.staged = [s for s in _staged(storage.join(hook.staging_root(), identifier), runs_by_commit_user)
+                   if s.commit_user not in committed]
+    return view
+
+
+def _snapshots(table, latest, runs_by_commit_user) -> list[SnapshotRow]:
+    if latest is None:
+        return []
+    manager, rows = table.snapshot_manager(), []
+    for sid in range(latest.id, max(latest.id - MAX_SNAPSHOTS, 0), -1):
+        s = latest if sid == latest.id else manager.get_snapshot_by_id(sid)
+        if s is None:  # expired
+            break
+        rows.append(SnapshotRow(s.id, s.commit_kind, s.time_millis, s.commit_user, s.commit_identifier,
+                                s.delta_record_count, s.total_record_count, runs_by_commit_user.get(s.commit_user)))
+    return rows
+
+
+def _buckets(view: TableView, table, latest) -> None:
+    """Files and sorted runs per (partition, bucket) at the latest snapshot; the most runs first."""
+    groups = defaultdict(list)
+    for e in live_entries(table, latest):
+        groups[(tuple(e.partition.values), e.bucket)].append(e.file)
+    rows = [BucketRow(p, b, len(files), len(level_sorted_runs(files)), sum(f.row_count for f in files),
+                      sum(f.file_size for f in files)) for (p, b), files in groups.items()]
+    rows.sort(key=lambda r: (-r.sorted_runs, -r.files, str(r.partition), r.bucket))
+    view.bucket_count, view.file_count = len(rows), sum(r.files for r in rows)
+    view.buckets = rows[:MAX_BUCKETS]
+    view.indebted = sum(r.sorted_runs >= view.compaction_trigger for r in rows)
+
+
+def _indexes(index_uri: str) -> list[IndexRow]:
+    rows = []
+    for sid in reversed(published_snapshots(index_uri)[-MAX_INDEXES:]):
+        m = read_manifest(index_uri, sid)
+        if m is not None:
+            rows.append(IndexRow(sid, m.origin, m.shards, m.keys, len(m.files()), sum(f.size for f in m.files()),
+                                 m.schema_id, m.key_hash_scheme))
+    return rows
+
+
+def _staged(table_staging_uri: str, runs_by_commit_user) -> list[StagedRow]:
+    rows = []
+    for commit_user in storage.list_dir(table_staging_uri):
+        uri = storage.join(table_staging_uri, commit_user, STAGED_FILE)
+        if not storage.exists(uri):
+            continue
+        doc = json.loads(storage.read_bytes(uri))
+        rows.append(StagedRow(doc.get("commit_user", commit_user), doc.get("commit_identifier"),
+                              doc.get("base_snapshot_id"), len(doc.get("messages", [])),
+                              runs_by_commit_user.get(doc.get("commit_user", commit_user))))
+    return rows

@@ -1,0 +1,107 @@
+"""The Paimon page through the real api-server: login required, names validated, content from the table."""
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from urllib.parse import quote
+
+import pytest
+
+from airflow_paimon.engine import storage
+from airflow_paimon.engine.index.layout import published_snapshots, read_manifest, table_index_uri
+from airflow_paimon.engine.table import get_table
+
+pytestmark = pytest.mark.ui
+PAGE = "/paimon/tables/paimon_default/demo.orders"
+
+
+def test_page_refuses_a_request_without_an_airflow_login(api_server):
+    for path in ("/paimon/", PAGE):
+        status, body, _ = api_server.get(path)
+        assert status in (401, 403, 302, 307), (path, status)
+        assert "demo.orders" not in body or status != 200
+    status, _, _ = api_server.get(PAGE, token="not-a-jwt")
+    assert status in (401, 403)
+
+
+@pytest.mark.parametrize("path", [
+    "/paimon/tables/paimon_default/demo.nope",            # no such table
+    "/paimon/tables/paimon_default/demo",                 # not database.table
+    "/paimon/tables/paimon_default/..%2F..%2Fetc%2Fpasswd",
+    "/paimon/tables/paimon_default/demo.orders%2F..%2F..",
+    "/paimon/tables/paimon_default/..",
+    "/paimon/tables/paimon_default/.airflow-paimon.index",  # a directory of the warehouse, not a table
+    "/paimon/tables/paimon_default/demo/orders",
+    "/paimon/tables/no_such_conn/demo.orders",
+])
+def test_only_existing_tables_are_opened(api_server, path):
+    status, body, _ = api_server.get(path, api_server.token)
+    assert status in (400, 404), (path, status, body[:200])
+    assert "root:" not in body
+
+
+def test_overview_lists_the_connection_and_its_table(api_server, written):
+    status, body, _ = api_server.get("/paimon/", api_server.token)
+    assert status == 200, body[:500]
+    assert "paimon_default" in body and written.warehouse in body
+    assert f"href='{PAGE}'" in body and "CROSS_PARTITION" in body
+
+
+def test_table_page_shows_snapshots_runs_and_index_as_the_table_has_them(api_server, written):
+    status, body, seconds = api_server.get(PAGE, api_server.token)
+    assert status == 200, body[:500]
+    text = unescape(re.sub(r"<[^>]+>", " ", body))
+    table = get_table({"warehouse": written.warehouse}, written.table)
+    snapshots = table.snapshot_manager().list_snapshots()
+    made_by = written.run_of_snapshot()
+    assert [s.id for s in snapshots] == sorted(made_by)
+    rows = table.new_read_builder().new_read().to_arrow(table.new_read_builder().new_scan().plan().splits()).num_rows
+    # every snapshot row, newest first, linked to the DAG run that wrote it in the Airflow UI
+    snap_table = re.search(r"<table id='snapshots'>.*?</table>", body, re.S).group(0)
+    shown = re.findall(r"<td class='n'>(\d+)</td><td><span class='tag'.*?href='([^']+)'", snap_table, re.S)
+    assert [(int(i), href) for i, href in shown] == [
+        (s.id, f"/dags/{written.dag_id}/runs/{quote(made_by[s.id], safe='')}") for s in reversed(snapshots)]
+    assert len({href for _, href in shown}) == len(written.runs)  # each run's snapshot links to that run
+    assert f"{rows:,}" in text and "CROSS_PARTITION" in text and "deduplicate" in text
+    # the index of the committed snapshot: its key count is the table's row count (one row per key)
+    index_uri = table_index_uri(storage.join(written.warehouse, ".airflow-paimon", "index"), written.table)
+    published = published_snapshots(index_uri)
+    manifest = read_manifest(index_uri, published[-1])
+    assert manifest.keys == rows
+    index_table = re.search(r"<table id='index'>.*?</table>", body, re.S).group(0)
+    assert f"<td class='n'>{manifest.keys:,}</td>" in index_table and manifest.origin in index_table
+    # compaction debt: one row per bucket, none above Paimon's default trigger after the compact task
+    assert "num-sorted-run.compaction-trigger" in text and "<svg" in body
+    print(f"table page served in {seconds * 1000:.0f} ms")
+    assert seconds < 5
+
+
+def test_task_link_points_at_the_table_page(api_server, written):
+    path = (f"/api/v2/dags/{written.dag_id}/dagRuns/{quote(written.runs[-1][0], safe='')}"
+            f"/taskInstances/commit/links")
+    status, body, _ = api_server.get(path, api_server.token, cookie=False)
+    assert status == 200, body[:500]
+    assert json.loads(body)["extra_links"]["Paimon table"] == PAGE
+
+
+def test_staged_run_without_its_snapshot_is_listed(api_server, written):
+    """Messages staged by assign-and-write whose commit never ran show up until committed (here: removed)."""
+    from airflow_paimon.engine.commit.identity import CommitIdentity
+    from airflow_paimon.engine.commit.staging import Staged, stage
+
+    table = get_table({"warehouse": written.warehouse}, written.table)
+    ident = CommitIdentity.for_run(written.dag_id, "manual__never-committed", written.table)
+    staging = storage.join(written.warehouse, ".airflow-paimon", "staging", written.table, ident.commit_user)
+    base = table.snapshot_manager().get_latest_snapshot().id
+    stage(table, staging, Staged(written.table, base, ident.commit_user, ident.commit_identifier, []), [])
+    try:
+        status, body, _ = api_server.get(PAGE, api_server.token)
+        staged = re.search(r"<table id='staged'>.*?</table>", body, re.S).group(0)
+        assert ident.commit_user in staged and f"<td class='n'>{base}</td>" in staged
+        committed_users = [s.commit_user for s in table.snapshot_manager().list_snapshots()]
+        assert not any(u in staged for u in committed_users)
+    finally:
+        storage.delete_dir(staging)
+    status, body, _ = api_server.get(PAGE, api_server.token)
+    assert "<table id='staged'>" not in body and "Nothing staged." in body
