@@ -14,13 +14,20 @@ from typing import Any, ClassVar
 
 from airflow.exceptions import AirflowException
 from airflow.sdk import BaseHook, BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.operators.submit import stop_process_group, submit_settings
 from airflow_paimon.spark.job import secrets_of, spec_file, submit_conf
+
+
+# Errors a retry of the same task cannot fix (bad input, a table another writer moved on): the task fails at
+# once, without its retries; the message says what to change or re-run.
+NOT_RETRIED = {ValidationError.__name__, StaleIndexError.__name__}
 
 
 def spark_job_path(job: str) -> str:
@@ -78,7 +85,10 @@ class PaimonSparkJobOperator(BaseOperator):
         raise AirflowException(f"{self.task_id}: no upstream {operator_class.__name__}; chain it after one")
 
     def execute(self, context) -> dict:
-        validate_identifier(self.table)  # templated: checked here, before anything is submitted
+        try:
+            validate_identifier(self.table)  # templated: checked here, before anything is submitted
+        except ValidationError as e:
+            raise AirflowFailException(str(e)) from None
         hook = PaimonHook(self.paimon_conn_id)
         storage.configure(hook.catalog_options())  # the result file is read with the connection's credentials
         spec = {"catalog_options": hook.catalog_options(), "table": self.table, **self.job_spec(context, hook)}
@@ -120,7 +130,10 @@ class PaimonSparkJobOperator(BaseOperator):
                 error = None
                 if storage.exists(result_uri):
                     error = json.loads(storage.read_bytes(result_uri)).get("error")
-                raise AirflowException(f"{self.job} for table {self.table} failed: {error or e}") from None
+                message = f"{self.job} for table {self.table} failed: {error or e}"
+                if error and error.split(":", 1)[0] in NOT_RETRIED:
+                    raise AirflowFailException(message) from None
+                raise AirflowException(message) from None
 
     def on_kill(self) -> None:
         """The task was killed: stop the Spark job (spark-submit, its driver and Python workers; on a cluster
