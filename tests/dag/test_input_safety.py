@@ -101,6 +101,7 @@ def test_backfill_refuses_a_traversing_table_name_before_submitting(airflow_home
     capfd.readouterr()
     run, states, _ = run_dag(dag, conf={"source_path": str(source), "table": "db.t/../..", "source_format": None})
     assert run.state == "failed" and states["bootstrap_index"] == "failed", states
+    assert run.get_task_instance("bootstrap_index").try_number == 1, "bad input is not retried (the DAG has 2)"
     out, err = capfd.readouterr()
     logged = out + err + caplog.text
     assert "invalid table identifier" in logged and "db.t/../.." in logged
