@@ -25,18 +25,20 @@ from airflow_paimon.engine.index.keys import encode_keys, encode_partition_value
 from airflow_paimon.engine.index.layout import IndexManifest, compatible, newest_published, verify
 from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values, write_sst
 from airflow_paimon.engine.index.sharding import shard_of
-from airflow_paimon.engine.plan import added_entries, is_alive, is_last_of_key, read_key_rows, read_live_keys
+from airflow_paimon.engine.scan import added_entries
+from airflow_paimon.engine.data_files import is_alive, is_last_of_key, read_key_rows, read_live_keys
 
 log = logging.getLogger(__name__)
 
 CHANGE_ROWS = pa.schema([("shard", pa.int32()), ("key", pa.binary()), ("value", pa.binary()),
                          ("snapshot", pa.int64()), ("seq", pa.int64()), ("alive", pa.bool_())])
-REUSE, CATCH_UP, REBUILD = "reused", "caught_up", "rebuilt"
+# The bootstrap's decision (BootstrapResult.index_decision); NOT_NEEDED: a table without a global index
+REUSE, CATCH_UP, REBUILD, NOT_NEEDED = "reused", "caught_up", "rebuilt", "not_needed"
 
 
 @dataclass
 class BootstrapPlan:
-    path: str                                  # REUSE | CATCH_UP | REBUILD
+    decision: str                              # REUSE | CATCH_UP | REBUILD
     snapshot_id: int | None                    # L
     base: IndexManifest | None = None          # the index reused or caught up from
     added_files: list = field(default_factory=list)  # CATCH_UP: (snapshot id, ManifestEntry) in order
