@@ -13,7 +13,8 @@ class Jobs:
     def __init__(self, spark, warehouse: str, table: str, table_spec: dict | None = None, shards: int = 2):
         self.spark, self.warehouse, self.table = spark, warehouse, table
         self.table_spec, self.shards = table_spec, shards
-        self.common = {"catalog_options": {"warehouse": warehouse}, "table": table}
+        self.options = {"warehouse": warehouse}
+        self.common = {"catalog_options": self.options, "table": table}
         self.staging_root = f"{warehouse}/.airflow-paimon/staging"
 
     def bootstrap(self) -> dict:
