@@ -111,7 +111,7 @@ def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str
 
 
 # The driver JVM of a short job: C1 only (no C2 compiler threads competing for the cores) and the serial GC.
-# Cuts 2-3 s off every spark-submit on 2 cores (README, Benchmark); replace it via spark_conf for big drivers.
+# Cuts 2-3 s off every spark-submit on 2 cores (tests/benchmarks/README.md); replace it via spark_conf for big drivers.
 SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
