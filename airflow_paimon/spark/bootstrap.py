@@ -1,7 +1,7 @@
 """bootstrap-index on Spark: the engine's orchestration (engine/index/run.py) with Spark running its tasks.
 A rebuild is one stage: task p builds part p. A catch-up reads the added files in parallel, shuffles the
 change rows to their shard, and task s applies shard s. The driver publishes the manifest last.
-Closures here reference only engine modules, so Spark's Python workers never import pypaimon."""
+The task functions themselves are the engine's (engine/index/bootstrap.py)."""
 from __future__ import annotations
 
 import json

@@ -2,32 +2,30 @@
 (engine/index/bootstrap.py), build or catch up the shards through the executor's tasks, publish the
 manifest last, clean up what no index needs any more.
 
-The task functions are module-level and bound with plain data only (functools.partial): Spark ships them
-to Python workers that never import pypaimon."""
+The task functions (engine/index/bootstrap.py, which imports no pypaimon) are bound with plain data only
+(functools.partial), so an executor can ship them to its workers."""
 from __future__ import annotations
 
 import functools
 import logging
-import tempfile
 from dataclasses import replace
 from typing import Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
 
-from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.assign.dynamic import check_dynamic_table
 from airflow_paimon.engine.assign.fixed import check_fixed_table
 from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.index.bootstrap import (CATCH_UP, NOT_NEEDED, REBUILD, REUSE, apply_changes, base_parts,
-                                                   change_rows_of_file, plan_bootstrap)
+from airflow_paimon.engine.index.bootstrap import (CATCH_UP, NOT_NEEDED, REBUILD, REUSE, catch_up_file,
+                                                   catch_up_shard, plan_bootstrap, rebuild_part)
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, merge_shard_parts, table_index_uri,
                                                 write_manifest)
 from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
-from airflow_paimon.engine.index.store import advance, clean_up, export_changes, load_shard, publish_file
+from airflow_paimon.engine.index.store import clean_up
 from airflow_paimon.engine.scan import buckets_at, file_path
 from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table
@@ -128,19 +126,6 @@ def _rebuild(table, snapshot_id, bucket_files, shards: int, table_uri: str, task
     return manifest
 
 
-def rebuild_part(part: int, *, groups: list[list], table_uri: str, snapshot_id, shards: int,
-                 primary_keys: list[str], partition_types: list) -> list[ShardMeta]:
-    """One rebuild task: the buckets of group ``part`` into one published file per shard they touch."""
-    metas = []
-    with tempfile.TemporaryDirectory(prefix="paimon-bootstrap-") as tmp:
-        for p in base_parts(groups[part], primary_keys=primary_keys, partition_types=partition_types,
-                            shards=shards, local_dir=tmp, part=part):
-            file = publish_file(table_uri, snapshot_id, p.shard, f"base-{part}", p.path, p.keys)
-            crash_point("bootstrap.shard_file_published")
-            metas.append(ShardMeta(p.shard, [file], p.keys, p.bucket_counts))
-    return metas
-
-
 def balance(items: list, weights: list[int], n: int) -> list[list]:
     """``items`` in ``n`` groups of about equal weight (largest first, each to the lightest group)."""
     groups, loads = [[] for _ in range(n)], [0] * n
@@ -166,26 +151,6 @@ def _catch_up(table, plan, table_uri: str, tasks: IndexTasks) -> IndexManifest:
     crash_point("bootstrap.before_manifest")
     write_manifest(table_uri, manifest)
     return manifest
-
-
-def catch_up_file(i: int, *, files: list, shards: int, primary_keys: list[str], partition_types: list) -> pa.Table:
-    path, partition, bucket, snapshot_id = files[i]
-    return change_rows_of_file(path, partition, bucket, snapshot_id, primary_keys=primary_keys,
-                               partition_types=partition_types, shards=shards)
-
-
-def catch_up_shard(shard: int, rows: pa.Table, *, base: IndexManifest, table_uri: str, target: int,
-                   options: IndexOptions) -> ShardMeta:
-    """Apply one shard's change rows to its base and publish the result for snapshot ``target``."""
-    meta = base.shard(shard)
-    with tempfile.TemporaryDirectory(prefix="paimon-catchup-") as tmp:
-        with load_shard(table_uri, meta, tmp, options) as index:
-            counts = BucketAssigner(shard, base.shards, 1, meta.bucket_counts)
-            key_change = apply_changes(index, rows, counts)
-            local, file_type, entries = export_changes(index, meta, tmp)
-        new_file = publish_file(table_uri, target, shard, file_type, local, entries) if local else None
-    crash_point("bootstrap.shard_file_published")
-    return advance(meta, new_file, file_type, meta.keys + key_change, counts.to_dict())
 
 
 def shards_in(rows: pa.Table) -> list[tuple[int, pa.Table]]:
