@@ -14,7 +14,7 @@ from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.index.keys import encode_keys
 from airflow_paimon.engine.index.run import bootstrap_index, shards_in
 from airflow_paimon.engine.index.sharding import shard_of
-from airflow_paimon.engine.specs import AssignWriteSpec, BootstrapSpec, CommitSpec
+from airflow_paimon.engine.specs import AssignWriteSpec, BootstrapResult, BootstrapSpec, CommitSpec
 from airflow_paimon.engine.write.run import assign_and_write
 from airflow_paimon.engine.write.task import write_task
 
@@ -32,10 +32,15 @@ class LocalIndexTasks:
         return [apply(shard, shard_rows) for shard, shard_rows in shards_in(rows)]
 
 
+def bootstrap_result(catalog_options, identifier, index_root, shards) -> BootstrapResult:
+    """The bootstrap-index job."""
+    return bootstrap_index(BootstrapSpec(catalog_options=catalog_options, table=identifier, shards=shards,
+                                         index_root=index_root), LocalIndexTasks())
+
+
 def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
     """The bootstrap-index job; its result as the context the next run writes against."""
-    boot = bootstrap_index(BootstrapSpec(catalog_options=catalog_options, table=identifier, shards=shards,
-                                         index_root=index_root), LocalIndexTasks())
+    boot = bootstrap_result(catalog_options, identifier, index_root, shards)
     return WriteContext(catalog_options, identifier, boot.base_snapshot_id, boot.index_uri, shards)
 
 

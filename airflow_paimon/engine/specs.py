@@ -24,7 +24,7 @@ class SpecError(PaimonJobError):
 class Wire:
     """JSON on the wire: a flat dict of the dataclass's fields."""
 
-    what: ClassVar[str]
+    what: ClassVar[str] = "job spec or result"  # named in errors
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
