@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from airflow_paimon.engine.compact.run import compact_task, compaction_identity, run_compaction
-from airflow_paimon.engine.plan import latest_snapshot, live_entries
+from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, upsert
 from oracle import expected_upsert, read_table

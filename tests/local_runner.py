@@ -1,85 +1,87 @@
-"""Runs the engine's task functions in-process (a full-rebuild bootstrap, assign per shard, write per
-bucket, commit + index publish), the way the Spark jobs distribute them — for fast engine tests. The
-Spark glue itself is tested in tests/spark and tests/dag."""
+"""Runs the jobs' engine orchestrations in-process (engine/index/run.py, engine/write/run.py,
+engine/commit/run.py), with the tasks the Spark glue distributes run one after another here — for fast
+engine tests. The Spark glue itself is tested in tests/spark and tests/dag."""
 from __future__ import annotations
-
-import tempfile
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine import storage
-from airflow_paimon.engine.assign.assigner import BUCKET, KEY, KIND, ORDER
+from airflow_paimon.engine.assign.assigner import BUCKET, KEY, ORDER, ROW_KIND
 from airflow_paimon.engine.assign.task import assign_task
-from airflow_paimon.engine.bootstrap import base_parts
-from airflow_paimon.engine.commit.identity import CommitIdentity
-from airflow_paimon.engine.commit.staging import Staged, stage
+from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values
-from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME, shard_of
-from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, merge_shard_parts, read_manifest,
-                                                table_index_uri, write_manifest)
-from airflow_paimon.engine.index.store import publish_file
-from airflow_paimon.engine.plan import buckets_at, latest_snapshot
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.index.keys import encode_keys
+from airflow_paimon.engine.index.run import bootstrap_index, shards_in
+from airflow_paimon.engine.index.sharding import shard_of
+from airflow_paimon.engine.specs import AssignWriteSpec, BootstrapResult, BootstrapSpec, CommitSpec
+from airflow_paimon.engine.write.run import assign_and_write
 from airflow_paimon.engine.write.task import write_task
-from airflow_paimon.spark.commit import run_commit
+
+
+class LocalIndexTasks:
+    """engine/index/run.py IndexTasks, in this process."""
+
+    parallelism = 1
+
+    def rebuild(self, build, parts: int):
+        return [meta for part in range(parts) for meta in build(part)]
+
+    def catch_up(self, read_file, files: int, apply, shards: int):
+        rows = pa.concat_tables([read_file(i) for i in range(files)])
+        return [apply(shard, shard_rows) for shard, shard_rows in shards_in(rows)]
+
+
+def bootstrap_result(catalog_options, identifier, index_root, shards) -> BootstrapResult:
+    """The bootstrap-index job."""
+    return bootstrap_index(BootstrapSpec(catalog_options=catalog_options, table=identifier, shards=shards,
+                                         index_root=index_root), LocalIndexTasks())
 
 
 def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
-    table = get_table(catalog_options, identifier)
-    snap = latest_snapshot(table)
-    sid = snap.id if snap else None
-    table_uri = table_index_uri(index_root, identifier)
-    ctx = WriteContext(catalog_options, identifier, sid, table_uri, shards)
-    ptypes = ctx.partition_types
-    ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ptypes), b.bucket): b.max_sequence_number
-                                for b in buckets_at(table, snap)}
-    if read_manifest(table_uri, sid) is not None:
-        return ctx
-    buckets = [(list(b.paths), b.partition, b.bucket) for b in buckets_at(table, snap)]
-    with tempfile.TemporaryDirectory() as tmp:
-        parts = [ShardMeta(p.shard, [publish_file(table_uri, sid, p.shard, "base-0", p.path, p.keys)], p.keys,
-                           p.bucket_counts)
-                 for p in base_parts(buckets, primary_keys=ctx.primary_keys, partition_types=ptypes,
-                                     shards=shards, local_dir=tmp, part=0)]
-    metas = merge_shard_parts(shards, parts)
-    write_manifest(table_uri, IndexManifest(identifier, sid, table.table_schema.id, shards, KEY_HASH_SCHEME, metas))
-    return ctx
+    """The bootstrap-index job; its result as the context the next run writes against."""
+    boot = bootstrap_result(catalog_options, identifier, index_root, shards)
+    return WriteContext(catalog_options, identifier, boot.base_snapshot_id, boot.index_uri, shards)
 
 
-def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None) -> dict:
-    """The assign-and-write task: index changes and commit messages staged for the commit task; returns the
-    commit task's spec."""
-    table = ctx.table()
-    ident = CommitIdentity.for_run("test", run_id, ctx.identifier)
+def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None) -> CommitSpec:
+    """The assign-and-write job on ``source`` (row kinds: ``row_kinds``, default all +I); returns the commit
+    job's spec."""
     staging_root = ctx.index_uri.rsplit("/", 2)[0] + "/staging"
-    ctx.staging_uri = storage.join(staging_root, ctx.identifier, ident.commit_user)
-    storage.delete_dir(ctx.staging_uri)  # a retried attempt starts clean, as the Spark job does
-    keys = encode_keys(source, ctx.primary_keys)
-    source = source.append_column(KEY, keys).append_column(ORDER, pa.array(np.arange(source.num_rows), pa.int64()))
-    source = source.append_column(KIND, pa.array(np.zeros(source.num_rows, np.int8) if kinds is None else kinds,
-                                                  pa.int8()))
+    spec = AssignWriteSpec(catalog_options=ctx.catalog_options, table=ctx.identifier, source={}, shards=ctx.shards,
+                           base_snapshot_id=ctx.base_snapshot_id, index_uri=ctx.index_uri,
+                           staging_root=staging_root, dag_id="test", run_id=run_id)
+
+    def read(table, row_kind_column):
+        n = source.num_rows
+        kinds = np.zeros(n, np.int8) if row_kinds is None else row_kinds
+        return (source.append_column(KEY, encode_keys(source, list(table.primary_keys)))
+                .append_column(ORDER, pa.array(np.arange(n), pa.int64()))
+                .append_column(ROW_KIND, pa.array(kinds, pa.int8())))
+
+    written = assign_and_write(spec, read=read, write=_assign_then_write)
+    return CommitSpec.after(written, catalog_options=ctx.catalog_options, table=ctx.identifier,
+                            staging_root=staging_root)
+
+
+def _assign_then_write(source: pa.Table, ctx: WriteContext, mode) -> list[dict]:
+    """Cross-partition: assign per shard against the index, then write per (partition, bucket)."""
     shard = shard_of(source, ctx.primary_keys, ctx.shards)
-    assigned = [assign_task(ctx, s, source.filter(pa.array(shard == s)))[0] for s in range(ctx.shards)
-                if (shard == s).any()]
-    allrows = pa.concat_tables(assigned)
-    messages = []
-    for group in allrows.group_by(ctx.partition_keys + [BUCKET]).aggregate([]).to_pylist():
+    assigned = pa.concat_tables([assign_task(ctx, s, source.filter(pa.array(shard == s)))[0]
+                                 for s in range(ctx.shards) if (shard == s).any()])
+    written = []
+    for group in assigned.group_by(ctx.partition_keys + [BUCKET]).aggregate([]).to_pylist():
         mask = None
         for k, v in group.items():
-            m = pc.equal(allrows.column(k), v) if v is not None else pc.is_null(allrows.column(k))
+            m = pc.equal(assigned.column(k), v) if v is not None else pc.is_null(assigned.column(k))
             mask = m if mask is None else pc.and_(mask, m)
-        messages.append(write_task(ctx, allrows.filter(mask))[0])
-    stage(table, ctx.staging_uri, Staged(ctx.identifier, ctx.base_snapshot_id, ident.commit_user,
-                                         ident.commit_identifier, [], extra={"index_uri": ctx.index_uri}), messages)
-    return {"table": ctx.identifier, "catalog_options": ctx.catalog_options, "staging_uri": ctx.staging_uri,
-            "commit_user": ident.commit_user, "commit_identifier": ident.commit_identifier,
-            "base_snapshot_id": ctx.base_snapshot_id}
+        rows = assigned.filter(mask)
+        message, counters = write_task(ctx, rows)
+        written.append({"message": message, **counters, "rows_in": rows.num_rows})
+    return written
 
 
-def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None):
-    """Stage and commit one run (the commit task of the Spark jobs, run in-process); (snapshot id, already)."""
-    result = run_commit(stage_run(ctx, source, run_id, kinds))
-    return result["snapshot_id"], result["already_committed"]
+def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None):
+    """Stage and commit one run; (snapshot id, already committed)."""
+    result = run_commit(stage_run(ctx, source, run_id, row_kinds))
+    return result.snapshot_id, result.already_committed

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_paimon.engine.compact.plan import SCOPES, writes_since_compaction
+from airflow_paimon.engine.specs import CommitResult, CompactSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.paimon import PaimonCommitOperator, PaimonSparkJobOperator
 
@@ -49,8 +50,8 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
         self.full, self.scope, self.partition_filter = full, scope, partition_filter
         self.every_n_runs = every_n_runs
 
-    def job_spec(self, context, hook: PaimonHook) -> dict:
-        snapshot_id = self.upstream_result(context, PaimonCommitOperator)["snapshot_id"]
+    def job_spec(self, context, hook: PaimonHook) -> CompactSpec:
+        snapshot_id = CommitResult.from_dict(self.upstream_result(context, PaimonCommitOperator)).snapshot_id
         every = int(self.every_n_runs)  # templated: may arrive as a rendered string
         if every < 1:
             raise ValueError(f"every_n_runs must be at least 1, got {every}")
@@ -61,6 +62,6 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
                                            f"compaction; compacting every {every}")
         dag_run = context["dag_run"]
         full = self.full if isinstance(self.full, bool) else str(self.full).strip().lower() in ("true", "1", "yes")
-        return {"snapshot_id": snapshot_id, "full": full, "scope": self.scope,
-                "partition_filter": self.partition_filter or None, "dag_id": dag_run.dag_id,
-                "run_id": dag_run.run_id}
+        return CompactSpec(**self.common_spec(hook), snapshot_id=snapshot_id, full=full, scope=self.scope,
+                           partition_filter=self.partition_filter or None, dag_id=dag_run.dag_id,
+                           run_id=dag_run.run_id)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from airflow_paimon.engine.specs import ExpireSpec, OrphansSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.paimon import PaimonSparkJobOperator
 
@@ -29,8 +30,9 @@ class PaimonExpireSnapshotsOperator(PaimonSparkJobOperator):
                         "snapshot.time-retained": time_retained, "snapshot.expire.limit": expire_limit}
         self.dry_run = dry_run
 
-    def job_spec(self, context, hook: PaimonHook) -> dict:
-        return {"options": {k: v for k, v in self.options.items() if v is not None}, "dry_run": self.dry_run}
+    def job_spec(self, context, hook: PaimonHook) -> ExpireSpec:
+        return ExpireSpec(**self.common_spec(hook), options={k: v for k, v in self.options.items() if v is not None},
+                          dry_run=self.dry_run)
 
 
 class PaimonRemoveOrphanFilesOperator(PaimonSparkJobOperator):
@@ -51,6 +53,6 @@ class PaimonRemoveOrphanFilesOperator(PaimonSparkJobOperator):
         self.older_than = older_than  # timedelta(0): every unreferenced file, staged runs still protected
         self.dry_run = dry_run
 
-    def job_spec(self, context, hook: PaimonHook) -> dict:
-        return {"older_than_ms": int(self.older_than.total_seconds() * 1000), "staging_root": hook.staging_root(),
-                "dry_run": self.dry_run}
+    def job_spec(self, context, hook: PaimonHook) -> OrphansSpec:
+        return OrphansSpec(**self.common_spec(hook), older_than_ms=int(self.older_than.total_seconds() * 1000),
+                           staging_root=hook.staging_root(), dry_run=self.dry_run)

@@ -19,6 +19,8 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
+from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
+                                         CommitSpec, JobSpec)
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.operators.submit import stop_process_group, submit_settings
@@ -65,8 +67,13 @@ class PaimonSparkJobOperator(BaseOperator):
         self.spark_bin_dir = spark_bin_dir  # where spark-submit is, when not next to this Python nor on PATH
         self._hook = None  # the running job's SparkSubmitHook, for on_kill
 
-    def job_spec(self, context, hook: PaimonHook) -> dict:
+    def job_spec(self, context, hook: PaimonHook) -> JobSpec:
         raise NotImplementedError
+
+    def common_spec(self, hook: PaimonHook) -> dict:
+        """The JobSpec fields every job gets."""
+        return {"catalog_options": hook.catalog_options(), "table": self.table,
+                "shuffle_partitions": self.shuffle_partitions}
 
     def upstream_result(self, context, operator_class: type) -> dict:
         """The XCom of the nearest upstream task of ``operator_class`` (the task it chains after)."""
@@ -91,9 +98,7 @@ class PaimonSparkJobOperator(BaseOperator):
             raise AirflowFailException(str(e)) from None
         hook = PaimonHook(self.paimon_conn_id)
         storage.configure(hook.catalog_options())  # the result file is read with the connection's credentials
-        spec = {"catalog_options": hook.catalog_options(), "table": self.table, **self.job_spec(context, hook)}
-        if self.shuffle_partitions:
-            spec["shuffle_partitions"] = self.shuffle_partitions
+        spec = self.job_spec(context, hook).to_dict()
         ti = context["ti"]
         result_uri = storage.join(hook.results_root(), _safe(ti.dag_id), _safe(ti.run_id),
                                   _safe(f"{ti.task_id}-{ti.map_index}-try{ti.try_number}.json"))
@@ -157,8 +162,9 @@ class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
         self.table_schema = table_schema
         self.shards = shards
 
-    def job_spec(self, context, hook: PaimonHook) -> dict:
-        return {"table_spec": self.table_schema, "shards": self.shards, "index_root": hook.index_root()}
+    def job_spec(self, context, hook: PaimonHook) -> BootstrapSpec:
+        return BootstrapSpec(**self.common_spec(hook), table_spec=self.table_schema, shards=self.shards,
+                             index_root=hook.index_root())
 
 
 class PaimonAssignAndWriteOperator(PaimonSparkJobOperator):
@@ -183,17 +189,17 @@ class PaimonAssignAndWriteOperator(PaimonSparkJobOperator):
         self.source_format = source_format
         self.source_options = source_options or {}
 
-    def job_spec(self, context, hook: PaimonHook) -> dict:
-        bootstrap = self.upstream_result(context, PaimonBootstrapIndexOperator)
+    def job_spec(self, context, hook: PaimonHook) -> AssignWriteSpec:
+        bootstrap = BootstrapResult.from_dict(self.upstream_result(context, PaimonBootstrapIndexOperator))
         source = dict(self.source) if isinstance(self.source, dict) else {"path": self.source}
         if self.source_format:
             source["format"] = self.source_format
         if self.source_options:
             source["options"] = self.source_options
         dag_run = context["dag_run"]
-        return {"source": source, "base_snapshot_id": bootstrap["base_snapshot_id"],
-                "index_uri": bootstrap["index_uri"], "shards": bootstrap["shards"], "staging_root": hook.staging_root(),
-                "dag_id": dag_run.dag_id, "run_id": dag_run.run_id, "row_kind_column": self.row_kind_column}
+        return AssignWriteSpec(**self.common_spec(hook), source=source, base_snapshot_id=bootstrap.base_snapshot_id,
+                               index_uri=bootstrap.index_uri, shards=bootstrap.shards, staging_root=hook.staging_root(),
+                               dag_id=dag_run.dag_id, run_id=dag_run.run_id, row_kind_column=self.row_kind_column)
 
 
 class PaimonCommitOperator(PaimonSparkJobOperator):
@@ -201,6 +207,6 @@ class PaimonCommitOperator(PaimonSparkJobOperator):
 
     job = "commit"
 
-    def job_spec(self, context, hook: PaimonHook) -> dict:
-        written = self.upstream_result(context, PaimonAssignAndWriteOperator)
-        return {k: written[k] for k in ("staging_uri", "commit_user", "commit_identifier", "base_snapshot_id")}
+    def job_spec(self, context, hook: PaimonHook) -> CommitSpec:
+        written = AssignWriteResult.from_dict(self.upstream_result(context, PaimonAssignAndWriteOperator))
+        return CommitSpec.after(written, **self.common_spec(hook), staging_root=hook.staging_root())

@@ -9,27 +9,27 @@ import pyarrow as pa
 from airflow_paimon.engine.compact.run import compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.context import cached_table
 from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.specs import CompactResult, CompactSpec
 from airflow_paimon.engine.table import get_table
 
 log = logging.getLogger(__name__)
 
 
-def run_compact(spark, spec: dict) -> dict:
-    identifier = spec["table"]
-    table = get_table(spec["catalog_options"], identifier)
-    identity = compaction_identity(spec["dag_id"], spec["run_id"], identifier)
-    result = run_compaction(table, identity, spec.get("snapshot_id"), full=bool(spec.get("full")),
-                            scope=spec.get("scope", "snapshot"), partition_filter=spec.get("partition_filter"),
-                            execute=lambda work: _execute(spark, spec, work))
+def run_compact(spark, spec: CompactSpec) -> CompactResult:
+    identifier = spec.table
+    table = get_table(spec.catalog_options, identifier)
+    identity = compaction_identity(spec.dag_id, spec.run_id, identifier)
+    result = run_compaction(table, identity, spec.snapshot_id, full=spec.full, scope=spec.scope,
+                            partition_filter=spec.partition_filter, execute=lambda work: _execute(spark, spec, work))
     log.info("compaction of %s: %s", identifier, result)
-    return {**result, "table": identifier}
+    return CompactResult.from_dict({**result, "table": identifier})
 
 
-def _execute(spark, spec: dict, work: list) -> list[bytes]:
+def _execute(spark, spec: CompactSpec, work: list) -> list[bytes]:
     """Rewrite every planned bucket in its own Spark task; returns the encoded CommitMessages."""
     import json
 
-    options_json, identifier = json.dumps(spec["catalog_options"], sort_keys=True), spec["table"]
+    options_json, identifier = json.dumps(spec.catalog_options, sort_keys=True), spec.table
 
     def rewrite(batches):
         table = cached_table(options_json, identifier)

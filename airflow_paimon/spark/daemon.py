@@ -14,7 +14,7 @@ import sys
 # What the closures of airflow_paimon/spark/*.py pull in on the workers (pyspark.worker imports pandas and
 # pyarrow for the Arrow UDFs).
 PRELOAD = ("pyspark.worker", "pyarrow", "pyarrow.compute", "pyarrow.parquet", "numpy", "pandas", "rocksdict",
-           "airflow_paimon.engine.bootstrap", "airflow_paimon.engine.assign.task", "airflow_paimon.engine.write.task",
+           "airflow_paimon.engine.index.bootstrap", "airflow_paimon.engine.assign.task", "airflow_paimon.engine.write.task",
            "airflow_paimon.engine.compact.run", "airflow_paimon.spark.bootstrap")
 
 

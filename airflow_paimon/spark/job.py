@@ -22,6 +22,7 @@ from typing import Callable, Iterator
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.identifier import validate_identifier
+from airflow_paimon.engine.specs import JobSpec, Wire
 
 log = logging.getLogger("airflow_paimon.job")
 
@@ -87,17 +88,18 @@ def redact(text: str, secrets: list[str]) -> str:
     return text
 
 
-def run(job: Callable[[dict], dict], argv: list[str] | None = None) -> None:
-    """Run ``job(spec)``; write its dict to the result URI; exit non-zero with the error on failure. Neither
-    the log nor the result file carries a catalog option value (errors are redacted)."""
+def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str] | None = None) -> None:
+    """Run ``job(spec)`` on the spec file read as ``spec_type``; write its result to the result URI; exit
+    non-zero with the error on failure. Neither the log nor the result file carries a catalog option value
+    (errors are redacted)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    spec, result_uri = parse_args(argv)
-    secrets = secrets_of(spec)
-    storage.configure(spec.get("catalog_options", {}))  # the result file even when the job fails early
+    raw, result_uri = parse_args(argv)
+    secrets = secrets_of(raw)
+    storage.configure(raw.get("catalog_options") or {})  # the result file even when the job fails early
     try:
-        if "table" in spec:
-            validate_identifier(spec["table"])
-        result = job(spec)
+        spec = spec_type.from_dict(raw)
+        validate_identifier(spec.table)
+        result = job(spec).to_dict()
     except Exception as e:
         log.error("job failed: %s", redact(traceback.format_exc(), secrets))
         error = redact(f"{type(e).__name__}: {e}", secrets)
@@ -109,7 +111,7 @@ def run(job: Callable[[dict], dict], argv: list[str] | None = None) -> None:
 
 
 # The driver JVM of a short job: C1 only (no C2 compiler threads competing for the cores) and the serial GC.
-# Cuts 2-3 s off every spark-submit on 2 cores (README, Benchmark); replace it via spark_conf for big drivers.
+# Cuts 2-3 s off every spark-submit on 2 cores (tests/benchmarks/README.md); replace it via spark_conf for big drivers.
 SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
@@ -128,9 +130,13 @@ def submit_conf(python: str | None, driver_python: str | None = None) -> dict[st
             "spark.sql.session.timeZone": "UTC"}
 
 
-def spark_session(spec: dict, app_name: str):
+DEFAULT_SHUFFLE_PARTITIONS = 8
+
+
+def spark_session(spec: JobSpec, app_name: str):
     from pyspark.sql import SparkSession
-    builder = SparkSession.builder.appName(app_name)
-    builder = builder.config("spark.sql.shuffle.partitions", str(spec.get("shuffle_partitions", 8)))
+    builder = SparkSession.builder.appName(f"{app_name} {spec.table}")
+    partitions = spec.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS
+    builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
     return builder.getOrCreate()

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.index.sharding import shard_of
-from airflow_paimon.engine.plan import is_last_of_key
+from airflow_paimon.engine.data_files import is_last_of_key
 
 ROUTE = "_route"
 

@@ -68,14 +68,14 @@ def _format_of(path: str, identifier: str) -> str:
 
 
 def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = None):
-    """The source as the table's columns and types plus its row kind (``_kind``) and input order
+    """The source as the table's columns and types plus its row kind (``_row_kind``) and input order
     (``_order``). Missing or extra columns are refused here; every per-row check (a value that does not
     cast to the table's type, a null primary key, an unknown row kind, a retraction the merge engine
     refuses) is a ``raise_error`` inside the same projection, so the write pipeline's first stage fails on
     the first bad row — before its first shuffle, so before any task stages or writes anything — without a
     separate pass over the source. Run the pipeline inside ``validation_errors()``.
     """
-    from airflow_paimon.engine.assign.assigner import KIND, ORDER
+    from airflow_paimon.engine.assign.assigner import ROW_KIND, ORDER
     from airflow_paimon.engine.assign.rowkind import ROW_KINDS
     from airflow_paimon.spark.types import spark_type
 
@@ -114,7 +114,7 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
         kind = (f"CASE WHEN {op} IS NULL OR {op} NOT IN ({known}) THEN "
                 + _fail(row_kind_column, _shown(f"coalesce({op}, 'null')"), f"row kind must be one of {list(ROW_KINDS)}")
                 + f" {refused}{by_text} ELSE CAST(0 AS TINYINT) END")
-    return df.selectExpr(*exprs, f"{kind} AS {_name(KIND)}", f"monotonically_increasing_id() AS {_name(ORDER)}")
+    return df.selectExpr(*exprs, f"{kind} AS {_name(ROW_KIND)}", f"monotonically_increasing_id() AS {_name(ORDER)}")
 
 
 _INTEGRAL = ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT")

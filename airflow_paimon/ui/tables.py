@@ -10,7 +10,7 @@ from airflow_paimon.engine.commit.staging import STAGED_FILE
 from airflow_paimon.engine.compact.levels import level_sorted_runs
 from airflow_paimon.engine.compact.strategy import CompactOptions
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest, table_index_uri
-from airflow_paimon.engine.plan import latest_snapshot, live_entries
+from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.table import open_catalog
 
 MAX_SNAPSHOTS = 30  # newest first; older ones are one click away in Paimon's own tools

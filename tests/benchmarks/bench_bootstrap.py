@@ -61,7 +61,7 @@ def run(rows: int, shards: int, spark) -> dict:
     upsert = np.concatenate([rng.choice(rows, half, replace=False), np.arange(rows, rows + half)])
     native_write(table, batch(upsert, rng))
     catch_s, caught = timed(jobs.bootstrap)
-    assert (cold["path"], warm["path"], caught["path"]) == ("rebuilt", "reused", "caught_up")
+    assert (cold["index_decision"], warm["index_decision"], caught["index_decision"]) == ("rebuilt", "reused", "caught_up")
     assert cold["keys"] == rows and caught["keys"] == rows + half
     return {"rows": rows, "shards": shards, "native_initial_write_s": round(write_s, 2),
             "cold_bootstrap_s": round(cold_s, 2), "cold_keys_per_s": int(rows / cold_s),
@@ -71,7 +71,7 @@ def run(rows: int, shards: int, spark) -> dict:
 
 
 def _warm(batches):
-    import airflow_paimon.engine.bootstrap  # noqa: F401
+    import airflow_paimon.engine.index.bootstrap  # noqa: F401
 
     yield from batches
 

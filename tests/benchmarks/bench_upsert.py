@@ -256,7 +256,8 @@ class Ours:
                     "index_root": f"{self.warehouse}/.airflow-paimon/index"}
         if job == "assign_and_write":
             return {**common, "source": {"path": source}, "base_snapshot_id": upstream["base_snapshot_id"],
-                    "index_uri": upstream["index_uri"], "staging_root": f"{self.warehouse}/.airflow-paimon/staging",
+                    "index_uri": upstream["index_uri"], "shards": upstream["shards"],
+                    "staging_root": f"{self.warehouse}/.airflow-paimon/staging",
                     "dag_id": "bench", "run_id": self.run_id}
         if job == "commit":
             return {**common, **{k: upstream[k] for k in ("staging_uri", "commit_user", "commit_identifier",
@@ -292,7 +293,7 @@ def ours_steps(run_step, ours: Ours, source: str, on_committed=None) -> tuple[di
             on_committed()
         if step in ("cold_bootstrap", "assign_and_write"):
             upstream = result
-    if results["cold_bootstrap"]["path"] != "rebuilt" or not results["warm_bootstrap"]["reused"]:
+    if results["cold_bootstrap"]["index_decision"] != "rebuilt" or not results["warm_bootstrap"]["reused"]:
         raise AssertionError(f"bootstrap paths: cold {results['cold_bootstrap']['path']}, "
                              f"warm {results['warm_bootstrap']['path']} (expected rebuilt, then reused)")
     return out, results
@@ -306,13 +307,16 @@ def _last_error_line(e: Exception) -> str:
 def in_job_runner(spark, timer=None):
     from airflow_paimon.spark.assign_write import run_assign_and_write
     from airflow_paimon.spark.bootstrap import run_bootstrap
-    from airflow_paimon.spark.commit import run_commit
+    from airflow_paimon.engine.commit.run import run_commit
     from airflow_paimon.spark.compact import run_compact
 
-    fns = {"bootstrap_index": lambda spec: run_bootstrap(spark, spec),
-           "assign_and_write": lambda spec: run_assign_and_write(spark, spec),
-           "commit": run_commit, "compact": lambda spec: run_compact(spark, spec)}
-    return lambda job, spec: (timer or measure)(lambda: fns[job](spec))
+    from airflow_paimon.engine.specs import AssignWriteSpec, BootstrapSpec, CommitSpec, CompactSpec
+
+    fns = {"bootstrap_index": lambda spec: run_bootstrap(spark, BootstrapSpec.from_dict(spec)),
+           "assign_and_write": lambda spec: run_assign_and_write(spark, AssignWriteSpec.from_dict(spec)),
+           "commit": lambda spec: run_commit(CommitSpec.from_dict(spec)),
+           "compact": lambda spec: run_compact(spark, CompactSpec.from_dict(spec))}
+    return lambda job, spec: (timer or measure)(lambda: fns[job](spec).to_dict())
 
 
 def submit_command(script: str, name: str, args: list[str], conf: dict | None = None,
@@ -673,7 +677,7 @@ def make_spark():
 def _worker_warm_up():
     def warm(batches):  # nested: pickled by value, so workers need not import this module
         import airflow_paimon.engine.assign.task  # noqa: F401
-        import airflow_paimon.engine.bootstrap  # noqa: F401
+        import airflow_paimon.engine.index.bootstrap  # noqa: F401
         import airflow_paimon.engine.write.task  # noqa: F401
 
         yield from batches

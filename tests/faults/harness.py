@@ -16,7 +16,9 @@ from airflow_paimon.engine.faults import CRASH_AT
 from airflow_paimon.engine.index.layout import read_manifest, table_index_uri
 from airflow_paimon.engine.index.shard import IndexOptions, decode_values
 from airflow_paimon.engine.index.store import load_shard
-from airflow_paimon.engine.plan import latest_snapshot
+from airflow_paimon.engine.scan import latest_snapshot
+from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapSpec, CommitSpec, CompactSpec,
+                                         JobSpec)
 from airflow_paimon.engine.table import get_table
 from local_runner import bootstrap as rebuild_index
 
@@ -35,12 +37,12 @@ class Attempt:
         return self.returncode == -signal.SIGKILL
 
 
-def attempt(job: str, spec: dict, workdir: Path, crash_at: str | None = None) -> Attempt:
+def attempt(job: str, spec: JobSpec, workdir: Path, crash_at: str | None = None) -> Attempt:
     """One attempt of ``job`` in its own process (its own session, so the JVM and Python workers it starts
     go down with it afterwards); SIGKILL at ``crash_at``."""
     workdir.mkdir(parents=True, exist_ok=True)
     spec_file, result_file, log_file = workdir / "spec.json", workdir / "result.json", workdir / "job.log"
-    spec_file.write_text(json.dumps(spec))
+    spec_file.write_text(json.dumps(spec.to_dict()))
     result_file.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if k != CRASH_AT}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -82,7 +84,7 @@ def assert_index_consistent(p: "Pipeline", scratch: Path) -> int:
     """The next run's bootstrap takes the published index as it is (no rebuild, no catch-up), and that index
     holds exactly what a full rebuild from the table's files holds; returns its key count."""
     boot = p.run("bootstrap", p.spec("bootstrap", {}, "", ""))
-    assert boot["path"] == "reused", boot
+    assert boot["index_decision"] == "reused", boot
     snapshot = latest_snapshot(get_table(p.options, p.table))
     assert boot["base_snapshot_id"] == snapshot.id
     published = index_content(boot["index_uri"], snapshot.id)
@@ -106,34 +108,28 @@ class Pipeline:
         self.index_root = f"{warehouse}/.airflow-paimon/index"
         self.staging_root = f"{warehouse}/.airflow-paimon/staging"
 
-    def spec(self, job: str, done: dict, source: str, run_id: str) -> dict:
-        """The spec of ``job`` in DAG run ``run_id``, given the results of the jobs ``done`` before it."""
+    def spec(self, job: str, done: dict, source: str, run_id: str) -> JobSpec:
+        """The spec of ``job`` in DAG run ``run_id``, given the results (XCom dicts) of the jobs ``done``."""
         common = {"catalog_options": self.options, "table": self.table}
         if job == "bootstrap":
-            return {**common, "table_spec": self.table_spec, "shards": self.shards, "index_root": self.index_root}
+            return BootstrapSpec(**common, table_spec=self.table_spec, shards=self.shards, index_root=self.index_root)
         if job == "assign_and_write":
             boot = done["bootstrap"]
-            return {**common, "source": {"path": source}, "shards": boot["shards"], "dag_id": "faults",
-                    "run_id": run_id, "base_snapshot_id": boot["base_snapshot_id"], "index_uri": boot["index_uri"],
-                    "row_kind_column": "op", "staging_root": self.staging_root}
+            return AssignWriteSpec(**common, source={"path": source}, shards=boot["shards"], dag_id="faults",
+                                   run_id=run_id, base_snapshot_id=boot["base_snapshot_id"],
+                                   index_uri=boot["index_uri"], row_kind_column="op", staging_root=self.staging_root)
         if job == "commit":
-            return {**common, **{k: done["assign_and_write"][k] for k in ("staging_uri", "commit_user",
-                                                                           "commit_identifier", "base_snapshot_id")}}
+            return CommitSpec.after(AssignWriteResult.from_dict(done["assign_and_write"]), **common,
+                                    staging_root=self.staging_root)
         if job == "compact":
-            return {**common, "dag_id": "faults", "run_id": run_id, "snapshot_id": done["commit"]["snapshot_id"],
-                    "full": self.full_compaction}
+            return CompactSpec(**common, dag_id="faults", run_id=run_id, snapshot_id=done["commit"]["snapshot_id"],
+                               full=self.full_compaction)
         raise ValueError(job)
 
-    def run(self, job: str, spec: dict) -> dict:
-        from airflow_paimon.spark.assign_write import run_assign_and_write
-        from airflow_paimon.spark.bootstrap import run_bootstrap
-        from airflow_paimon.spark.commit import run_commit
-        from airflow_paimon.spark.compact import run_compact
+    def run(self, job: str, spec: JobSpec) -> dict:
+        from faults.run_job import run_in
 
-        if job == "commit":
-            return run_commit(spec)
-        return {"bootstrap": run_bootstrap, "assign_and_write": run_assign_and_write,
-                "compact": run_compact}[job](self.spark, spec)
+        return run_in(self.spark, job, spec).to_dict()
 
     def dag_run(self, source: str, run_id: str, jobs=JOBS) -> dict:
         done = {}

@@ -1,6 +1,6 @@
 """One attempt of a Spark job as its own process, the way spark_jobs/<job>.py runs it under spark-submit:
 read the spec (a JSON file), start a local[1] Spark session with the jobs' submit conf, call the job
-function, write its result dict as JSON. The fault tests run it with AIRFLOW_PAIMON_CRASH_AT set and
+function, write its result as JSON. The fault tests run it with AIRFLOW_PAIMON_CRASH_AT set and
 SIGKILL lands at that point (airflow_paimon/engine/faults.py).
 
     python tests/faults/run_job.py <bootstrap|assign_and_write|commit|compact> SPEC_FILE RESULT_FILE
@@ -12,6 +12,10 @@ import os
 import sys
 
 from airflow_paimon.engine.faults import CRASH_AT
+from airflow_paimon.engine.specs import AssignWriteSpec, BootstrapSpec, CommitSpec, CompactSpec, JobSpec, Wire
+
+SPECS = {"bootstrap": BootstrapSpec, "assign_and_write": AssignWriteSpec, "commit": CommitSpec,
+         "compact": CompactSpec}
 
 
 def spark_session():
@@ -27,21 +31,25 @@ def spark_session():
     return builder.getOrCreate()
 
 
-def main(job: str, spec_file: str, result_file: str) -> None:
+def run_in(spark, job: str, spec: JobSpec) -> Wire:
+    """``job`` on ``spec`` with ``spark`` (the commit is driver-only, as in spark_jobs/commit.py)."""
+    from airflow_paimon.engine.commit.run import run_commit
     from airflow_paimon.spark.assign_write import run_assign_and_write
     from airflow_paimon.spark.bootstrap import run_bootstrap
-    from airflow_paimon.spark.commit import run_commit
     from airflow_paimon.spark.compact import run_compact
 
+    if job == "commit":
+        return run_commit(spec)
+    return {"bootstrap": run_bootstrap, "assign_and_write": run_assign_and_write, "compact": run_compact}[job](
+        spark, spec)
+
+
+def main(job: str, spec_file: str, result_file: str) -> None:
     with open(spec_file) as f:
-        spec = json.load(f)
-    if job == "commit":  # driver-only, as spark_jobs/commit.py: no Spark work
-        result = run_commit(spec)
-    else:
-        fn = {"bootstrap": run_bootstrap, "assign_and_write": run_assign_and_write, "compact": run_compact}[job]
-        result = fn(spark_session(), spec)
+        spec = SPECS[job].from_dict(json.load(f))
+    result = run_in(None if job == "commit" else spark_session(), job, spec)
     with open(result_file, "w") as f:
-        json.dump(result, f)
+        json.dump(result.to_dict(), f)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine.bootstrap import CATCH_UP, REBUILD, REUSE
+from airflow_paimon.engine.index.bootstrap import CATCH_UP, REBUILD, REUSE
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.compact.run import compaction_identity
 from airflow_paimon.engine.index.layout import snapshot_dir, table_index_uri
-from airflow_paimon.engine.plan import latest_snapshot
+from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.table import get_table
 from compaction_tables import assert_reads
 from faults.batches import ROW_KIND, TABLE_SPEC, random_batch
@@ -109,9 +109,9 @@ def test_kill_then_retry_converges(spark, base, tmp_path, job, point, index):
         results[step] = p.run(step, spec)  # the retry (or the one attempt of the steps that do not crash)
 
     # the bootstrap's retry redoes what it must: an index published before the kill is taken as it is
-    expected_path = REUSE if point == "bootstrap.after_manifest" else {"rebuild": REBUILD, "catch_up": CATCH_UP,
+    expected_decision = REUSE if point == "bootstrap.after_manifest" else {"rebuild": REBUILD, "catch_up": CATCH_UP,
                                                                         "reuse": REUSE}[index]
-    assert results["bootstrap"]["path"] == expected_path
+    assert results["bootstrap"]["index_decision"] == expected_decision
     # the run's data landed once, as the snapshot right after its base (and its compaction once, after it)
     assert results["commit"]["snapshot_id"] == before_id + 1
     table = get_table(p.options, p.table)

@@ -42,7 +42,7 @@ def test_a_corrupt_manifest_is_rebuilt_by_the_bootstrap(spark, warehouse, tmp_pa
         with open(m, "w") as f:
             f.write('{"table": "db.parts", "shard')  # cut short
     boot = jobs.bootstrap()
-    assert boot["path"] == "rebuilt" and boot["keys"] == 2
+    assert boot["index_decision"] == "rebuilt" and boot["keys"] == 2
     second = pd.DataFrame({"id": [1, 3], "p": ["b", "a"], "q": ["c", "c"], "v": [10.0, 3.0]})
     written = jobs.assign_and_write(boot, {"path": str(_parquet(second, tmp_path))}, "two")
     jobs.commit(written)

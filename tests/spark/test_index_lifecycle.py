@@ -38,18 +38,18 @@ def test_reuse_catch_up_and_rebuild(spark, warehouse, tmp_path):
     jobs = Jobs(spark, warehouse, "db.t", SPEC)
     batches = [frame([1, 2, 3, 4], "aabb", [1, 2, 3, 4])]
     boot, written, committed = jobs.upsert(batches[0], "r1", tmp_path)
-    assert boot["path"] == "rebuilt" and boot["keys"] == 0
+    assert boot["index_decision"] == "rebuilt" and boot["keys"] == 0
     assert committed["snapshot_id"] == 1 and read_manifest(boot["index_uri"], 1).origin == "committed"
 
     again = jobs.bootstrap()  # our own commit published the index of snapshot 1
-    assert (again["path"], again["data_files_read"], again["keys"]) == ("reused", 0, 4)
+    assert (again["index_decision"], again["data_files_read"], again["keys"]) == ("reused", 0, 4)
 
     batches.append(frame([1, 5, 3], "cca", [10, 50, 30]))  # pypaimon-rust moves 1 and 3, adds 5
     native_write(warehouse, batches[-1])
     caught = jobs.bootstrap()
     table = get_table({"warehouse": warehouse}, "db.t")
     added = table.snapshot_manager().get_latest_snapshot().delta_record_count
-    assert caught["path"] == "caught_up" and caught["base_snapshot_id"] == 2 and caught["keys"] == 5
+    assert caught["index_decision"] == "caught_up" and caught["base_snapshot_id"] == 2 and caught["keys"] == 5
     assert 0 < caught["data_files_read"] <= added
     batches.append(frame([1, 3, 6], "abc", [100, 300, 600]))  # ours again: must know where 1 and 3 live now
     _, written, _ = jobs.upsert(batches[-1], "r3", tmp_path)
@@ -62,14 +62,14 @@ def test_reuse_catch_up_and_rebuild(spark, warehouse, tmp_path):
         f.seek(10)
         f.write(b"garbage")
     rebuilt = jobs.bootstrap()
-    assert rebuilt["path"] == "rebuilt" and "corrupt" in rebuilt["reason"] and rebuilt["keys"] == 6
+    assert rebuilt["index_decision"] == "rebuilt" and "corrupt" in rebuilt["reason"] and rebuilt["keys"] == 6
     batches.append(frame([2, 6], "cc", [20, 60]))
     jobs.upsert(batches[-1], "r4", tmp_path)
     assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert(batches, "id"), "id")
 
 
 def test_retried_commit_still_publishes_the_index(spark, warehouse, tmp_path, monkeypatch):
-    import airflow_paimon.spark.commit as commit_job
+    import airflow_paimon.engine.commit.run as commit_job
 
     jobs = Jobs(spark, warehouse, "db.t", SPEC)
     path = tmp_path / "r1.parquet"
@@ -87,7 +87,7 @@ def test_retried_commit_still_publishes_the_index(spark, warehouse, tmp_path, mo
     assert read_manifest(boot["index_uri"], 1) is None
     retry = jobs.commit(written)
     assert retry["snapshot_id"] == 1 and retry["already_committed"] is True
-    assert read_manifest(boot["index_uri"], 1) is not None and jobs.bootstrap()["path"] == "reused"
+    assert read_manifest(boot["index_uri"], 1) is not None and jobs.bootstrap()["index_decision"] == "reused"
     assert not os.path.exists(written["staging_uri"])  # published, so the staging is gone
     assert jobs.commit(written) == retry  # and yet another retry still answers from the snapshot
 
@@ -111,7 +111,8 @@ def test_buckets_another_writer_laid_out_take_files_from_several_shards(spark, w
     """pypaimon-rust placed the keys, so a bucket holds keys of every shard: each shard's task writes its own
     file into that bucket in the same commit (keys disjoint, equal sequence numbers — Paimon's Levels orders
     such files by name). Reads and a full compaction must see every key once."""
-    from airflow_paimon.engine.plan import added_entries
+    from airflow_paimon.engine.scan import added_entries
+    from airflow_paimon.engine.specs import CompactSpec
     from airflow_paimon.spark.compact import run_compact
 
     spec = {**SPEC, "options": {**SPEC["options"], "dynamic-bucket.target-row-num": "100"}}
@@ -127,6 +128,8 @@ def test_buckets_another_writer_laid_out_take_files_from_several_shards(spark, w
     assert files_per_bucket.max() > 1, "expected a bucket written by more than one shard task"
     expected = expected_upsert([start, update], "id")
     assert_reads(table, warehouse, expected, ["id"])  # pypaimon and pypaimon-rust
-    run_compact(spark, {"catalog_options": {"warehouse": warehouse}, "table": "db.t", "dag_id": "tests",
-                        "run_id": "c1", "full": True})
+    compacted = run_compact(spark, CompactSpec(catalog_options={"warehouse": warehouse}, table="db.t",
+                                               dag_id="tests", run_id="c1", snapshot_id=committed["snapshot_id"],
+                                               full=True))
+    assert compacted.compacted_buckets > 0
     assert_reads(get_table({"warehouse": warehouse}, "db.t"), warehouse, expected, ["id"])

@@ -77,7 +77,7 @@ def test_matrix(spark, warehouse, tmp_path, monkeypatch, shape, engine):
         # a batch that writes nothing (first-row: only known keys) commits nothing
         snapshot = (snapshot or 0) + 1 if written["files"] else snapshot
         assert committed["snapshot_id"] == snapshot and not committed["already_committed"]
-        assert boot["path"] == ("not_needed" if shape != "cross" else ("rebuilt" if i == 0 else "reused"))
+        assert boot["index_decision"] == ("not_needed" if shape != "cross" else ("rebuilt" if i == 0 else "reused"))
         done.append(batch)
         table = get_table(jobs.options, "db.t")
         actual = read_back(table, engine, monkeypatch)
@@ -115,7 +115,7 @@ def test_append_only_tables_append(spark, warehouse, tmp_path, options):
                pd.DataFrame(B1[:2], columns=["id", "dt", "v", "w", "op"]).drop(columns="op")]
     for i, batch in enumerate(batches):
         boot, written, committed = jobs.upsert(batch, f"a{i}", tmp_path)
-        assert boot["path"] == "not_needed" and committed["snapshot_id"] == i + 1
+        assert boot["index_decision"] == "not_needed" and committed["snapshot_id"] == i + 1
         assert written["rows_written"] == len(batch)
     table = get_table(jobs.options, "db.log")
     rb = table.new_read_builder()

@@ -2,7 +2,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.assign.assigner import BUCKET, DELETE, INSERT, KEY, KIND, ORDER, assign_shard
+from airflow_paimon.engine.assign.assigner import BUCKET, DELETE, INSERT, KEY, ROW_KIND, ORDER, assign_shard
 from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.index.keys import encode_keys, encode_partitions
@@ -15,7 +15,7 @@ PTYPES = [pa.string()]
 def batch(ids, dts, vs, kinds=None):
     t = pa.table({"id": pa.array(ids, pa.int64()), "dt": dts, "v": pa.array(vs, pa.float64())})
     t = t.append_column(KEY, encode_keys(t, ["id"])).append_column(ORDER, pa.array(np.arange(len(ids)), pa.int64()))
-    return t.append_column(KIND, pa.array(kinds or [INSERT] * len(ids), pa.int8()))
+    return t.append_column(ROW_KIND, pa.array(kinds or [INSERT] * len(ids), pa.int8()))
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def run(index, b, engine="deduplicate"):
     buckets = BucketAssigner(0, 1, 2, {"a": {"0": 1}, "b": {"3": 1}})
     out = assign_shard(b, partition_fields=["dt"], partition_types=PTYPES, index=index, buckets=buckets,
                        rules=MergeRules.of({"merge-engine": engine}))
-    rows = {(r["id"], r[KIND]): r for r in out.rows.to_pylist()}
+    rows = {(r["id"], r[ROW_KIND]): r for r in out.rows.to_pylist()}
     return out, rows
 
 
@@ -44,7 +44,7 @@ def test_deduplicate_keeps_place_moves_and_assigns(index):
     # the index follows: key 2 now lives in c/0, key 9 in a/0
     again = assign_shard(batch([2, 9], ["c", "a"], [0, 0]), partition_fields=["dt"], partition_types=PTYPES,
                          index=index, buckets=BucketAssigner(0, 1, 2), rules=MergeRules.of({}))
-    assert [(r["id"], r[BUCKET], r[KIND]) for r in again.rows.to_pylist()] == [(2, 0, INSERT), (9, 0, INSERT)]
+    assert [(r["id"], r[BUCKET], r[ROW_KIND]) for r in again.rows.to_pylist()] == [(2, 0, INSERT), (9, 0, INSERT)]
 
 
 def test_partial_update_writes_into_old_place(index):

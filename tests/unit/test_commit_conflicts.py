@@ -8,7 +8,7 @@ from pypaimon.write.file_store_commit import FileStoreCommit
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from airflow_paimon.spark.commit import run_commit
+from airflow_paimon.engine.commit.run import run_commit
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
 
@@ -54,7 +54,7 @@ def test_second_writer_refused_not_retried_onto_next_snapshot(table_at_s, monkey
     ctx_a, ctx_b = bootstrap(opts, "db.t", index_root, 2), bootstrap(opts, "db.t", index_root, 2)
     assert ctx_a.base_snapshot_id == ctx_b.base_snapshot_id == 1
     spec_b = stage_run(ctx_b, arrow(B), run_id="b")
-    fired = commit_a_inside_b(monkeypatch, ctx_a, spec_b["commit_user"])
+    fired = commit_a_inside_b(monkeypatch, ctx_a, spec_b.commit_user)
     with pytest.raises(StaleIndexError, match=r"db\.t .*snapshot 2 \(APPEND\) by .*re-run from bootstrap-index"):
         run_commit(spec_b)
     assert fired == [(2, False)]
@@ -87,8 +87,8 @@ def test_commit_of_one_run_called_ten_times_makes_one_snapshot(table_at_s):
     opts, index_root = table_at_s
     spec = stage_run(bootstrap(opts, "db.t", index_root, 2), arrow(A), run_id="a")
     results = [run_commit(spec) for _ in range(10)]
-    assert [r["snapshot_id"] for r in results] == [2] * 10
-    assert [r["already_committed"] for r in results] == [False] + [True] * 9
+    assert [r.snapshot_id for r in results] == [2] * 10
+    assert [r.already_committed for r in results] == [False] + [True] * 9
     assert [s.id for s in get_table(opts, "db.t").snapshot_manager().list_snapshots()] == [1, 2]
     assert read_manifest(f"{index_root}/db.t", 2).origin == "committed"
     assert_table_equals(get_table(opts, "db.t"), expected_upsert([A], "id", START), "id")

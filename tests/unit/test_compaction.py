@@ -18,7 +18,8 @@ from airflow_paimon.engine.compact.levels import LevelSortedRun, interval_partit
 from airflow_paimon.engine.compact.run import compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalCompaction, create_unit
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.plan import read_columns, file_path, latest_snapshot
+from airflow_paimon.engine.scan import file_path, latest_snapshot
+from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.table import get_table
 from compaction_tables import (assert_reads, batches, bucket_files, compact, cross_partition_table,
                                pypaimon_written_table)

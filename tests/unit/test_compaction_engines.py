@@ -12,7 +12,8 @@ from pypaimon.write.file_store_commit import FileStoreCommit
 from airflow_paimon.engine.assign.fixed import fixed_buckets
 from airflow_paimon.engine.compact.merge import merge_key_values
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.plan import buckets_at, file_path, latest_snapshot, read_columns
+from airflow_paimon.engine.scan import buckets_at, file_path, latest_snapshot
+from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.write.bucket_writer import write_bucket
 from compaction_tables import bucket_files, compact

@@ -1,6 +1,7 @@
 """Every delete of the provider stays inside the directory it owns, whatever the URIs resolve to."""
 import os
 import shutil
+from dataclasses import replace
 
 import pandas as pd
 import pyarrow as pa
@@ -10,7 +11,8 @@ from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.index.store import clean_up
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from airflow_paimon.spark.commit import run_commit
+from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.specs import CommitSpec
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
 
@@ -53,11 +55,11 @@ def test_crafted_staging_uri_deletes_nothing_of_the_table(warehouse):
     upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow(FIRST), run_id="first")
     spec = stage_run(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow(SECOND), run_id="second")
     table_dir = get_table(opts, "db.t").table_path.replace("file://", "")
-    shutil.copytree(spec["staging_uri"], f"{table_dir}/{spec['commit_user']}")
+    shutil.copytree(spec.staging_uri, f"{table_dir}/{spec.commit_user}")
     before = tree(table_dir)
-    spec["staging_uri"] = f"{warehouse}/staging/db.t/../../db.db/t/{spec['commit_user']}"
-    with pytest.raises(PaimonJobError, match="refusing to clean up"):
-        run_commit({**spec, "staging_retention_seconds": 0})
+    crafted = f"{warehouse}/staging/db.t/../../db.db/t/{spec.commit_user}"
+    with pytest.raises(PaimonJobError, match="refusing to clean up"):  # also without a staging_root to hold it to
+        run_commit(replace(spec, staging_uri=crafted, staging_root=None, staging_retention_seconds=0))
     assert tree(table_dir) == before
     assert_table_equals(get_table(opts, "db.t"), expected_upsert([FIRST], "id"), "id")
 
@@ -68,8 +70,8 @@ def test_table_name_escaping_its_staging_is_refused_before_commit(warehouse):
     upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow(FIRST), run_id="first")
     root = f"{warehouse}/staging"
     evil = "x/../../db.db/t"  # staging_root/<table> resolves to the table's directory
-    spec = {"table": evil, "catalog_options": opts, "commit_user": "u", "commit_identifier": 1,
-            "staging_uri": storage.join(root, evil, "u"), "staging_root": root, "staging_retention_seconds": 0}
+    spec = CommitSpec(table=evil, catalog_options=opts, commit_user="u", commit_identifier=1, base_snapshot_id=1,
+                      staging_uri=storage.join(root, evil, "u"), staging_root=root, staging_retention_seconds=0)
     table_dir = get_table(opts, "db.t").table_path.replace("file://", "")
     before = tree(table_dir)
     with pytest.raises(storage.EscapeError):
@@ -95,7 +97,7 @@ def test_index_clean_up_never_follows_a_link_out(tmp_path):
 
 
 def test_old_result_files_of_the_dag_are_dropped(tmp_path):
-    from airflow_paimon.spark.commit import drop_old_results
+    from airflow_paimon.engine.commit.run import drop_old_results
 
     results = tmp_path / "results"
     old_run, new_run, other_dag = results / "dag" / "run-1", results / "dag" / "run-2", results / "other" / "run-1"

@@ -5,7 +5,7 @@ import pytest
 
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from local_runner import bootstrap, upsert
+from local_runner import bootstrap, bootstrap_result, upsert
 from oracle import assert_table_equals, expected_upsert
 
 SPEC = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]],
@@ -76,6 +76,40 @@ def test_continues_a_table_written_by_pypaimon_rust_and_back(warehouse):
     assert_table_equals(table, expected_upsert(BATCHES[:2], "id"), "id")
     native_write(BATCHES[2])  # and the native writer continues our table
     assert_table_equals(get_table(opts, "db.t"), expected_upsert(BATCHES, "id"), "id")
+
+
+def test_bootstrap_catches_up_another_writers_files_as_a_rebuild_would(warehouse):
+    """The one bootstrap orchestration, run in-process: after pypaimon-rust appended, the index is caught up
+    from the files it added (not rebuilt), holds what a rebuild from the table holds, and the next run lands
+    right."""
+    from faults.harness import index_content
+
+    opts = {"warehouse": warehouse}
+    native_spec = TableSpec(SPEC.columns, SPEC.primary_keys, SPEC.partition_keys,
+                            {**SPEC.options, "write.native.enabled": "true"})
+    get_or_create_table(opts, "db.t", native_spec)
+    assert bootstrap_result(opts, "db.t", warehouse + "/.index", 2).index_decision == "rebuilt"
+    upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow_of(BATCHES[0]), run_id="ours")
+    builder = get_table(opts, "db.t").new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(arrow_of(BATCHES[1]))
+    builder.new_commit().commit(write.prepare_commit())
+    write.close()
+
+    caught = bootstrap_result(opts, "db.t", warehouse + "/.index", 2)
+    rebuilt = bootstrap_result(opts, "db.t", warehouse + "/.fresh-index", 2)
+    assert (caught.index_decision, caught.base_snapshot_id) == ("caught_up", 2), caught
+    assert 1 <= caught.data_files_read < rebuilt.data_files_read, (caught, rebuilt)  # only the appended files
+    assert rebuilt.index_decision == "rebuilt" and rebuilt.keys == caught.keys == 9
+    assert index_content(caught.index_uri, 2) == index_content(rebuilt.index_uri, 2)
+    again = bootstrap_result(opts, "db.t", warehouse + "/.index", 2)
+    assert (again.index_decision, again.data_files_read) == ("reused", 0)
+    upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow_of(BATCHES[2]), run_id="ours-2")
+    assert_table_equals(get_table(opts, "db.t"), expected_upsert(BATCHES, "id"), "id")
+
+
+def arrow_of(df):
+    return pa.Table.from_pandas(df, schema=SCHEMA, preserve_index=False)
 
 
 def test_sequence_field_on_a_cross_partition_table_is_refused_as_paimon_does(warehouse):

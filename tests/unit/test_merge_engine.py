@@ -67,7 +67,7 @@ def test_in_batch_merge_of_first_row_drops_deletes_under_the_fallback_key():
         resolve_duplicates(rows, kinds, ["k"], MergeRules.of({"merge-engine": "first-row"}))
     got = resolve_duplicates(rows, kinds, ["k"], MergeRules.of({"merge-engine": "first-row",
                                                                  "first-row.ignore-delete": "true"}))
-    assert got.rows.to_pydict() == {"k": [1, 2], "v": [2.0, 3.0]} and got.kinds.tolist() == [INSERT, INSERT]
+    assert got.rows.to_pydict() == {"k": [1, 2], "v": [2.0, 3.0]} and got.row_kinds.tolist() == [INSERT, INSERT]
 
 
 SPEC = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
@@ -90,7 +90,7 @@ def test_first_row_with_first_row_ignore_delete_assign_write_and_compaction_agre
     kinds = [np.zeros(4, np.int8), np.array([DELETE, DELETE, DELETE, INSERT, INSERT, DELETE], np.int8)]
     for i, (df, ks) in enumerate(zip([first, second], kinds)):
         ctx = bootstrap(opts, "db.t", warehouse + "/.index", 2)
-        upsert(ctx, pa.Table.from_pandas(df, schema=schema, preserve_index=False), run_id=f"r{i}", kinds=ks)
+        upsert(ctx, pa.Table.from_pandas(df, schema=schema, preserve_index=False), run_id=f"r{i}", row_kinds=ks)
     table = get_table(opts, "db.t")
     assert sum(f.delete_row_count or 0 for f in _data_files(table)) == 0  # no -D reached a data file
 
@@ -103,28 +103,28 @@ def test_first_row_with_first_row_ignore_delete_assign_write_and_compaction_agre
 
 
 def _data_files(table):
-    from airflow_paimon.engine.plan import latest_snapshot, live_entries
+    from airflow_paimon.engine.scan import latest_snapshot, live_entries
     return [e.file for e in live_entries(table, latest_snapshot(table))]
 
 
 def test_aggregation_with_ignore_delete_writes_no_retraction():
     """Paimon's RowKindFilter runs before every merge engine: under aggregation the -U/-D rows are dropped, not
     handed to the aggregate functions."""
-    from airflow_paimon.engine.assign.assigner import KEY, KIND, ORDER, assign_shard
+    from airflow_paimon.engine.assign.assigner import KEY, ROW_KIND, ORDER, assign_shard
     from airflow_paimon.engine.assign.buckets import BucketAssigner
     from airflow_paimon.engine.index.keys import encode_keys
     from airflow_paimon.engine.index.shard import ShardIndex
 
     batch = pa.table({"id": pa.array([1, 1, 2], pa.int64()), "dt": ["a", "a", "a"], "v": [1.0, 5.0, 2.0]})
     batch = batch.append_column(KEY, encode_keys(batch, ["id"])).append_column(ORDER, pa.array([0, 1, 2], pa.int64()))
-    batch = batch.append_column(KIND, pa.array([INSERT, DELETE, 1], pa.int8()))
+    batch = batch.append_column(ROW_KIND, pa.array([INSERT, DELETE, 1], pa.int8()))
     for options, expected in [({}, [(1, 1.0, INSERT), (1, 5.0, DELETE), (2, 2.0, 1)]),
                               ({"ignore-delete": "true"}, [(1, 1.0, INSERT)])]:
         with ShardIndex() as index:
             out = assign_shard(batch, partition_fields=["dt"], partition_types=[pa.string()], index=index,
                                buckets=BucketAssigner(0, 1, 10), rules=MergeRules.of({"merge-engine": "aggregation",
                                                                                         **options}))
-        assert sorted((r["id"], r["v"], r[KIND]) for r in out.rows.to_pylist()) == expected
+        assert sorted((r["id"], r["v"], r[ROW_KIND]) for r in out.rows.to_pylist()) == expected
 
 
 def test_a_malformed_fallback_key_is_named():

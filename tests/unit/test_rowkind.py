@@ -54,14 +54,14 @@ def test_deduplicate_keeps_the_last_record_in_sequence_order(seq, ascending):
     ordered = _oracle_order(df.assign(kind=kinds), seq, ascending)
     expected = ordered.groupby(["k1", "k2"], sort=False).tail(1).sort_values("_in")
     assert got.rows.to_pandas()[["k1", "k2", "a", "b"]].equals(expected[["k1", "k2", "a", "b"]].reset_index(drop=True))
-    assert got.kinds.tolist() == expected["kind"].tolist()
+    assert got.row_kinds.tolist() == expected["kind"].tolist()
     assert got.dropped == len(df) - len(expected)
 
 
 def test_deduplicate_ignore_delete_drops_retractions_first():
     df = pd.DataFrame({"k": [1, 1, 2, 2], "v": [1.0, 2.0, 3.0, 4.0]})
     got = resolve_duplicates(_arrow(df), np.array([0, 3, 0, 1], np.int8), ["k"], MergeRules.of({"ignore-delete": "true"}))
-    assert got.rows.to_pydict() == {"k": [1, 2], "v": [1.0, 3.0]} and got.kinds.tolist() == [0, 0]
+    assert got.rows.to_pydict() == {"k": [1, 2], "v": [1.0, 3.0]} and got.row_kinds.tolist() == [0, 0]
 
 
 def test_first_row_keeps_the_first_and_refuses_retractions():
@@ -85,7 +85,7 @@ def test_partial_update_takes_each_columns_last_non_null_value(seq):
     expected["_in"] = grouped["_in"].last()
     expected = expected.reset_index().sort_values("_in")[list(df.columns)].reset_index(drop=True)
     pd.testing.assert_frame_equal(got.rows.to_pandas(), expected)
-    assert (got.kinds == INSERT).all()
+    assert (got.row_kinds == INSERT).all()
 
 
 def test_partial_update_remove_record_on_delete():
@@ -96,7 +96,7 @@ def test_partial_update_remove_record_on_delete():
         resolve_duplicates(_arrow(df), kinds, ["k"], MergeRules.of({"merge-engine": "partial-update"}))
     got = resolve_duplicates(_arrow(df), kinds, ["k"], MergeRules.of(
         {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}))
-    assert got.kinds.tolist() == [DELETE, DELETE, INSERT]
+    assert got.row_kinds.tolist() == [DELETE, DELETE, INSERT]
     assert got.rows.to_pydict()["b"][2] == 8.0 and got.rows.to_pydict()["a"][2] is None
 
 

@@ -12,7 +12,8 @@ from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
-from airflow_paimon.spark.commit import run_commit
+from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.specs import OrphansSpec
 from airflow_paimon.spark.maintenance import run_remove_orphan_files
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
@@ -35,18 +36,18 @@ def staged(warehouse):
     upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow(FIRST), run_id="first")
     spec = stage_run(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow(SECOND), run_id="second")
     table = get_table(opts, "db.t")
-    files = data_file_paths(table, load(table, spec["staging_uri"]).messages)
+    files = data_file_paths(table, load(table, spec.staging_uri).messages)
     assert files and all(os.path.exists(f.replace("file://", "")) for f in files)
     return opts, spec, f"{warehouse}/staging", files
 
 
 def test_orphan_removal_with_zero_margin_keeps_staged_files(staged):
     opts, spec, staging_root, files = staged
-    result = run_remove_orphan_files({"catalog_options": opts, "table": "db.t", "older_than_ms": 0,
-                                      "staging_root": staging_root})
-    assert result["stale_staging_dirs"] == 0
+    result = run_remove_orphan_files(OrphansSpec(catalog_options=opts, table="db.t", older_than_ms=0,
+                                      staging_root=staging_root))
+    assert result.stale_staging_dirs == 0
     assert all(os.path.exists(f.replace("file://", "")) for f in files)
-    assert run_commit(spec)["snapshot_id"] == 2
+    assert run_commit(spec).snapshot_id == 2
     assert_table_equals(get_table(opts, "db.t"), expected_upsert([FIRST, SECOND], "id"), "id")
 
 
@@ -68,11 +69,11 @@ def test_zero_margin_is_not_the_default_and_negative_is_refused(staged):
         f.write(b"PAR1")
     older = os.path.getmtime(stray) - 1  # a moment old: only a zero margin reaches it
     os.utime(stray, (older, older))
-    result = run_remove_orphan_files({"catalog_options": opts, "table": "db.t", "older_than_ms": 0,
-                                      "staging_root": staging_root})
-    assert result["orphan_files"] == 1 and not os.path.exists(stray)
+    result = run_remove_orphan_files(OrphansSpec(catalog_options=opts, table="db.t", older_than_ms=0,
+                                      staging_root=staging_root))
+    assert result.orphan_files == 1 and not os.path.exists(stray)
     with pytest.raises(ValidationError, match="older_than_ms must not be negative"):
-        run_remove_orphan_files({"catalog_options": opts, "table": "db.t", "older_than_ms": -1})
+        run_remove_orphan_files(OrphansSpec(catalog_options=opts, table="db.t", older_than_ms=-1))
 
 
 def test_operator_older_than():

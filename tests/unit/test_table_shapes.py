@@ -19,7 +19,7 @@ from airflow_paimon.engine.assign.rowkind import ROW_KINDS, occurrence_rounds, r
 from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.index.hash_index import hash_index_entries
-from airflow_paimon.engine.plan import buckets_at
+from airflow_paimon.engine.scan import buckets_at
 from airflow_paimon.engine.write.bucket_writer import write_bucket
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),
@@ -43,7 +43,7 @@ def engine_write(table, batch: pa.Table, ops: list[str], identifier: int) -> int
         rounds = occurrence_rounds(batch, pk, list(rules.sequence_fields), rules.sequence_ascending)
     else:
         resolved = resolve_duplicates(batch, kinds, pk, rules, table=table.identifier)
-        batch, kinds, rounds = resolved.rows, resolved.kinds, np.zeros(resolved.rows.num_rows, np.int64)
+        batch, kinds, rounds = resolved.rows, resolved.row_kinds, np.zeros(resolved.rows.num_rows, np.int64)
     dynamic = BucketMode.of(table) is BucketMode.HASH_DYNAMIC
     buckets = HashBucketAssigner(table, snap).assign(batch) if dynamic else fixed_buckets(table, batch)
     max_seq = {(bf.partition, bf.bucket): bf.max_sequence_number for bf in buckets_at(table, snap)}

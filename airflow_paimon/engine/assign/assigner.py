@@ -16,13 +16,13 @@ from airflow_paimon.engine.index.keys import decode_partition, encode_partitions
 from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values
 from airflow_paimon.engine.merge_engine import MergeRules
 
-KEY, ORDER, BUCKET, KIND = "_key", "_order", "_bucket", "_kind"
-__all__ = ["KEY", "ORDER", "BUCKET", "KIND", "INSERT", "DELETE", "Assigned", "assign_shard"]
+KEY, ORDER, BUCKET, ROW_KIND = "_key", "_order", "_bucket", "_row_kind"
+__all__ = ["KEY", "ORDER", "BUCKET", "ROW_KIND", "INSERT", "DELETE", "Assigned", "assign_shard"]
 
 
 @dataclass
 class Assigned:
-    rows: pa.Table  # the table's columns + _key, _bucket, _kind; partition columns hold the target partition
+    rows: pa.Table  # the table's columns + _key, _bucket, _row_kind; partition columns hold the target partition
     rows_in: int
     deletes: int      # delete rows written to a key's old place (moves and -D/-U of known keys)
     moved_keys: int
@@ -44,20 +44,20 @@ def _with_partition(rows: pa.Table, partition_fields: list[str], encoded: pa.Arr
 
 def _resolve(batch: pa.Table, rules: MergeRules, table: str) -> tuple[pa.Table, pa.Table]:
     """(one record per key — the one that decides where the key goes, all records to write)."""
-    batch, kinds = rules.filter_row_kinds(batch, batch.column(KIND).to_numpy())
+    batch, kinds = rules.filter_row_kinds(batch, batch.column(ROW_KIND).to_numpy())
     if rules.aggregates:  # every record is written; Paimon's merge aggregates them
         last = pick_per_key(batch, [KEY], list(rules.sequence_fields), rules.sequence_ascending, last=True)
         return batch.take(pa.array(np.sort(last))), batch
     resolved = resolve_duplicates(batch, kinds, [KEY], rules, table=table)
-    rows = resolved.rows.set_column(resolved.rows.schema.get_field_index(KIND), KIND,
-                                    pa.array(resolved.kinds, pa.int8()))
+    rows = resolved.rows.set_column(resolved.rows.schema.get_field_index(ROW_KIND), ROW_KIND,
+                                    pa.array(resolved.row_kinds, pa.int8()))
     return rows, rows
 
 
 def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_types: list[pa.DataType],
                  index: ShardIndex, buckets: BucketAssigner, rules: MergeRules | None = None,
                  table: str = "?") -> Assigned:
-    """Assign every row of ``batch`` (one shard's rows, carrying _key, _order and _kind) to a place, under the
+    """Assign every row of ``batch`` (one shard's rows, carrying _key, _order and _row_kind) to a place, under the
     table's merge ``rules`` (default: deduplicate's).
 
     Updates ``index`` and ``buckets`` in place; returns the rows to write, delete rows included.
@@ -71,7 +71,7 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
     found = index.lookup(keys)
     known = np.asarray(found.is_valid().to_numpy(zero_copy_only=False))
     # Under aggregation a retraction is an input to the aggregate, not a delete of the key.
-    retract = (is_retract(np.asarray(deciding.column(KIND).to_numpy(), dtype=np.int8))
+    retract = (is_retract(np.asarray(deciding.column(ROW_KIND).to_numpy(), dtype=np.int8))
                if not rules.aggregates else np.zeros(deciding.num_rows, dtype=bool))
     known_idx = np.nonzero(known)[0]
     stored = decode_values(found.filter(pa.array(known)))
@@ -104,7 +104,7 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
     moved_take = pa.array(moved, pa.int64())
     move_deletes = _with_partition(deciding.take(moved_take), partition_fields,
                                    pa.array(old_part[moved], pa.string()), partition_types)
-    move_deletes = move_deletes.set_column(move_deletes.schema.get_field_index(KIND), KIND,
+    move_deletes = move_deletes.set_column(move_deletes.schema.get_field_index(ROW_KIND), ROW_KIND,
                                            pa.array(np.full(len(moved), DELETE, np.int8)))
     move_deletes = move_deletes.append_column(BUCKET, pa.array(old_bucket[moved], pa.int32()))
     left = np.nonzero(moving | removed)[0]

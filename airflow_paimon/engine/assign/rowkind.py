@@ -84,7 +84,7 @@ def occurrence_rounds(rows: pa.Table, key_fields: list[str], seq_fields: list[st
 @dataclass
 class Resolved:
     rows: pa.Table      # one row per key, in input order of each key's surviving (last merged) record
-    kinds: np.ndarray   # int8 RowKind of each row
+    row_kinds: np.ndarray  # int8 RowKind of each row
     dropped: int        # input rows that did not survive as their own row
 
 

@@ -25,9 +25,9 @@ def assign_task(ctx: WriteContext, shard: int, rows: pa.Table) -> tuple[pa.Table
             result = assign_shard(ctx.conform(rows), partition_fields=ctx.partition_keys,
                                   partition_types=ctx.partition_types, index=index, buckets=buckets,
                                   rules=ctx.merge_rules, table=ctx.identifier)
-            local, kind, entries = export_changes(index, meta, tmp)
+            local, file_type, entries = export_changes(index, meta, tmp)
             counters = {"rows_in": result.rows_in, "moved_keys": result.moved_keys, "dropped": result.dropped,
                         "removed_keys": result.removed_keys}
-            stage_shard(ctx.staging_uri, shard, local, kind, entries,
+            stage_shard(ctx.staging_uri, shard, local, file_type, entries,
                         meta.keys + result.new_keys - result.removed_keys, buckets.to_dict(), counters)
     return result.rows, counters

@@ -35,10 +35,10 @@ def check_not_moved(table, base_snapshot_id: int | None, latest=None) -> None:
     for sid in range((base_snapshot_id or 0) + 1, latest.id + 1):
         snap = manager.get_snapshot_by_id(sid)
         if snap is None or snap.commit_kind != COMPACT:
-            kind, user = (snap.commit_kind, snap.commit_user) if snap else ("expired", "?")
+            commit_kind, user = (snap.commit_kind, snap.commit_user) if snap else ("expired", "?")
             raise StaleIndexError(
                 f"table {table.identifier.get_full_name()} changed since bootstrap at snapshot {base_snapshot_id}: "
-                f"snapshot {sid} ({kind}) by {user} took the snapshot this commit expected ({sid}); "
+                f"snapshot {sid} ({commit_kind}) by {user} took the snapshot this commit expected ({sid}); "
                 "nothing committed, re-run from bootstrap-index")
 
 

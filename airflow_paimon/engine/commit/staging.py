@@ -9,9 +9,15 @@ from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.commit_message_serializer import deserialize_commit_message, serialize_commit_message
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.identifier import validate_identifier
 
 STAGED_FILE = "staged.json"
 STAGING_RETENTION_SECONDS = 7 * 86400  # staging of a run that never committed is abandoned after this
+
+
+def staging_uri_of(staging_root: str, identifier: str, commit_user: str) -> str:
+    """Where one run stages its commit: <staging_root>/<table>/<commit_user>."""
+    return storage.join(staging_root, validate_identifier(identifier), commit_user)
 
 
 @dataclass

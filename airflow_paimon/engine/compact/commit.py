@@ -15,7 +15,7 @@ from airflow_paimon.engine.commit.committer import COMPACT, find_commit
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.maintenance.references import ADD, DELETE, SnapshotReader
-from airflow_paimon.engine.plan import file_path
+from airflow_paimon.engine.scan import file_path
 
 log = logging.getLogger(__name__)
 PROPERTY_PREFIX = "airflow-paimon.compact."

@@ -15,7 +15,7 @@ from airflow_paimon.engine.assign.rowkind import merge_partial_update
 from airflow_paimon.engine.compact.aggregate import aggregate, check_function
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
-from airflow_paimon.engine.plan import RETRACT_KINDS as RETRACT, is_last_of_key
+from airflow_paimon.engine.data_files import RETRACT_KINDS as RETRACT, is_last_of_key
 
 SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
 RETRACT_KINDS = pa.array(RETRACT, pa.int8())  # -U and -D

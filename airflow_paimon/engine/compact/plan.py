@@ -8,7 +8,7 @@ from airflow_paimon.engine.commit.committer import COMPACT
 from airflow_paimon.engine.compact.levels import level_sorted_runs, non_empty_highest_level, number_of_levels
 from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalCompaction, pick_full_compaction
 from airflow_paimon.engine.maintenance.references import SnapshotReader
-from airflow_paimon.engine.plan import file_path, live_entries
+from airflow_paimon.engine.scan import file_path, live_entries
 
 SCOPES = ("snapshot", "table")
 

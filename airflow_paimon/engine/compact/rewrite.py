@@ -16,7 +16,7 @@ from airflow_paimon.engine.compact.merge import RETRACT_KINDS, SEQUENCE, VALUE_K
 from airflow_paimon.engine.compact.plan import BucketCompaction
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeRules
-from airflow_paimon.engine.plan import read_columns
+from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.write.bucket_writer import file_schema
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from airflow_paimon.engine.compact.plan import SCOPES, BucketCompaction, plan_co
 from airflow_paimon.engine.compact.rewrite import rewrite_bucket
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.plan import latest_snapshot
+from airflow_paimon.engine.scan import latest_snapshot
 
 log = logging.getLogger(__name__)
 

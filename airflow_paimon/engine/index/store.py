@@ -17,6 +17,9 @@ from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex
 
 log = logging.getLogger(__name__)
 
+# The type of a shard file: how it applies to the shard's earlier files (a rebuild's parts are "base-<part>")
+DELTA, FULL = "delta", "full"
+
 
 def load_shard(table_uri: str, meta: ShardMeta, workdir: str, options: IndexOptions) -> ShardIndex:
     """A local RocksDB holding the shard: its files downloaded and ingested in order."""
@@ -48,25 +51,25 @@ def _fetch(uri: str, path: str) -> None:
 def export_changes(index: ShardIndex, base: ShardMeta, workdir: str) -> tuple[str | None, str, int]:
     """Write what ``index`` changed as a delta SST, or the whole shard when it has too many files already.
 
-    Returns (local path or None when nothing changed, "delta" | "full", entries written).
+    Returns (local path or None when nothing changed, DELTA | FULL, entries written).
     """
     if index.changed == 0:
-        return None, "delta", 0
-    kind = "full" if len(base.files) + 1 > MAX_SHARD_FILES else "delta"
-    path = os.path.join(workdir, f"out-{base.shard:05d}-{kind}.sst")
-    entries = index.export_full(path) if kind == "full" else index.export_delta(path)
-    return (path if entries else None), kind, entries
+        return None, DELTA, 0
+    file_type = FULL if len(base.files) + 1 > MAX_SHARD_FILES else DELTA
+    path = os.path.join(workdir, f"out-{base.shard:05d}-{file_type}.sst")
+    entries = index.export_full(path) if file_type == FULL else index.export_delta(path)
+    return (path if entries else None), file_type, entries
 
 
-def shard_file_name(shard: int, kind: str, writer: str | None = None) -> str:
-    return f"shard-{shard:05d}-{kind}{'-' + writer if writer else ''}.sst"
+def shard_file_name(shard: int, file_type: str, writer: str | None = None) -> str:
+    return f"shard-{shard:05d}-{file_type}{'-' + writer if writer else ''}.sst"
 
 
-def publish_file(table_uri: str, snapshot_id: int | None, shard: int, kind: str, source: str,
+def publish_file(table_uri: str, snapshot_id: int | None, shard: int, file_type: str, source: str,
                  entries: int, writer: str | None = None) -> IndexFile:
     """Copy a shard file (a local path or a staged URI) into the snapshot's directory; describe it. A
     ``writer`` in the name keeps the files of two publishers of one snapshot apart."""
-    relative = f"{snapshot_dir(snapshot_id)}/{shard_file_name(shard, kind, writer)}"
+    relative = f"{snapshot_dir(snapshot_id)}/{shard_file_name(shard, file_type, writer)}"
     target = storage.join(table_uri, relative)
     if "://" in source or not os.path.exists(source):
         storage.write_bytes_atomic(target, storage.read_bytes(source))
@@ -75,21 +78,21 @@ def publish_file(table_uri: str, snapshot_id: int | None, shard: int, kind: str,
     return describe_file(table_uri, relative, entries)
 
 
-def advance(meta: ShardMeta, new_file: IndexFile | None, kind: str, keys: int, bucket_counts: dict) -> ShardMeta:
+def advance(meta: ShardMeta, new_file: IndexFile | None, file_type: str, keys: int, bucket_counts: dict) -> ShardMeta:
     """The shard after a delta (appended to its files) or a full rewrite (replacing them)."""
     files = list(meta.files)
     if new_file is not None:
-        files = [new_file] if kind == "full" else files + [new_file]
+        files = [new_file] if file_type == FULL else files + [new_file]
     return replace(meta, files=files, keys=keys, bucket_counts=bucket_counts)
 
 
-def stage_shard(staging_uri: str, shard: int, local_path: str | None, kind: str, entries: int, keys: int,
+def stage_shard(staging_uri: str, shard: int, local_path: str | None, file_type: str, entries: int, keys: int,
                 bucket_counts: dict, counters: dict | None = None) -> None:
     """Hand a shard's changes over to the commit task (which publishes them once its snapshot exists)."""
-    doc = {"shard": shard, "kind": kind, "entries": entries, "keys": keys, "bucket_counts": bucket_counts,
+    doc = {"shard": shard, "file_type": file_type, "entries": entries, "keys": keys, "bucket_counts": bucket_counts,
            "file": None, "counters": counters or {}}
     if local_path is not None:
-        doc["file"] = storage.join(staging_uri, "index", shard_file_name(shard, kind))
+        doc["file"] = storage.join(staging_uri, "index", shard_file_name(shard, file_type))
         storage.upload(local_path, doc["file"])
     storage.write_bytes_atomic(storage.join(staging_uri, "index", f"shard-{shard:05d}.json"), json.dumps(doc).encode())
 
@@ -114,9 +117,10 @@ def publish_committed(table_uri: str, base: IndexManifest, staged: dict[int, dic
         if doc is None:
             metas.append(meta)
             continue
-        new_file = (publish_file(table_uri, snapshot_id, meta.shard, doc["kind"], doc["file"], doc["entries"], writer)
+        file_type = doc.get("file_type") or doc["kind"]  # "kind": staged by a version before the rename
+        new_file = (publish_file(table_uri, snapshot_id, meta.shard, file_type, doc["file"], doc["entries"], writer)
                     if doc["file"] else None)
-        metas.append(advance(meta, new_file, doc["kind"], doc["keys"], doc["bucket_counts"]))
+        metas.append(advance(meta, new_file, file_type, doc["keys"], doc["bucket_counts"]))
     manifest = replace(base, snapshot_id=snapshot_id, shard_meta=metas, origin="committed")
     return write_manifest_if_absent(table_uri, manifest)
 

@@ -12,7 +12,7 @@ from pypaimon.manifest.index_manifest_file import IndexManifestFile
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
-from airflow_paimon.engine.plan import file_path, live_entries
+from airflow_paimon.engine.scan import file_path, live_entries
 
 ADD, DELETE = 0, 1
 

@@ -14,7 +14,7 @@ from pypaimon.common.options.core_options import CoreOptions
 from pypaimon.write.commit_message import CommitMessage
 
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.plan import is_last_of_key
+from airflow_paimon.engine.data_files import is_last_of_key
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
 SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
-from airflow_paimon.engine.plan import RETRACT_KINDS
+from airflow_paimon.engine.data_files import RETRACT_KINDS
 
 
 class KeyValueFileWriter(KeyValueDataWriter):

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine.assign.assigner import BUCKET, KIND, ORDER
+from airflow_paimon.engine.assign.assigner import BUCKET, ROW_KIND, ORDER
 from airflow_paimon.engine.assign.dynamic import bucket_index_update, key_hashes
 from airflow_paimon.engine.assign.rowkind import is_retract, occurrence_rounds, resolve_duplicates
 from airflow_paimon.engine.commit.staging import encode_message
@@ -32,7 +32,7 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     if ORDER in rows.column_names:
         rows = rows.take(pc.sort_indices(rows.column(ORDER)))
     rules, pk = ctx.merge_rules, ctx.primary_keys
-    kinds = np.asarray(rows.column(KIND).to_numpy(), dtype=np.int8)
+    kinds = np.asarray(rows.column(ROW_KIND).to_numpy(), dtype=np.int8)
     if rules.aggregates:
         if not ctx.bucket_mode.merged_upstream:  # Paimon's RowKindFilter (the assigner's rows passed it already)
             rows, kinds = rules.filter_row_kinds(rows, kinds)
@@ -40,7 +40,7 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     else:
         if not ctx.bucket_mode.merged_upstream:
             resolved = resolve_duplicates(rows, kinds, pk, rules, table=ctx.identifier)
-            rows, kinds = resolved.rows, resolved.kinds
+            rows, kinds = resolved.rows, resolved.row_kinds
         rounds = np.zeros(rows.num_rows, dtype=np.int64)
 
     seq, files = ctx.max_sequence_numbers.get((encoded_partition, bucket), -1), []

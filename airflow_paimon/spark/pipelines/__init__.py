@@ -1,4 +1,5 @@
-"""One assign-and-write pipeline per bucket mode; spark/assign_write.py picks one and stages what it wrote.
+"""One assign-and-write pipeline per bucket mode; spark/assign_write.py picks one, engine/write/run.py stages
+what it wrote.
 Each takes the validated source DataFrame and the WriteContext and returns a DataFrame of WRITTEN rows
 (one encoded CommitMessage and its counters per row)."""
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """commit: the staged messages of one DAG run become one snapshot, exactly once, and the run's index
-changes become the index of that snapshot. Driver-only: no Spark work.
+changes become the index of that snapshot. Driver-only: no Spark work, so the commit job
+(spark_jobs/commit.py) and the tests' local runner call this module directly.
 
 Every delete here is confined (storage.delete_dir_within): the run's staging and abandoned staging to the
 table's staging directory, old index directories to the table's index directory, old job results to the
@@ -11,21 +12,22 @@ import time
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
-from airflow_paimon.engine.commit.staging import STAGED_FILE, STAGING_RETENTION_SECONDS, load
+from airflow_paimon.engine.commit.staging import STAGED_FILE, load
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import clean_up, publish_committed, staged_shards
+from airflow_paimon.engine.specs import CommitResult, CommitSpec
 from airflow_paimon.engine.table import get_table
 
 log = logging.getLogger(__name__)
 
 
-def run_commit(spec: dict) -> dict:
-    identifier, staging_uri = spec["table"], spec["staging_uri"]
+def run_commit(spec: CommitSpec) -> CommitResult:
+    identifier, staging_uri = spec.table, spec.staging_uri
     # refused before anything is committed: a staging URI that does not resolve inside its table's staging
-    table_staging = confined_parent(staging_uri, identifier, spec["commit_user"], root=spec.get("staging_root"))
-    table = get_table(spec["catalog_options"], identifier)
+    table_staging = confined_parent(staging_uri, identifier, spec.commit_user, root=spec.staging_root)
+    table = get_table(spec.catalog_options, identifier)
     if not storage.exists(storage.join(staging_uri, STAGED_FILE)):
         return _already_done(table, spec)
     staged = load(table, staging_uri)
@@ -43,12 +45,11 @@ def run_commit(spec: dict) -> dict:
         publish_index(index_uri, staged, staging_uri, snapshot_id)
     crash_point("commit.before_clean_up")
     storage.delete_dir_within(table_staging, staging_uri)  # committed and published: the staging has served
-    retention = spec.get("staging_retention_seconds", STAGING_RETENTION_SECONDS)
-    _drop_abandoned_staging(table_staging, retention)
-    if spec.get("result_uri"):
-        drop_old_results(spec["result_uri"], retention)
-    return {"table": identifier, "snapshot_id": snapshot_id, "base_snapshot_id": staged.base_snapshot_id,
-            "already_committed": already}
+    _drop_abandoned_staging(table_staging, spec.staging_retention_seconds)
+    if spec.result_uri:
+        drop_old_results(spec.result_uri, spec.staging_retention_seconds)
+    return CommitResult(table=identifier, snapshot_id=snapshot_id, base_snapshot_id=staged.base_snapshot_id,
+                        already_committed=already)
 
 
 def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
@@ -67,14 +68,14 @@ def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
     return parent
 
 
-def _already_done(table, spec: dict) -> dict:
+def _already_done(table, spec: CommitSpec) -> CommitResult:
     """Nothing staged: a retry after this run committed and cleaned up, or a run that never wrote."""
-    snap = find_commit(table, spec.get("commit_user"), spec.get("commit_identifier"), spec.get("base_snapshot_id"))
+    snap = find_commit(table, spec.commit_user, spec.commit_identifier, spec.base_snapshot_id)
     if snap is None:
-        raise PaimonJobError(f"table {spec['table']}: nothing staged at {spec['staging_uri']} and no snapshot "
+        raise PaimonJobError(f"table {spec.table}: nothing staged at {spec.staging_uri} and no snapshot "
                              "of this run; re-run from bootstrap-index")
-    return {"table": spec["table"], "snapshot_id": snap.id, "base_snapshot_id": spec.get("base_snapshot_id"),
-            "already_committed": True}
+    return CommitResult(table=spec.table, snapshot_id=snap.id, base_snapshot_id=spec.base_snapshot_id,
+                        already_committed=True)
 
 
 def publish_index(table_uri: str, staged, staging_uri: str, snapshot_id: int) -> None:

@@ -7,13 +7,15 @@
 - rebuild:  otherwise (no index, OVERWRITE, schema or shard-count change, expired snapshots, a missing
             or corrupt shard) — every live key at L, like Paimon's GlobalIndexAssigner bootstrap.
 
-The per-task steps (read a bucket's or a file's keys, write or update one shard) live here too; the
-Spark glue only distributes them.
+The per-task steps (read a bucket's or a file's keys, write or update one shard) live here too, importing
+no pypaimon; engine/index/run.py orchestrates them and an executor (Spark, or the tests' local runner)
+distributes them.
 """
 from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,21 +24,25 @@ import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values
-from airflow_paimon.engine.index.layout import IndexManifest, compatible, newest_published, verify
-from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values, write_sst
+from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, compatible, newest_published, verify
+from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex, decode_values, encode_values, write_sst
+from airflow_paimon.engine.index.store import advance, export_changes, load_shard, publish_file
 from airflow_paimon.engine.index.sharding import shard_of
-from airflow_paimon.engine.plan import added_entries, is_alive, is_last_of_key, read_key_rows, read_live_keys
+from airflow_paimon.engine.scan import added_entries
+from airflow_paimon.engine.data_files import is_alive, is_last_of_key, read_key_rows, read_live_keys
 
 log = logging.getLogger(__name__)
 
 CHANGE_ROWS = pa.schema([("shard", pa.int32()), ("key", pa.binary()), ("value", pa.binary()),
                          ("snapshot", pa.int64()), ("seq", pa.int64()), ("alive", pa.bool_())])
-REUSE, CATCH_UP, REBUILD = "reused", "caught_up", "rebuilt"
+# The bootstrap's decision (BootstrapResult.index_decision); NOT_NEEDED: a table without a global index
+REUSE, CATCH_UP, REBUILD, NOT_NEEDED = "reused", "caught_up", "rebuilt", "not_needed"
 
 
 @dataclass
 class BootstrapPlan:
-    path: str                                  # REUSE | CATCH_UP | REBUILD
+    decision: str                              # REUSE | CATCH_UP | REBUILD
     snapshot_id: int | None                    # L
     base: IndexManifest | None = None          # the index reused or caught up from
     added_files: list = field(default_factory=list)  # CATCH_UP: (snapshot id, ManifestEntry) in order
@@ -137,6 +143,19 @@ def _place_values(n: int, partition: tuple, bucket: int, partition_types: list[p
     return pa.repeat(pa.scalar(_place_value(partition, bucket, partition_types), pa.binary()), n)
 
 
+def rebuild_part(part: int, *, groups: list[list], table_uri: str, snapshot_id, shards: int,
+                 primary_keys: list[str], partition_types: list) -> list[ShardMeta]:
+    """One rebuild task: the buckets of group ``part`` into one published file per shard they touch."""
+    metas = []
+    with tempfile.TemporaryDirectory(prefix="paimon-bootstrap-") as tmp:
+        for p in base_parts(groups[part], primary_keys=primary_keys, partition_types=partition_types,
+                            shards=shards, local_dir=tmp, part=part):
+            file = publish_file(table_uri, snapshot_id, p.shard, f"base-{part}", p.path, p.keys)
+            crash_point("bootstrap.shard_file_published")
+            metas.append(ShardMeta(p.shard, [file], p.keys, p.bucket_counts))
+    return metas
+
+
 # --- catch up ------------------------------------------------------------------------------------------
 
 def change_rows_of_file(path: str, partition: tuple, bucket: int, snapshot_id: int, *, primary_keys: list[str],
@@ -177,3 +196,23 @@ def apply_changes(index: ShardIndex, changes: pa.Table, buckets: BucketAssigner)
     n_alive = pc.sum(alive.cast(pa.int64())).as_py() or 0
     n_alive_known = pc.sum(pc.and_(alive, known).cast(pa.int64())).as_py() or 0
     return (n_alive - n_alive_known) - (n_known - n_alive_known)
+
+
+def catch_up_file(i: int, *, files: list, shards: int, primary_keys: list[str], partition_types: list) -> pa.Table:
+    path, partition, bucket, snapshot_id = files[i]
+    return change_rows_of_file(path, partition, bucket, snapshot_id, primary_keys=primary_keys,
+                               partition_types=partition_types, shards=shards)
+
+
+def catch_up_shard(shard: int, rows: pa.Table, *, base: IndexManifest, table_uri: str, target: int,
+                   options: IndexOptions) -> ShardMeta:
+    """Apply one shard's change rows to its base and publish the result for snapshot ``target``."""
+    meta = base.shard(shard)
+    with tempfile.TemporaryDirectory(prefix="paimon-catchup-") as tmp:
+        with load_shard(table_uri, meta, tmp, options) as index:
+            counts = BucketAssigner(shard, base.shards, 1, meta.bucket_counts)
+            key_change = apply_changes(index, rows, counts)
+            local, file_type, entries = export_changes(index, meta, tmp)
+        new_file = publish_file(table_uri, target, shard, file_type, local, entries) if local else None
+    crash_point("bootstrap.shard_file_published")
+    return advance(meta, new_file, file_type, meta.keys + key_change, counts.to_dict())

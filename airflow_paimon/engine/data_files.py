@@ -1,10 +1,6 @@
-"""Table planning on the driver: the live data files of a snapshot, per (partition, bucket); and reading
-key columns of data files in the tasks. pypaimon's planning modules are imported only where planning
-happens, so a Spark task that just reads files starts fast."""
+"""Reading Paimon data files in the tasks: chosen columns, the live keys of a bucket, the newest row per key
+of one file (parquet and orc, the full and the thin layout)."""
 from __future__ import annotations
-
-from collections import defaultdict
-from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -12,59 +8,7 @@ import pyarrow.parquet as pq
 
 from airflow_paimon.engine import storage
 
-RETRACT_KINDS = (1, 3)  # -U and -D remove a key
-
-
-@dataclass(frozen=True)
-class BucketFiles:
-    partition: tuple
-    bucket: int
-    paths: tuple[str, ...]
-    max_sequence_number: int
-    row_count: int
-
-
-def latest_snapshot(table):
-    return table.snapshot_manager().get_latest_snapshot()
-
-
-def live_entries(table, snapshot) -> list:
-    """ManifestEntry of every live data file at ``snapshot`` (none for an empty table)."""
-    if snapshot is None:
-        return []
-    from pypaimon.manifest.manifest_list_manager import ManifestListManager
-    from pypaimon.read.scanner.file_scanner import FileScanner
-
-    manifests = ManifestListManager(table)
-    return FileScanner(table, lambda: (manifests.read_all(snapshot), snapshot)).plan_files()
-
-
-def file_path(table, entry) -> str:
-    from pypaimon.utils.file_store_path_factory import canonical_data_file_path
-
-    return entry.file.external_path or canonical_data_file_path(
-        table, tuple(entry.partition.values), entry.bucket, entry.file.file_name)
-
-
-def buckets_at(table, snapshot) -> list[BucketFiles]:
-    """Live files grouped per (partition, bucket), with each bucket's max sequence number."""
-    groups: dict[tuple, list] = defaultdict(list)
-    for e in live_entries(table, snapshot):
-        groups[(tuple(e.partition.values), e.bucket)].append(e)
-    return [BucketFiles(p, b, tuple(file_path(table, e) for e in es),
-                        max(e.file.max_sequence_number for e in es), sum(e.file.row_count for e in es))
-            for (p, b), es in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
-
-
-def added_entries(table, snapshot) -> list:
-    """ManifestEntry of the data files ``snapshot`` added (its delta manifests, ADD entries only)."""
-    from pypaimon.manifest.manifest_list_manager import ManifestListManager
-    from pypaimon.read.scanner.file_scanner import FileScanner
-
-    manifests = ManifestListManager(table)
-    entries = FileScanner(table, lambda: (manifests.read_delta(snapshot), snapshot)).read_manifest_entries(
-        manifests.read_delta(snapshot))
-    return [e for e in entries if e.kind == 0]
+RETRACT_KINDS = (1, 3)  # the _VALUE_KIND of -U and -D: the row removes its key
 
 
 def read_key_rows(path: str, key_fields: list[str]) -> pa.Table:

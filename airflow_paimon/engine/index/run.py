@@ -1,0 +1,159 @@
+"""One bootstrap-index, the same for every executor (the Spark job, the tests' local runner): decide
+(engine/index/bootstrap.py), build or catch up the shards through the executor's tasks, publish the
+manifest last, clean up what no index needs any more.
+
+The task functions (engine/index/bootstrap.py, which imports no pypaimon) are bound with plain data only
+(functools.partial), so an executor can ship them to its workers."""
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import replace
+from typing import Callable, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from airflow_paimon.engine.assign.dynamic import check_dynamic_table
+from airflow_paimon.engine.assign.fixed import check_fixed_table
+from airflow_paimon.engine.bucket_mode import BucketMode
+from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.index.bootstrap import (CATCH_UP, NOT_NEEDED, REBUILD, REUSE, catch_up_file,
+                                                   catch_up_shard, plan_bootstrap, rebuild_part)
+from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, merge_shard_parts, table_index_uri,
+                                                write_manifest)
+from airflow_paimon.engine.index.shard import IndexOptions
+from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
+from airflow_paimon.engine.index.store import clean_up
+from airflow_paimon.engine.scan import buckets_at, file_path
+from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
+from airflow_paimon.engine.table import TableSpec, get_or_create_table
+
+log = logging.getLogger(__name__)
+
+ROWS_PER_REBUILD_TASK = 10_000_000  # bounds a task's memory: its keys are sorted in memory per shard
+
+
+class IndexTasks(Protocol):
+    """How an executor runs the bootstrap's tasks (Spark: spark/bootstrap.py; in-process: tests/local_runner.py)."""
+
+    parallelism: int
+
+    def rebuild(self, build: Callable[[int], list[ShardMeta]], parts: int) -> list[ShardMeta]:
+        """``build(part)`` for every part in 0..parts-1, no shuffle; all the ShardMetas they return."""
+
+    def catch_up(self, read_file: Callable[[int], pa.Table], files: int,
+                 apply: Callable[[int, pa.Table], ShardMeta], shards: int) -> list[ShardMeta]:
+        """``read_file(i)`` for every file: change rows with a ``shard`` column (0..shards-1); the rows of
+        shard s, all together, to ``apply(s, rows)``; the ShardMetas it returns."""
+
+
+def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks) -> BootstrapResult:
+    identifier, shards = spec.table, spec.shards
+    table_spec = TableSpec.from_dict(spec.table_spec) if spec.table_spec else None
+    table = get_or_create_table(spec.catalog_options, identifier, table_spec)
+    if BucketMode.of(table) is not BucketMode.CROSS_PARTITION:
+        return _no_index_needed(table, shards)
+    table_uri = table_index_uri(spec.index_root, identifier)
+    plan = plan_bootstrap(table, table_uri, shards)
+    log.info("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.decision, plan.reason)
+
+    files_read = 0
+    if plan.decision == REUSE:
+        manifest = plan.base
+        if manifest.snapshot_id != plan.snapshot_id:  # only COMPACT snapshots since: same keys, newer snapshot
+            manifest = replace(manifest, snapshot_id=plan.snapshot_id, origin=REUSE)
+            write_manifest(table_uri, manifest)
+    elif plan.decision == CATCH_UP:
+        files_read = len(plan.added_files)
+        manifest = _catch_up(table, plan, table_uri, tasks)
+    else:
+        bucket_files = buckets_at(table, table.snapshot_manager().get_latest_snapshot())
+        files_read = sum(len(b.paths) for b in bucket_files)
+        manifest = _rebuild(table, plan.snapshot_id, bucket_files, shards, table_uri, tasks)
+    crash_point("bootstrap.after_manifest")
+    clean_up(table_uri)
+    return BootstrapResult(table=identifier, shards=shards, base_snapshot_id=plan.snapshot_id, index_uri=table_uri,
+                           keys=manifest.keys, reused=plan.decision == REUSE, index_decision=plan.decision,
+                           reason=plan.reason, data_files_read=files_read)
+
+
+def _no_index_needed(table, shards: int) -> BootstrapResult:
+    """Fixed buckets hash the key, dynamic buckets keep Paimon's own HASH index, append tables have no key:
+    the base snapshot is all the next task needs. Unsupported shapes are refused here, before any work."""
+    mode = BucketMode.of(table)
+    if mode is BucketMode.HASH_FIXED:
+        check_fixed_table(table)
+    elif mode is BucketMode.HASH_DYNAMIC:
+        check_dynamic_table(table)
+    elif mode is not BucketMode.APPEND:
+        raise ValidationError(table.identifier.get_full_name(), f"bucket mode {mode.value} is not supported")
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    return BootstrapResult(table=table.identifier.get_full_name(), shards=shards,
+                           base_snapshot_id=snapshot.id if snapshot else None, index_uri=None, keys=0, reused=True,
+                           index_decision=NOT_NEEDED, reason=f"{mode.value} table needs no global index",
+                           data_files_read=0)
+
+
+def _key_facts(table) -> dict:
+    """What a task needs to encode keys and places: plain data, picklable without pypaimon."""
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    return {"primary_keys": list(table.primary_keys),
+            "partition_types": [PyarrowFieldParser.from_paimon_type(f.type) for f in table.partition_keys_fields]}
+
+
+# --- rebuild -------------------------------------------------------------------------------------------------
+
+def _rebuild(table, snapshot_id, bucket_files, shards: int, table_uri: str, tasks: IndexTasks) -> IndexManifest:
+    """One stage, no shuffle: each task reads a balanced share of the buckets and writes its part of every
+    shard (a key lives in one bucket, so the parts never overlap)."""
+    total_rows = sum(b.row_count for b in bucket_files)
+    n = min(len(bucket_files), max(tasks.parallelism, -(-total_rows // ROWS_PER_REBUILD_TASK)))
+    groups = balance([(list(b.paths), b.partition, b.bucket) for b in bucket_files],
+                     [b.row_count for b in bucket_files], n)
+    build = functools.partial(rebuild_part, groups=groups, table_uri=table_uri, snapshot_id=snapshot_id,
+                              shards=shards, **_key_facts(table))
+    parts = sorted(tasks.rebuild(build, len(groups)), key=lambda m: [f.path for f in m.files]) if groups else []
+    crash_point("bootstrap.before_manifest")
+    name = table.identifier.get_full_name()
+    manifest = IndexManifest(name, snapshot_id, table.table_schema.id, shards, KEY_HASH_SCHEME,
+                             merge_shard_parts(shards, parts), origin=REBUILD)
+    write_manifest(table_uri, manifest)
+    log.info("rebuilt the index of %s at snapshot %s: %s keys in %s tasks", name, snapshot_id, manifest.keys,
+             len(groups))
+    return manifest
+
+
+def balance(items: list, weights: list[int], n: int) -> list[list]:
+    """``items`` in ``n`` groups of about equal weight (largest first, each to the lightest group)."""
+    groups, loads = [[] for _ in range(n)], [0] * n
+    for i in sorted(range(len(items)), key=lambda i: -weights[i]):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(items[i])
+        loads[lightest] += weights[i]
+    return [g for g in groups if g]
+
+
+# --- catch up ------------------------------------------------------------------------------------------------
+
+def _catch_up(table, plan, table_uri: str, tasks: IndexTasks) -> IndexManifest:
+    """The files appended since the base index, read in parallel; each shard's changes applied by one task."""
+    base, target = plan.base, plan.snapshot_id
+    files = [(file_path(table, e), tuple(e.partition.values), e.bucket, sid) for sid, e in plan.added_files]
+    read = functools.partial(catch_up_file, files=files, shards=base.shards, **_key_facts(table))
+    apply = functools.partial(catch_up_shard, base=base, table_uri=table_uri, target=target,
+                              options=IndexOptions.from_table_options(dict(table.table_schema.options)))
+    metas = {m.shard: m for m in tasks.catch_up(read, len(files), apply, base.shards)}
+    manifest = replace(base, snapshot_id=target, origin=CATCH_UP,
+                       shard_meta=[metas.get(m.shard, m) for m in base.shard_meta])
+    crash_point("bootstrap.before_manifest")
+    write_manifest(table_uri, manifest)
+    return manifest
+
+
+def shards_in(rows: pa.Table) -> list[tuple[int, pa.Table]]:
+    """(shard, its rows) of change rows, for an executor that has them all in one place."""
+    shard_ids = rows.column("shard").to_numpy()
+    return [(int(s), rows.filter(pa.array(shard_ids == s))) for s in np.unique(shard_ids)]

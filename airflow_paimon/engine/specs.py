@@ -1,0 +1,201 @@
+"""The job specs and results: what an operator hands a Spark job (as JSON in a private file, see
+airflow_paimon/spark/job.py) and what the job hands back (the result file; the operator returns it to XCom).
+
+One dataclass per job and direction, shared by the operators, the jobs and the tests, so a key is named in
+one place. ``from_dict`` refuses unknown and missing keys by name: a spec written by another version of the
+operator fails before the job touches anything.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from airflow_paimon.engine.commit.staging import STAGING_RETENTION_SECONDS
+from airflow_paimon.engine.errors import PaimonJobError
+
+T = TypeVar("T", bound="Wire")
+
+
+class SpecError(PaimonJobError):
+    """A spec or result that does not have exactly the keys of its type."""
+
+
+class Wire:
+    """JSON on the wire: a flat dict of the dataclass's fields."""
+
+    what: ClassVar[str] = "job spec or result"  # named in errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls: type[T], data: dict[str, Any]) -> T:
+        if not isinstance(data, dict):
+            raise SpecError(f"{cls.what}: expected a JSON object, got {type(data).__name__}")
+        fields = dataclasses.fields(cls)
+        required = {f.name for f in fields
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+        unknown = sorted(set(data) - {f.name for f in fields})
+        missing = sorted(required - set(data))
+        if unknown or missing:
+            table = data.get("table", "?")
+            problems = ([f"unknown keys {unknown}"] if unknown else []) + ([f"missing keys {missing}"] if missing else [])
+            raise SpecError(f"{cls.what} for table {table}: {'; '.join(problems)}")
+        return cls(**data)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobSpec(Wire):
+    """What every job gets: the catalog (its options hold the storage credentials) and the table."""
+
+    catalog_options: dict[str, Any]
+    table: str
+    shuffle_partitions: int | None = None  # Spark's spark.sql.shuffle.partitions (None: the jobs' default)
+
+
+# --- bootstrap-index -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class BootstrapSpec(JobSpec):
+    what: ClassVar[str] = "bootstrap-index spec"
+    shards: int
+    index_root: str
+    table_spec: dict[str, Any] | None = None  # creates the table when absent (engine/table.py TableSpec)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BootstrapResult(Wire):
+    what: ClassVar[str] = "bootstrap-index result"
+    table: str
+    shards: int
+    base_snapshot_id: int | None
+    index_uri: str | None  # None: the table needs no global index (not cross-partition)
+    keys: int
+    reused: bool
+    index_decision: str  # reused | caught_up | rebuilt | not_needed (engine/index/bootstrap.py)
+    reason: str
+    data_files_read: int
+
+
+# --- assign-and-write ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class AssignWriteSpec(JobSpec):
+    what: ClassVar[str] = "assign-and-write spec"
+    source: dict[str, Any]  # {"path", "format"?, "options"?} | {"query"} | {"table"} (spark/source.py)
+    base_snapshot_id: int | None
+    index_uri: str | None
+    shards: int
+    staging_root: str
+    dag_id: str
+    run_id: str
+    row_kind_column: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssignWriteResult(Wire):
+    what: ClassVar[str] = "assign-and-write result"
+    table: str
+    base_snapshot_id: int | None
+    commit_user: str
+    commit_identifier: int
+    staging_uri: str
+    rows_in: int
+    rows_written: int
+    deletes: int
+    moved_keys: int
+    files: int
+    already_committed: bool
+
+
+# --- commit ----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class CommitSpec(JobSpec):
+    what: ClassVar[str] = "commit spec"
+    staging_uri: str
+    commit_user: str
+    commit_identifier: int
+    base_snapshot_id: int | None
+    staging_root: str | None = None  # when given, staging_uri must be <staging_root>/<table>/<commit_user>
+    staging_retention_seconds: float = STAGING_RETENTION_SECONDS
+    result_uri: str | None = None  # this job's result file: older ones of the DAG are dropped next to it
+
+    @classmethod
+    def after(cls, written: AssignWriteResult, **common) -> "CommitSpec":
+        """The commit of what assign-and-write staged."""
+        return cls(**common, staging_uri=written.staging_uri, commit_user=written.commit_user,
+                   commit_identifier=written.commit_identifier, base_snapshot_id=written.base_snapshot_id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommitResult(Wire):
+    what: ClassVar[str] = "commit result"
+    table: str
+    snapshot_id: int | None
+    base_snapshot_id: int | None
+    already_committed: bool
+
+
+# --- compact ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class CompactSpec(JobSpec):
+    what: ClassVar[str] = "compact spec"
+    dag_id: str
+    run_id: str
+    snapshot_id: int | None  # the commit's snapshot: the input of this compaction
+    full: bool = False
+    scope: str = "snapshot"  # snapshot | table (engine/compact/plan.py SCOPES)
+    partition_filter: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactResult(Wire):
+    what: ClassVar[str] = "compact result"
+    table: str
+    snapshot_id: int | None  # the COMPACT snapshot, or the input snapshot when nothing was due
+    compacted_buckets: int
+    files_before: int
+    files_after: int
+    already_committed: bool
+
+
+# --- maintenance -----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class ExpireSpec(JobSpec):
+    what: ClassVar[str] = "expire-snapshots spec"
+    options: dict[str, Any] = field(default_factory=dict)  # snapshot.* options overriding the table's
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExpireResult(Wire):
+    what: ClassVar[str] = "expire-snapshots result"
+    table: str
+    expired_snapshots: int
+    deleted_data_files: int
+    deleted_metadata_files: int
+    earliest_snapshot_id: int | None
+    dry_run: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class OrphansSpec(JobSpec):
+    what: ClassVar[str] = "remove-orphan-files spec"
+    older_than_ms: int | None = None  # None: the default margin (engine/maintenance/orphans.py); 0: now
+    staging_root: str | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class OrphansResult(Wire):
+    what: ClassVar[str] = "remove-orphan-files result"
+    table: str
+    orphan_files: int
+    orphan_bytes: int
+    stale_staging_dirs: int
+    dry_run: bool
+    sample: list[str]

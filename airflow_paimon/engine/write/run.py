@@ -1,0 +1,96 @@
+"""One assign-and-write, the same for every bucket mode and every executor (the Spark job, the tests' local
+runner): find an earlier commit of this run, refuse what cannot be written, read the source, let the
+executor assign and write it, stage the commit messages and their counters for the commit task."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Mapping, Sequence
+
+from airflow_paimon.engine import storage
+from airflow_paimon.engine.assign.dynamic import check_dynamic_table
+from airflow_paimon.engine.assign.fixed import check_fixed_table
+from airflow_paimon.engine.bucket_mode import BucketMode
+from airflow_paimon.engine.commit.committer import find_commit
+from airflow_paimon.engine.commit.identity import CommitIdentity
+from airflow_paimon.engine.commit.staging import Staged, stage, staging_uri_of
+from airflow_paimon.engine.context import WriteContext, check_cross_partition_table
+from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.index.keys import encode_partition_values
+from airflow_paimon.engine.index.layout import read_manifest
+from airflow_paimon.engine.index.store import staged_shards
+from airflow_paimon.engine.scan import buckets_at
+from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
+from airflow_paimon.engine.table import get_table
+
+log = logging.getLogger(__name__)
+
+# What a write task reports for one (partition, bucket): its encoded CommitMessage and counters
+Written = Mapping[str, Any]  # message, rows_written, deletes, files, rows_in
+WRITE_COUNTERS = ("rows_written", "deletes", "files")
+
+
+def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None], Any],
+                     write: Callable[[Any, WriteContext, BucketMode], Sequence[Written]]) -> AssignWriteResult:
+    """``read(table, row_kind_column)``: the validated source; ``write(source, ctx, mode)``: assign and write
+    it, one Written per write task. Nothing is staged before both succeeded."""
+    identifier = spec.table
+    table = get_table(spec.catalog_options, identifier)
+    mode = BucketMode.of(table)
+    ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, identifier)
+    staged_at = staging_uri_of(spec.staging_root, identifier, ident.commit_user)
+    result = {"table": identifier, "base_snapshot_id": spec.base_snapshot_id, "commit_user": ident.commit_user,
+              "commit_identifier": ident.commit_identifier, "staging_uri": staged_at}
+
+    done = find_commit(table, ident.commit_user, ident.commit_identifier, spec.base_snapshot_id)
+    if done is not None:  # a retry after this run already committed: write nothing again
+        log.info("run already committed as snapshot %s; nothing to write", done.id)
+        return AssignWriteResult(**result, rows_in=0, rows_written=0, deletes=0, moved_keys=0, files=0,
+                                 already_committed=True)
+    shards = check_writable(table, mode, spec)
+    source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"))
+    storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
+    ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
+                       staged_at)
+    ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
+                                b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot())}
+
+    written = write(source, ctx, mode)
+    messages = [bytes(w["message"]) for w in written]
+    crash_point("assign_write.before_stage")
+    shard_counters = [d["counters"] for d in staged_shards(staged_at).values()]
+    # every input row reaches one assign task (cross-partition) or one write task (the other modes)
+    rows_in = (sum(c.get("rows_in", 0) for c in shard_counters) if mode is BucketMode.CROSS_PARTITION
+               else sum(w["rows_in"] for w in written))
+    counters = {"rows_in": rows_in, **{k: sum(w[k] for w in written) for k in WRITE_COUNTERS},
+                "moved_keys": sum(c.get("moved_keys", 0) for c in shard_counters)}
+    stage(table, staged_at, Staged(identifier, spec.base_snapshot_id, ident.commit_user, ident.commit_identifier,
+                                   [], extra={**counters, "index_uri": spec.index_uri}), messages)
+    crash_point("assign_write.after_stage")
+    log.info("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
+    return AssignWriteResult(**result, **counters, already_committed=False)
+
+
+def check_writable(table, mode: BucketMode, spec: AssignWriteSpec) -> int:
+    """Refuse what cannot be written before reading the source; returns the shard / assigner count."""
+    identifier = spec.table
+    if mode is BucketMode.APPEND:
+        if spec.row_kind_column:
+            raise ValidationError(identifier, "an append-only table takes no row kinds (no primary key)",
+                                  column=spec.row_kind_column)
+        return 1
+    if mode is BucketMode.CROSS_PARTITION:
+        check_cross_partition_table(table)
+        manifest = read_manifest(spec.index_uri, spec.base_snapshot_id) if spec.index_uri else None
+        if manifest is None:
+            raise ValidationError(identifier, f"no published index at {spec.index_uri} for snapshot "
+                                              f"{spec.base_snapshot_id}; re-run bootstrap-index")
+        return manifest.shards
+    if mode is BucketMode.HASH_FIXED:
+        check_fixed_table(table)
+        return 1
+    if mode is BucketMode.HASH_DYNAMIC:
+        check_dynamic_table(table)
+        return max(1, int(spec.shards or 1))
+    raise ValidationError(identifier, f"bucket mode {mode.value} is not supported (use bucket -1 or a fixed "
+                                      "bucket count)")
