@@ -17,6 +17,8 @@ def get_provider_info() -> dict:
         "operators": [{"integration-name": "Apache Paimon", "python-modules": [
             "airflow_paimon.operators.paimon", "airflow_paimon.operators.compact",
             "airflow_paimon.operators.maintenance"]}],
+        "sensors": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.sensors.paimon"]}],
+        "triggers": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.triggers.paimon"]}],
         "integrations": [{"integration-name": "Apache Paimon", "external-doc-url": "https://paimon.apache.org/",
                           "tags": ["software"]}],
         "extra-links": ["airflow_paimon.links.PaimonTableLink"],
