@@ -49,7 +49,7 @@ def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
     return ctx
 
 
-def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None) -> dict:
+def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None, write_mode: str = "upsert") -> dict:
     """The assign-and-write task: index changes and commit messages staged for the commit task; returns the
     commit task's spec."""
     table = ctx.table()
@@ -73,13 +73,14 @@ def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=No
             mask = m if mask is None else pc.and_(mask, m)
         messages.append(write_task(ctx, allrows.filter(mask))[0])
     stage(table, ctx.staging_uri, Staged(ctx.identifier, ctx.base_snapshot_id, ident.commit_user,
-                                         ident.commit_identifier, [], extra={"index_uri": ctx.index_uri}), messages)
+                                         ident.commit_identifier, [],
+                                         extra={"index_uri": ctx.index_uri, "write_mode": write_mode}), messages)
     return {"table": ctx.identifier, "catalog_options": ctx.catalog_options, "staging_uri": ctx.staging_uri,
             "commit_user": ident.commit_user, "commit_identifier": ident.commit_identifier,
             "base_snapshot_id": ctx.base_snapshot_id}
 
 
-def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None):
+def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", kinds=None, write_mode: str = "upsert"):
     """Stage and commit one run (the commit task of the Spark jobs, run in-process); (snapshot id, already)."""
-    result = run_commit(stage_run(ctx, source, run_id, kinds))
+    result = run_commit(stage_run(ctx, source, run_id, kinds, write_mode))
     return result["snapshot_id"], result["already_committed"]

@@ -12,6 +12,7 @@ from airflow_paimon.engine.assign.fixed import check_fixed_table
 from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
+from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.context import WriteContext, check_cross_partition_table
 from airflow_paimon.engine.errors import ValidationError
@@ -49,6 +50,7 @@ def run_assign_and_write(spark, spec: dict) -> dict:
         return {**result, "rows_in": 0, "rows_written": 0, "deletes": 0, "moved_keys": 0, "files": 0,
                 "already_committed": True}
     shards = _check_mode(table, identifier, mode, base, index_uri, spec)
+    write_mode = check_write_mode(table, identifier, mode, spec.get("write_mode") or "upsert")
     row_kind_column = spec.get("row_kind_column") or table.table_schema.options.get("rowkind.field")
     source = validate_and_cast(read_source(spark, spec["source"], identifier), table, identifier, row_kind_column)
     storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
@@ -68,10 +70,25 @@ def run_assign_and_write(spark, spec: dict) -> dict:
                 "deletes": sum(r["deletes"] for r in written), "files": sum(r["files"] for r in written),
                 "moved_keys": sum(c.get("moved_keys", 0) for c in shard_counters)}
     stage(table, staged_at, Staged(identifier, base, ident.commit_user, ident.commit_identifier, [],
-                                   extra={**counters, "index_uri": index_uri}), messages)
+                                   extra={**counters, "index_uri": index_uri, "write_mode": write_mode}), messages)
     crash_point("assign_write.after_stage")
     log.info("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return {**result, **counters, "already_committed": False}
+
+
+def check_write_mode(table, identifier: str, mode: BucketMode, write_mode: str) -> str:
+    """``upsert`` for every bucket mode; ``overwrite`` (dynamic partition overwrite) for partitioned
+    cross-partition and fixed-bucket tables."""
+    if write_mode not in WRITE_MODES:
+        raise ValidationError(identifier, f"write_mode must be one of {list(WRITE_MODES)}", value=write_mode)
+    if write_mode == "overwrite":
+        if not table.partition_keys:
+            raise ValidationError(identifier, "write_mode 'overwrite' replaces partitions; the table has none",
+                                  value=write_mode)
+        if mode not in (BucketMode.CROSS_PARTITION, BucketMode.HASH_FIXED):
+            raise ValidationError(identifier, f"write_mode 'overwrite' is supported for cross-partition and "
+                                              f"fixed-bucket tables, not {mode.value}", value=write_mode)
+    return write_mode
 
 
 def _check_mode(table, identifier: str, mode: BucketMode, base, index_uri, spec) -> int:
