@@ -111,7 +111,8 @@ def diff_rows(before: pa.Table, after: pa.Table, keys: list[str], row_kind_colum
     order = [(k, "ascending") for k in keys]
     for kind, mask, side in (("-D", deleted, old_side), ("+I", inserted, new_side), ("+U", updated, new_side)):
         rows = side.filter(mask).select(after.column_names).sort_by(order)
-        parts.append(rows.append_column(row_kind_column, pa.array(np.full(rows.num_rows, kind, dtype=object), pa.string())))
+        kinds = pa.array(np.full(rows.num_rows, kind, dtype=object), pa.string())
+        parts.append(rows.append_column(row_kind_column, kinds))
     return pa.concat_tables(parts)
 
 

@@ -1,13 +1,13 @@
 """The backfill DAG with write_mode=overwrite through the Spark jobs: the batch's partitions replaced, a key
-moved in from another partition leaves it, the next run's bootstrap rebuilds the index and its upsert is right;
-a table the mode does not support fails before anything is staged."""
+moved in from another partition leaves it, the next run's bootstrap rebuilds the index and its upsert is
+right."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
 from airflow_paimon.engine.table import get_table
-from dag.dagrun import job_errors, run_dag, use_warehouse
+from dag.dagrun import run_dag, use_warehouse
 from oracle import assert_table_equals, expected_upsert, read_table
 
 pytestmark = pytest.mark.dag
