@@ -2,7 +2,8 @@
 ``table``; upserts that source into the table exactly once per run (``write_mode`` "overwrite": the
 partitions present in the source are replaced by it instead, one OVERWRITE snapshot), then compacts:
 ``compact_full`` true rewrites every bucket written since the last compaction into one sorted run at the max
-level; false lets Paimon's universal compaction decide; ``compact_every_n_runs`` N > 1 compacts only after every Nth write."""
+level; false lets Paimon's universal compaction decide; ``compact_every_n_runs`` N > 1 compacts only after
+every Nth write."""
 from __future__ import annotations
 
 import pendulum
