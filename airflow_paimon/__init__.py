@@ -16,7 +16,9 @@ def get_provider_info() -> dict:
         "hooks": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.hooks.paimon"]}],
         "operators": [{"integration-name": "Apache Paimon", "python-modules": [
             "airflow_paimon.operators.paimon", "airflow_paimon.operators.compact",
-            "airflow_paimon.operators.maintenance"]}],
+            "airflow_paimon.operators.maintenance", "airflow_paimon.operators.incremental"]}],
+        "sensors": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.sensors.paimon"]}],
+        "triggers": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.triggers.paimon"]}],
         "integrations": [{"integration-name": "Apache Paimon", "external-doc-url": "https://paimon.apache.org/",
                           "tags": ["software"]}],
         "extra-links": ["airflow_paimon.links.PaimonTableLink"],

@@ -8,7 +8,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.assigner import BUCKET, KEY, ORDER, ROW_KIND
+from airflow_paimon.engine.assign.fixed import fixed_buckets
 from airflow_paimon.engine.assign.task import assign_task
+from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.index.keys import encode_keys
@@ -41,16 +43,19 @@ def bootstrap_result(catalog_options, identifier, index_root, shards) -> Bootstr
 def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
     """The bootstrap-index job; its result as the context the next run writes against."""
     boot = bootstrap_result(catalog_options, identifier, index_root, shards)
-    return WriteContext(catalog_options, identifier, boot.base_snapshot_id, boot.index_uri, shards)
+    ctx = WriteContext(catalog_options, identifier, boot.base_snapshot_id, boot.index_uri, shards)
+    ctx.staging_root = index_root.rstrip("/").rsplit("/", 1)[0] + "/staging"  # fixed-bucket tables have no index
+    return ctx
 
 
-def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None) -> CommitSpec:
+def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None,
+              write_mode: str = "upsert") -> CommitSpec:
     """The assign-and-write job on ``source`` (row kinds: ``row_kinds``, default all +I); returns the commit
     job's spec."""
-    staging_root = ctx.index_uri.rsplit("/", 2)[0] + "/staging"
+    staging_root = ctx.staging_root
     spec = AssignWriteSpec(catalog_options=ctx.catalog_options, table=ctx.identifier, source={}, shards=ctx.shards,
                            base_snapshot_id=ctx.base_snapshot_id, index_uri=ctx.index_uri,
-                           staging_root=staging_root, dag_id="test", run_id=run_id)
+                           staging_root=staging_root, dag_id="test", run_id=run_id, write_mode=write_mode)
 
     def read(table, row_kind_column):
         n = source.num_rows
@@ -64,11 +69,17 @@ def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kind
                             staging_root=staging_root)
 
 
-def _assign_then_write(source: pa.Table, ctx: WriteContext, mode) -> list[dict]:
-    """Cross-partition: assign per shard against the index, then write per (partition, bucket)."""
-    shard = shard_of(source, ctx.primary_keys, ctx.shards)
-    assigned = pa.concat_tables([assign_task(ctx, s, source.filter(pa.array(shard == s)))[0]
-                                 for s in range(ctx.shards) if (shard == s).any()])
+def _assign_then_write(source: pa.Table, ctx: WriteContext, mode: BucketMode) -> list[dict]:
+    """Cross-partition: assign per shard against the index; fixed bucket: the bucket key's hash, as the
+    Spark pipelines do; then write per (partition, bucket)."""
+    if mode is BucketMode.HASH_FIXED:
+        assigned = source.append_column(BUCKET, pa.array(fixed_buckets(ctx.table(), source), pa.int32()))
+    elif mode is BucketMode.CROSS_PARTITION:
+        shard = shard_of(source, ctx.primary_keys, ctx.shards)
+        assigned = pa.concat_tables([assign_task(ctx, s, source.filter(pa.array(shard == s)))[0]
+                                     for s in range(ctx.shards) if (shard == s).any()])
+    else:
+        raise NotImplementedError(f"the local runner writes cross-partition and fixed-bucket tables, not {mode}")
     written = []
     for group in assigned.group_by(ctx.partition_keys + [BUCKET]).aggregate([]).to_pylist():
         mask = None
@@ -81,7 +92,7 @@ def _assign_then_write(source: pa.Table, ctx: WriteContext, mode) -> list[dict]:
     return written
 
 
-def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None):
+def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None, write_mode: str = "upsert"):
     """Stage and commit one run; (snapshot id, already committed)."""
-    result = run_commit(stage_run(ctx, source, run_id, row_kinds))
+    result = run_commit(stage_run(ctx, source, run_id, row_kinds, write_mode))
     return result.snapshot_id, result.already_committed

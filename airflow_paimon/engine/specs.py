@@ -91,6 +91,7 @@ class AssignWriteSpec(JobSpec):
     dag_id: str
     run_id: str
     row_kind_column: str | None = None
+    write_mode: str = "upsert"  # or "overwrite": dynamic partition overwrite (engine/commit/overwrite.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,3 +200,30 @@ class OrphansResult(Wire):
     stale_staging_dirs: int
     dry_run: bool
     sample: list[str]
+
+
+# --- incremental-read ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class IncrementalReadSpec(JobSpec):
+    what: ClassVar[str] = "incremental-read spec"
+    start_snapshot_id: int  # exclusive; 0 reads the whole table at end_snapshot_id
+    target: str  # a directory: part-NNNNN.parquet, one per changed partition
+    end_snapshot_id: int | None = None  # inclusive; None: the latest snapshot
+    row_kind_column: str = "row_kind"
+
+
+@dataclass(frozen=True, kw_only=True)
+class IncrementalReadResult(Wire):
+    what: ClassVar[str] = "incremental-read result"
+    table: str
+    start_snapshot_id: int
+    end_snapshot_id: int
+    target: str
+    row_kind_column: str
+    changed_partitions: int
+    files: int
+    rows: int
+    inserts: int
+    updates: int
+    deletes: int

@@ -38,14 +38,22 @@ class PaimonHook(BaseHook):
     @property
     def extras(self) -> dict[str, Any]:
         if self._extras is None:
-            conn = self.get_connection(self.paimon_conn_id)
-            extras = dict(conn.extra_dejson)
-            if not extras.get("warehouse") and conn.host:
-                extras["warehouse"] = conn.host
-            if not extras.get("warehouse"):
-                raise ValueError(f"connection {self.paimon_conn_id!r}: set the warehouse (host or extra 'warehouse')")
-            self._extras = extras
+            self._extras = self._extras_of(self.get_connection(self.paimon_conn_id))
         return self._extras
+
+    async def acatalog_options(self) -> dict[str, str]:
+        """``catalog_options()`` from async code (a trigger): the connection is fetched without blocking."""
+        if self._extras is None:
+            self._extras = self._extras_of(await self.aget_connection(self.paimon_conn_id))
+        return self.catalog_options()
+
+    def _extras_of(self, conn) -> dict[str, Any]:
+        extras = dict(conn.extra_dejson)
+        if not extras.get("warehouse") and conn.host:
+            extras["warehouse"] = conn.host
+        if not extras.get("warehouse"):
+            raise ValueError(f"connection {self.paimon_conn_id!r}: set the warehouse (host or extra 'warehouse')")
+        return extras
 
     @property
     def warehouse(self) -> str:

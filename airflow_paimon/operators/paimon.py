@@ -175,15 +175,20 @@ class PaimonAssignAndWriteOperator(PaimonSparkJobOperator):
     ``{"query": "..."}`` / ``{"table": "..."}`` for a Spark SQL query or table. Templated.
     ``row_kind_column``: a source column holding each row's operation (+I, -U, +U, -D); without it every
     row is an upsert (+I). Defaults to the table option ``rowkind.field`` when that is set.
+    ``write_mode``: ``"upsert"`` (default) or ``"overwrite"``: the partitions the batch writes rows into are
+    replaced by it in one OVERWRITE snapshot (dynamic partition overwrite, for backfills; cross-partition and
+    fixed-bucket tables; see engine/commit/overwrite.py). Templated.
     """
 
     job = "assign_and_write"
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "source", "source_format",
-                                      "row_kind_column")
+                                      "row_kind_column", "write_mode")
 
     def __init__(self, *, source: str | dict, source_format: str | None = None,
-                 source_options: dict | None = None, row_kind_column: str | None = None, **kwargs) -> None:
+                 source_options: dict | None = None, row_kind_column: str | None = None,
+                 write_mode: str = "upsert", **kwargs) -> None:
         super().__init__(**kwargs)
+        self.write_mode = write_mode
         self.row_kind_column = row_kind_column
         self.source = source
         self.source_format = source_format
@@ -199,7 +204,8 @@ class PaimonAssignAndWriteOperator(PaimonSparkJobOperator):
         dag_run = context["dag_run"]
         return AssignWriteSpec(**self.common_spec(hook), source=source, base_snapshot_id=bootstrap.base_snapshot_id,
                                index_uri=bootstrap.index_uri, shards=bootstrap.shards, staging_root=hook.staging_root(),
-                               dag_id=dag_run.dag_id, run_id=dag_run.run_id, row_kind_column=self.row_kind_column)
+                               dag_id=dag_run.dag_id, run_id=dag_run.run_id, row_kind_column=self.row_kind_column,
+                               write_mode=self.write_mode or "upsert")
 
 
 class PaimonCommitOperator(PaimonSparkJobOperator):

@@ -2,6 +2,7 @@
 conditionally (the snapshot lands right after one the index is still right for, or not at all)."""
 from __future__ import annotations
 
+from airflow_paimon.engine.commit.overwrite import commit_overwrite
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.errors import PaimonJobError, StaleIndexError
@@ -51,8 +52,10 @@ def check_files_exist(table, messages) -> None:
 
 
 def commit_once(table, messages, commit_user: str, commit_identifier: int,
-                base_snapshot_id: int | None) -> tuple[int | None, bool]:
+                base_snapshot_id: int | None, overwrite: bool = False) -> tuple[int | None, bool]:
     """Commit ``messages`` as one snapshot unless this identity already did; returns (snapshot id, already).
+    ``overwrite``: an OVERWRITE snapshot replacing the partitions the messages write rows into
+    (engine/commit/overwrite.py).
 
     Raises StaleIndexError, with nothing committed, if a non-COMPACT snapshot of another commit landed after
     ``base_snapshot_id`` — checked again against the exact snapshot each commit attempt builds on."""
@@ -66,7 +69,10 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
     check_files_exist(table, messages)
     committer = GuardedCommit(table, commit_user, lambda latest: check_not_moved(table, base_snapshot_id, latest))
     try:
-        committer.commit(messages, commit_identifier)
+        if overwrite:
+            commit_overwrite(committer, table, messages, commit_identifier)
+        else:
+            committer.commit(messages, commit_identifier)
     except StaleIndexError:
         existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
         if existing is None:  # not a concurrent attempt of this same run: someone else's commit

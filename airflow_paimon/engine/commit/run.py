@@ -35,11 +35,14 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     if index_uri:
         confined_parent(index_uri, identifier)
     crash_point("commit.before_commit")
+    overwrite = staged.extra.get("write_mode") == "overwrite"
     snapshot_id, already = commit_once(table, staged.messages, staged.commit_user, staged.commit_identifier,
-                                       staged.base_snapshot_id)
-    log.info("%s: snapshot %s (already committed: %s)", identifier, snapshot_id, already)
+                                       staged.base_snapshot_id, overwrite=overwrite)
+    log.info("%s: snapshot %s (already committed: %s%s)", identifier, snapshot_id, already,
+             ", partition overwrite" if overwrite else "")
     crash_point("commit.before_publish")
-    if snapshot_id is not None and snapshot_id != staged.base_snapshot_id and index_uri:
+    # an OVERWRITE snapshot gets no published index: the next bootstrap rebuilds it (engine/commit/overwrite.py)
+    if snapshot_id is not None and snapshot_id != staged.base_snapshot_id and index_uri and not overwrite:
         # snapshot_id is this run's own commit (found by its identity), so the index published for it holds
         # exactly this run's changes; also on a retry that finds the commit done: the index may not be out yet
         publish_index(index_uri, staged, staging_uri, snapshot_id)

@@ -12,6 +12,7 @@ from airflow_paimon.engine.assign.fixed import check_fixed_table
 from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
+from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage, staging_uri_of
 from airflow_paimon.engine.context import WriteContext, check_cross_partition_table
 from airflow_paimon.engine.errors import ValidationError
@@ -48,6 +49,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
         return AssignWriteResult(**result, rows_in=0, rows_written=0, deletes=0, moved_keys=0, files=0,
                                  already_committed=True)
     shards = check_writable(table, mode, spec)
+    write_mode = check_write_mode(table, identifier, mode, spec.write_mode or "upsert")
     source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"))
     storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
@@ -65,7 +67,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     counters = {"rows_in": rows_in, **{k: sum(w[k] for w in written) for k in WRITE_COUNTERS},
                 "moved_keys": sum(c.get("moved_keys", 0) for c in shard_counters)}
     stage(table, staged_at, Staged(identifier, spec.base_snapshot_id, ident.commit_user, ident.commit_identifier,
-                                   [], extra={**counters, "index_uri": spec.index_uri}), messages)
+                                   [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode}), messages)
     crash_point("assign_write.after_stage")
     log.info("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return AssignWriteResult(**result, **counters, already_committed=False)
@@ -94,3 +96,18 @@ def check_writable(table, mode: BucketMode, spec: AssignWriteSpec) -> int:
         return max(1, int(spec.shards or 1))
     raise ValidationError(identifier, f"bucket mode {mode.value} is not supported (use bucket -1 or a fixed "
                                       "bucket count)")
+
+
+def check_write_mode(table, identifier: str, mode: BucketMode, write_mode: str) -> str:
+    """``upsert`` for every bucket mode; ``overwrite`` (dynamic partition overwrite) for partitioned
+    cross-partition and fixed-bucket tables."""
+    if write_mode not in WRITE_MODES:
+        raise ValidationError(identifier, f"write_mode must be one of {list(WRITE_MODES)}", value=write_mode)
+    if write_mode == "overwrite":
+        if not table.partition_keys:
+            raise ValidationError(identifier, "write_mode 'overwrite' replaces partitions; the table has none",
+                                  value=write_mode)
+        if mode not in (BucketMode.CROSS_PARTITION, BucketMode.HASH_FIXED):
+            raise ValidationError(identifier, f"write_mode 'overwrite' is supported for cross-partition and "
+                                              f"fixed-bucket tables, not {mode.value}", value=write_mode)
+    return write_mode
