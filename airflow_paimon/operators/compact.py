@@ -1,5 +1,6 @@
 """Compaction as an Airflow task: plan on the Spark driver, rewrite buckets in parallel Spark tasks, commit
-one COMPACT snapshot. Chain it after a PaimonCommitOperator."""
+one COMPACT snapshot. Chained after a PaimonCommitOperator it compacts that commit's snapshot; alone (a
+nightly maintenance DAG) the table's latest snapshot."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_paimon.engine.compact.plan import SCOPES, writes_since_compaction
+from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import CommitResult, CompactSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.paimon import PaimonCommitOperator, PaimonSparkJobOperator
@@ -51,7 +53,12 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
         self.every_n_runs = every_n_runs
 
     def job_spec(self, context, hook: PaimonHook) -> CompactSpec:
-        snapshot_id = CommitResult.from_dict(self.upstream_result(context, PaimonCommitOperator)).snapshot_id
+        committed = self.upstream_result(context, PaimonCommitOperator, required=False)
+        if committed is not None:
+            snapshot_id = CommitResult.from_dict(committed).snapshot_id
+        else:  # standalone (a maintenance DAG): the table as it is now
+            latest = latest_snapshot(hook.get_table(self.table))
+            snapshot_id = latest.id if latest else None
         every = int(self.every_n_runs)  # templated: may arrive as a rendered string
         if every < 1:
             raise ValueError(f"every_n_runs must be at least 1, got {every}")

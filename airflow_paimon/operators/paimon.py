@@ -75,8 +75,9 @@ class PaimonSparkJobOperator(BaseOperator):
         return {"catalog_options": hook.catalog_options(), "table": self.table,
                 "shuffle_partitions": self.shuffle_partitions}
 
-    def upstream_result(self, context, operator_class: type) -> dict:
-        """The XCom of the nearest upstream task of ``operator_class`` (the task it chains after)."""
+    def upstream_result(self, context, operator_class: type, required: bool = True) -> dict | None:
+        """The XCom of the nearest upstream task of ``operator_class`` (the task it chains after); None when
+        there is none and it is not ``required``. The result must be of this task's own table."""
         seen, frontier = set(), list(self.upstream_list)
         while frontier:
             task = frontier.pop(0)
@@ -87,8 +88,14 @@ class PaimonSparkJobOperator(BaseOperator):
                 value = context["ti"].xcom_pull(task_ids=task.task_id)
                 if not value:
                     raise AirflowException(f"{task.task_id} left no result in XCom for table {self.table}")
+                if value.get("table") != self.table:
+                    raise AirflowFailException(
+                        f"{self.task_id} writes table {self.table} but its upstream {task.task_id} is for table "
+                        f"{value.get('table')}; chain each table's tasks together")
                 return value
             frontier.extend(task.upstream_list)
+        if not required:
+            return None
         raise AirflowException(f"{self.task_id}: no upstream {operator_class.__name__}; chain it after one")
 
     def execute(self, context) -> dict:

@@ -127,7 +127,10 @@ def submit_conf(python: str | None, driver_python: str | None = None) -> dict[st
             "spark.python.daemon.module": "airflow_paimon.spark.daemon",
             "spark.driver.extraJavaOptions": SHORT_JOB_JAVA_OPTIONS,
             # Timestamps never depend on the host's time zone (a user's spark_conf may still set another)
-            "spark.sql.session.timeZone": "UTC"}
+            "spark.sql.session.timeZone": "UTC",
+            # Spark's own INFO lines (stages, block managers, ...) drown the task log; the jobs log their
+            # progress and result themselves. spark_conf {"spark.log.level": "INFO"} brings them back.
+            "spark.log.level": "WARN"}
 
 
 DEFAULT_SHUFFLE_PARTITIONS = 8
