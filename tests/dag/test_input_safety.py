@@ -20,7 +20,8 @@ pytestmark = pytest.mark.dag
 
 class ProcessSampler(threading.Thread):
     """Reads /proc/*/cmdline and /proc/*/environ of every process, over and over, until stopped. In the
-    environment, the test's own connection definition (AIRFLOW_CONN_*, inherited by every child) is skipped."""
+    environment, the test's own connection definition (AIRFLOW_CONN_*, inherited by every child) is skipped;
+    it marks the test's own processes, whose spec files are counted."""
 
     def __init__(self, needle: bytes):
         super().__init__(daemon=True)
@@ -29,19 +30,22 @@ class ProcessSampler(threading.Thread):
     def run(self):
         while not self.stop.is_set():
             for proc in glob.glob("/proc/[0-9]*"):
-                for what in ("cmdline", "environ"):
-                    try:
-                        with open(f"{proc}/{what}", "rb") as f:
-                            data = f.read()
-                    except OSError:
-                        continue
-                    if what == "environ":
-                        data = b"\0".join(v for v in data.split(b"\0") if not v.startswith(b"AIRFLOW_CONN_"))
+                try:
+                    with open(f"{proc}/environ", "rb") as f:
+                        environ = f.read()
+                    with open(f"{proc}/cmdline", "rb") as f:
+                        cmdline = f.read()
+                except OSError:
+                    continue
+                # this test's processes inherit its connection (holding the secret); others on the machine don't
+                ours = self.needle in environ
+                environ = b"\0".join(v for v in environ.split(b"\0") if not v.startswith(b"AIRFLOW_CONN_"))
+                for what, data in (("cmdline", cmdline), ("environ", environ)):
                     if self.needle in data:
                         self.hits.append((proc, what, data[:300]))
-                    args = data.split(b"\0")
-                    if what == "cmdline" and b"--spec-file" in args:
-                        self.spec_files.add(args[args.index(b"--spec-file") + 1].decode())
+                args = cmdline.split(b"\0")
+                if ours and b"--spec-file" in args:
+                    self.spec_files.add(args[args.index(b"--spec-file") + 1].decode())
             self.samples += 1
             self.stop.wait(0.02)
 
