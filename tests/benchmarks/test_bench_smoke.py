@@ -18,9 +18,15 @@ import bench_upsert  # noqa: E402
 
 @pytest.fixture(scope="module")
 def spark_session():
+    from pyspark.sql import SparkSession
+
+    # Stop only a session of our own: another test module's session may be the active one (test order varies
+    # with pytest-xdist), and getOrCreate hands that back.
+    existing = SparkSession.getActiveSession()
     session = bench_upsert.make_spark()
     yield session
-    session.stop()
+    if existing is None:
+        session.stop()
 
 
 @pytest.mark.spark

@@ -25,7 +25,9 @@ def test_backfill_overwrites_the_partitions_of_its_source(airflow_home, warehous
     # replaces a and b: 1 stays (new value), 2 and 3 vanish, 5 moves in from c, 8 is new; c keeps 6 and 7
     backfill = pd.DataFrame({"id": [1, 4, 5, 8], "dt": list("abab"), "v": [10.0, 40, 50, 80]})
     backfill.to_parquet(tmp_path / "backfill.parquet", index=False)
-    conf = {"source_path": str(tmp_path / "backfill.parquet"), "table": "db.t", "write_mode": "overwrite"}
+    # every param given: dag.test() keeps a previous run's conf in the DAG's params (same process)
+    conf = {"source_path": str(tmp_path / "backfill.parquet"), "table": "db.t", "write_mode": "overwrite",
+            "source_format": None}
     run, states, xcoms = run_dag(dag, conf=conf)
     assert run.state == "success", states
     table = get_table({"warehouse": warehouse}, "db.t")
