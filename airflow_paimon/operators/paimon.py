@@ -16,11 +16,12 @@ from airflow.exceptions import AirflowException
 from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
-                                         CommitSpec, JobSpec)
+                                         CommitResult, CommitSpec, JobSpec)
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.operators.submit import stop_process_group, submit_settings
@@ -215,11 +216,27 @@ class PaimonAssignAndWriteOperator(PaimonSparkJobOperator):
                                write_mode=self.write_mode or "upsert")
 
 
-class PaimonCommitOperator(PaimonSparkJobOperator):
-    """Commit the staged messages of this DAG run as one snapshot, exactly once."""
+class PaimonCommitOperator(TableAssetMixin, PaimonSparkJobOperator):
+    """Commit the staged messages of this DAG run as one snapshot, exactly once.
+
+    ``emit_asset`` (default True): the table's ``paimon://`` asset (airflow_paimon/assets.py) is an outlet,
+    and the commit's asset event carries ``extra`` = {snapshot_id, base_snapshot_id, commit_kind,
+    delta_record_count, total_record_count}; a retry that finds the commit done reports the same snapshot.
+    A run that staged nothing commits no snapshot and emits no event."""
 
     job = "commit"
+
+    def __init__(self, *, emit_asset: bool = True, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.declare_table_asset(emit_asset)
 
     def job_spec(self, context, hook: PaimonHook) -> CommitSpec:
         written = AssignWriteResult.from_dict(self.upstream_result(context, PaimonAssignAndWriteOperator))
         return CommitSpec.after(written, **self.common_spec(hook), staging_root=hook.staging_root())
+
+    def execute(self, context) -> dict:
+        result = super().execute(context)
+        committed = CommitResult.from_dict(result)
+        self.record_snapshot(context, committed.snapshot_id, committed.base_snapshot_id,
+                             new=committed.snapshot_id != committed.base_snapshot_id)
+        return result
