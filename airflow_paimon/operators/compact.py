@@ -12,10 +12,11 @@ from airflow_paimon.engine.compact.plan import SCOPES, writes_since_compaction
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import CommitResult, CompactResult, CompactSpec
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.lineage import TableLineageMixin
 from airflow_paimon.operators.paimon import PaimonCommitOperator, PaimonSparkJobOperator
 
 
-class PaimonCompactOperator(TableAssetMixin, PaimonSparkJobOperator):
+class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOperator):
     """Compact the table after this run's commit; returns ``{"table", "snapshot_id", "compacted_buckets",
     "files_before", "files_after", "already_committed"}`` where ``snapshot_id`` is the COMPACT snapshot, or the
     commit's snapshot when nothing needed compacting.
