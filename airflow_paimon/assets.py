@@ -19,6 +19,7 @@ Airflow drops a fragment itself before the handler runs; everything else wrong i
 """
 from __future__ import annotations
 
+import logging
 import re
 import urllib.parse
 from typing import TYPE_CHECKING, Any
@@ -31,12 +32,12 @@ from airflow_paimon.engine.identifier import validate_identifier
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
+log = logging.getLogger(__name__)
 SCHEME = "paimon"
 DEFAULT_CONN_ID = "paimon_default"  # PaimonHook.default_conn_name; not imported: the hook pulls in pypaimon
 # A connection id as a URI authority: Airflow allows more (":", "/", "#", ...) but those would not survive
 # urlsplit as a host; letters, digits, "_", "-", "." cover the ids people use.
 _CONN_ID = re.compile(r"[A-Za-z0-9_.\-]+")
-EXTRA_KEYS = ("snapshot_id", "base_snapshot_id", "commit_kind", "delta_record_count", "total_record_count")
 
 
 def sanitize_uri(uri: SplitResult) -> SplitResult:
@@ -112,13 +113,16 @@ def convert_asset_to_openlineage(asset: Asset, lineage_context: Any = None):
 
 def snapshot_event_extra(table, snapshot_id: int, base_snapshot_id: int | None) -> dict:
     """An asset event's ``extra`` for ``snapshot_id`` of the pypaimon ``table``: what the snapshot file says
-    (commit kind, record counts), and the snapshot the task started from."""
+    (commit kind, record counts), and the snapshot the task started from. A snapshot expired already (by a
+    concurrent expiry, before a retry) leaves those None: the commit stands, the event still names it."""
     snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
     if snapshot is None:
-        raise RuntimeError(f"table {table.identifier.get_full_name()}: snapshot {snapshot_id} not found "
-                           "right after it was committed (expired already?)")
-    return {"snapshot_id": snapshot.id, "base_snapshot_id": base_snapshot_id, "commit_kind": snapshot.commit_kind,
-            "delta_record_count": snapshot.delta_record_count, "total_record_count": snapshot.total_record_count}
+        log.warning("table %s: snapshot %s is gone (expired?); its event has no counts",
+                    table.identifier.get_full_name(), snapshot_id)
+    return {"snapshot_id": snapshot_id, "base_snapshot_id": base_snapshot_id,
+            "commit_kind": getattr(snapshot, "commit_kind", None),
+            "delta_record_count": getattr(snapshot, "delta_record_count", None),
+            "total_record_count": getattr(snapshot, "total_record_count", None)}
 
 
 class TableAssetMixin:
@@ -137,28 +141,35 @@ class TableAssetMixin:
 
     def record_snapshot(self, context, snapshot_id: int | None, base_snapshot_id: int | None,
                         new: bool) -> dict | None:
-        """Attach the event for ``snapshot_id`` to this task's outlet; with ``new`` False (nothing committed)
-        withdraw the outlet instead: a task that succeeds with an Asset outlet always emits an event, and the
-        success message lists the outlets as they are when execute returns. Returns the event's extra."""
+        """Attach the event for ``snapshot_id`` to this task's outlet (or its asset aliases); returns the
+        event's extra, None when no event is emitted.
+
+        With ``new`` False (nothing committed) the outlet is withdrawn instead: a task that succeeds with an
+        Asset outlet always emits an event, and the success message lists the outlets as they are when
+        execute returns."""
         if not self.emit_asset:
-            return None
-        asset = paimon_asset(self.table, self.paimon_conn_id)
-        if not new or snapshot_id is None:
-            self.outlets = [o for o in self.outlets if o != asset]  # a new list: prepare_for_execution's copy
-            self.log.info("%s: no new snapshot, no asset event", self.table)  # shares the original's list
             return None
         from airflow.sdk import AssetAlias
 
+        asset = paimon_asset(self.table, self.paimon_conn_id)
+        declared = asset in self.outlets
+        aliases = [o for o in self.outlets if isinstance(o, AssetAlias)]
+        if not new or snapshot_id is None:
+            # a new list: prepare_for_execution's copy of the operator shares the DAG's list
+            self.outlets = [o for o in self.outlets if o != asset]
+            self.log.info("%s: no new snapshot, no asset event", self.table)
+            return None
+        if not (declared or aliases):
+            return None  # a templated table without an alias: nowhere to emit
         from airflow_paimon.hooks.paimon import PaimonHook
 
         extra = snapshot_event_extra(PaimonHook(self.paimon_conn_id).get_table(self.table), snapshot_id,
                                      base_snapshot_id)
         events = context["outlet_events"]
-        for outlet in self.outlets:
-            if outlet == asset:
-                events[asset].extra = extra
-            elif isinstance(outlet, AssetAlias):
-                events[outlet].add(asset, extra=extra)
+        if declared:
+            events[asset].extra = extra
+        for alias in aliases:
+            events[alias].add(asset, extra=extra)
         self.log.info("asset event %s: %s", asset.uri, extra)
         return extra
 

@@ -179,3 +179,17 @@ def test_a_templated_table_emits_through_an_alias(connection, warehouse):
     [event] = ctx_["outlet_events"][alias].asset_alias_events
     assert (event.dest_asset_key.uri, event.extra) == (paimon_asset("db.t").uri, extra)
     assert extra["snapshot_id"] == 1 and extra["commit_kind"] == "APPEND" and extra["total_record_count"] == 2
+
+
+def test_no_event_without_a_declared_asset_or_alias_and_none_for_an_expired_snapshot(connection, warehouse):
+    from airflow_paimon.assets import snapshot_event_extra
+    from airflow_paimon.operators.paimon import PaimonCommitOperator
+
+    table = get_or_create_table(connection, "db.t", SPEC)
+    run_commit(stage_run(bootstrap(connection, "db.t", warehouse + "/.index", 2), rows([1])))
+    op = PaimonCommitOperator(task_id="commit", table="{{ params.table }}")
+    op.table = "db.t"
+    ctx_ = context()
+    assert op.record_snapshot(ctx_, 1, None, new=True) is None and len(ctx_["outlet_events"]) == 0
+    assert snapshot_event_extra(table, 7, 1) == {"snapshot_id": 7, "base_snapshot_id": 1, "commit_kind": None,
+                                                 "delta_record_count": None, "total_record_count": None}
