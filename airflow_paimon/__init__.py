@@ -22,4 +22,7 @@ def get_provider_info() -> dict:
         "integrations": [{"integration-name": "Apache Paimon", "external-doc-url": "https://paimon.apache.org/",
                           "tags": ["software"]}],
         "extra-links": ["airflow_paimon.links.PaimonTableLink"],
+        "asset-uris": [{"schemes": ["paimon"], "handler": "airflow_paimon.assets.sanitize_uri",
+                        "factory": "airflow_paimon.assets.paimon_asset",
+                        "to_openlineage_converter": "airflow_paimon.assets.convert_asset_to_openlineage"}],
     }

@@ -161,6 +161,7 @@ class CompactResult(Wire):
     files_before: int
     files_after: int
     already_committed: bool
+    base_snapshot_id: int | None = None  # the input snapshot (the commit's, or the latest when standalone)
 
 
 # --- maintenance -----------------------------------------------------------------------------------------------

@@ -7,14 +7,16 @@ from collections.abc import Sequence
 
 from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.compact.plan import SCOPES, writes_since_compaction
 from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.specs import CommitResult, CompactSpec
+from airflow_paimon.engine.specs import CommitResult, CompactResult, CompactSpec
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.lineage import TableLineageMixin
 from airflow_paimon.operators.paimon import PaimonCommitOperator, PaimonSparkJobOperator
 
 
-class PaimonCompactOperator(PaimonSparkJobOperator):
+class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOperator):
     """Compact the table after this run's commit; returns ``{"table", "snapshot_id", "compacted_buckets",
     "files_before", "files_after", "already_committed"}`` where ``snapshot_id`` is the COMPACT snapshot, or the
     commit's snapshot when nothing needed compacting.
@@ -33,6 +35,10 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
       run still succeeds; a downstream task that must run anyway needs ``trigger_rule="none_failed"``. Tasks
       that need the snapshot ID should pull it from the commit task.
 
+    - ``emit_asset`` (default True): the table's ``paimon://`` asset is an outlet; a COMPACT snapshot emits
+      an asset event (``extra`` as PaimonCommitOperator's, ``base_snapshot_id`` the compacted snapshot). A
+      compaction that was skipped or had nothing to compact emits none: no new snapshot to announce.
+
     Safe to retry: the COMPACT commit carries an identity derived from (dag_id, run_id, table); a retry finds
     it and returns it (``already_committed: true``). If a concurrent commit removed an input file the task
     fails, nothing is committed, and a re-run plans again.
@@ -43,8 +49,9 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
                                       "full", "every_n_runs")
 
     def __init__(self, *, full: bool | str = False, scope: str = "snapshot", partition_filter: dict | None = None,
-                 every_n_runs: int | str = 1, **kwargs) -> None:
+                 every_n_runs: int | str = 1, emit_asset: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.declare_table_asset(emit_asset)
         if isinstance(every_n_runs, int) and every_n_runs < 1:
             raise ValueError("every_n_runs must be at least 1")
         if scope not in SCOPES and "{{" not in scope:
@@ -72,3 +79,10 @@ class PaimonCompactOperator(PaimonSparkJobOperator):
         return CompactSpec(**self.common_spec(hook), snapshot_id=snapshot_id, full=full, scope=self.scope,
                            partition_filter=self.partition_filter or None, dag_id=dag_run.dag_id,
                            run_id=dag_run.run_id)
+
+    def execute(self, context) -> dict:
+        result = super().execute(context)
+        compacted = CompactResult.from_dict(result)
+        self.record_snapshot(context, compacted.snapshot_id, compacted.base_snapshot_id,
+                             new=compacted.already_committed or compacted.compacted_buckets > 0)
+        return result

@@ -16,12 +16,14 @@ from airflow.exceptions import AirflowException
 from airflow.sdk import BaseHook, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
-                                         CommitSpec, JobSpec)
+                                         CommitResult, CommitSpec, JobSpec)
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.lineage import DatasetRef, TableLineageMixin, source_dataset, spark_openlineage_conf
 from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.operators.submit import stop_process_group, submit_settings
 from airflow_paimon.spark.job import secrets_of, spec_file, submit_conf
@@ -57,7 +59,9 @@ class PaimonSparkJobOperator(BaseOperator):
 
     def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
                  spark_conn_id: str = "spark_default", spark_conf: dict[str, Any] | None = None,
-                 shuffle_partitions: int | None = None, spark_bin_dir: str | None = None, **kwargs) -> None:
+                 shuffle_partitions: int | None = None, spark_bin_dir: str | None = None,
+                 openlineage_inject_parent_job_info: bool | None = None,
+                 openlineage_inject_transport_info: bool | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.table = table
         self.paimon_conn_id = paimon_conn_id
@@ -66,6 +70,9 @@ class PaimonSparkJobOperator(BaseOperator):
         self.shuffle_partitions = shuffle_partitions
         self.spark_bin_dir = spark_bin_dir  # where spark-submit is, when not next to this Python nor on PATH
         self._hook = None  # the running job's SparkSubmitHook, for on_kill
+        # As SparkSubmitOperator's flags; None: the [openlineage] spark_inject_* settings (lineage.py)
+        self.openlineage_inject_parent_job_info = openlineage_inject_parent_job_info
+        self.openlineage_inject_transport_info = openlineage_inject_transport_info
 
     def job_spec(self, context, hook: PaimonHook) -> JobSpec:
         raise NotImplementedError
@@ -109,12 +116,12 @@ class PaimonSparkJobOperator(BaseOperator):
         ti = context["ti"]
         result_uri = storage.join(hook.results_root(), _safe(ti.dag_id), _safe(ti.run_id),
                                   _safe(f"{ti.task_id}-{ti.map_index}-try{ti.try_number}.json"))
-        self._submit(spec, result_uri)
+        self._submit(spec, result_uri, context)
         result = json.loads(storage.read_bytes(result_uri))
         self.log.info("%s result: %s", self.job, result)
         return result
 
-    def _submit(self, spec: dict, result_uri: str) -> None:
+    def _submit(self, spec: dict, result_uri: str, context=None) -> None:
         """spark-submit the job. The spec (catalog options: keys, tokens) goes in a private file whose path
         is the only argument, never on the command line; the job deletes the file once read, and so does
         this method when the job ends however it ends."""
@@ -131,6 +138,9 @@ class PaimonSparkJobOperator(BaseOperator):
                                    "(the driver reads its spec from a private file on this worker); use client")
         settings = submit_settings(extras, connection.host, deploy_mode, self.spark_conf, self.spark_bin_dir)
         conf = {**submit_conf(settings.python, settings.driver_python), **self.spark_conf}
+        if context is not None:
+            conf = spark_openlineage_conf(conf, context, self.openlineage_inject_parent_job_info,
+                                          self.openlineage_inject_transport_info)
         with spec_file(spec) as spec_path:
             self._hook = submit = SparkSubmitHook(
                 conn_id=self.spark_conn_id, conf=conf, name=f"paimon-{self.job}-{self.table}",
@@ -174,7 +184,7 @@ class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
                              index_root=hook.index_root())
 
 
-class PaimonAssignAndWriteOperator(PaimonSparkJobOperator):
+class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
     """Read and validate the source, assign every row a bucket against the index, write data files, stage
     the commit messages. Nothing becomes visible until the commit task.
 
@@ -214,12 +224,32 @@ class PaimonAssignAndWriteOperator(PaimonSparkJobOperator):
                                dag_id=dag_run.dag_id, run_id=dag_run.run_id, row_kind_column=self.row_kind_column,
                                write_mode=self.write_mode or "upsert")
 
+    def lineage_inputs(self) -> list[DatasetRef]:
+        source = source_dataset(self.source)
+        return [source] if source else []
 
-class PaimonCommitOperator(PaimonSparkJobOperator):
-    """Commit the staged messages of this DAG run as one snapshot, exactly once."""
+
+class PaimonCommitOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOperator):
+    """Commit the staged messages of this DAG run as one snapshot, exactly once.
+
+    ``emit_asset`` (default True): the table's ``paimon://`` asset (airflow_paimon/assets.py) is an outlet,
+    and the commit's asset event carries ``extra`` = {snapshot_id, base_snapshot_id, commit_kind,
+    delta_record_count, total_record_count}; a retry that finds the commit done reports the same snapshot.
+    A run that staged nothing commits no snapshot and emits no event."""
 
     job = "commit"
+
+    def __init__(self, *, emit_asset: bool = True, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.declare_table_asset(emit_asset)
 
     def job_spec(self, context, hook: PaimonHook) -> CommitSpec:
         written = AssignWriteResult.from_dict(self.upstream_result(context, PaimonAssignAndWriteOperator))
         return CommitSpec.after(written, **self.common_spec(hook), staging_root=hook.staging_root())
+
+    def execute(self, context) -> dict:
+        result = super().execute(context)
+        committed = CommitResult.from_dict(result)
+        self.record_snapshot(context, committed.snapshot_id, committed.base_snapshot_id,
+                             new=committed.snapshot_id != committed.base_snapshot_id)
+        return result

@@ -36,7 +36,7 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
     """Compact ``table``; returns the compact XCom dict (snapshot_id is the input id when nothing was due)."""
     identifier = table.identifier.get_full_name()
     _validate(table, scope, partition_filter)
-    result = {"table": identifier}
+    result = {"table": identifier, "base_snapshot_id": input_snapshot_id}
     done = find_commit(table, identity.commit_user, identity.commit_identifier, input_snapshot_id)
     if done is not None:  # a retry after this run's compaction committed
         return {**result, "snapshot_id": done.id, **counters_from_snapshot(done), "already_committed": True}
