@@ -20,15 +20,15 @@ from airflow_paimon.task_group import paimon_upsert
 SOURCE_ROOT = "{{ var.value.get('paimon_source_root', '/tmp/paimon-sources') }}"
 ORDERS, CUSTOMERS = "shop.orders", "shop.customers"
 ORDERS_SCHEMA = {
-    "columns": [["order_id", "BIGINT"], ["dt", "DATE"], ["customer_id", "BIGINT"], ["amount", "DOUBLE"],
+    "columns": [["order_id", "BIGINT"], ["dt", "DATE"], ["customer", "STRING"], ["amount", "DOUBLE"],
                 ["status", "STRING"]],
     "primary_keys": ["order_id"],
     "partition_keys": ["dt"],
     "options": {"bucket": "-1"},
 }
 CUSTOMERS_SCHEMA = {
-    "columns": [["customer_id", "BIGINT"], ["name", "STRING"], ["city", "STRING"]],
-    "primary_keys": ["customer_id"],
+    "columns": [["customer", "STRING"], ["name", "STRING"], ["city", "STRING"]],
+    "primary_keys": ["customer"],
     "options": {"bucket": "2"},
 }
 
