@@ -101,7 +101,7 @@ class PaimonSparkJobOperator(BaseOperator):
         upstream task of ``operator_class`` (the task it chains after); None when there is none and it is not
         ``required``. The result must be of this task's own table."""
         if self.upstream_output is not None:
-            source, value = self._upstream_task_id or "upstream_output", self.upstream_output
+            source, value = self._upstream_task_id or "(upstream_output)", self.upstream_output
         else:
             task = self._nearest_upstream(operator_class)
             if task is None:
