@@ -7,7 +7,8 @@ waits for the other group's assign-and-write (staged files are invisible until t
 
 That is why the groups wire their tasks with XComArgs: ``shop_orders.commit`` has two assign-and-write tasks
 upstream, one per table; it commits the one it was given (``write.output``), not whichever a walk of the
-graph meets first. Connections: ``paimon_default``, ``spark_default``; the Airflow Variable
+graph meets first. Each table is compacted every ``COMPACT_EVERY_N_RUNS`` runs (the compact task is skipped
+in between). Connections: ``paimon_default``, ``spark_default``; the Airflow Variable
 ``paimon_source_root`` says where the change files land.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from airflow_paimon.task_group import paimon_upsert
 
 SOURCE_ROOT = "{{ var.value.get('paimon_source_root', '/tmp/paimon-sources') }}"
 ORDERS, CUSTOMERS = "shop.orders", "shop.customers"
+COMPACT_EVERY_N_RUNS = 7
 ORDERS_SCHEMA = {
     "columns": [["order_id", "BIGINT"], ["dt", "DATE"], ["customer", "STRING"], ["amount", "DOUBLE"],
                 ["status", "STRING"]],
@@ -42,9 +44,10 @@ with DAG(
     tags=["paimon", "example"],
     doc_md=__doc__,
 ) as dag:
-    orders = paimon_upsert(table=ORDERS, table_schema=ORDERS_SCHEMA,
+    compaction = {"every_n_runs": COMPACT_EVERY_N_RUNS}
+    orders = paimon_upsert(table=ORDERS, table_schema=ORDERS_SCHEMA, compact_kwargs=compaction,
                            source=f"{SOURCE_ROOT}/orders/{{{{ ds }}}}.parquet")
-    customers = paimon_upsert(table=CUSTOMERS, table_schema=CUSTOMERS_SCHEMA,
+    customers = paimon_upsert(table=CUSTOMERS, table_schema=CUSTOMERS_SCHEMA, compact_kwargs=compaction,
                               source=f"{SOURCE_ROOT}/customers/{{{{ ds }}}}.parquet")
     for group, other in ((orders, customers), (customers, orders)):
         other.get_child_by_label("assign_and_write") >> group.get_child_by_label("commit")
