@@ -1,8 +1,8 @@
 """Benchmark: how long Airflow takes to parse an example DAG file, and which heavy modules parsing imports.
 
 Each repeat is a fresh Python process (nothing cached in ``sys.modules``) that imports Airflow, then times
-``DagBag(dag_folder=FILE)`` (Airflow 3.2's DagBag: the bundled examples are never loaded) alone: the cost the DAG processor pays per file.
-The median of ``--repeat`` runs is printed.
+``DagBag(dag_folder=FILE)`` alone (Airflow 3.2's DagBag never loads the bundled examples): the cost the DAG
+processor pays per file. The median of ``--repeat`` runs is printed.
 
     python tests/benchmarks/bench_parse.py [dags/paimon_upsert_daily.py ...] [--repeat 5]
 """
