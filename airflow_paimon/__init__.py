@@ -2,6 +2,23 @@
 
 __version__ = "0.1.0"
 
+# The ``paimon`` connection form, declared here so Airflow builds it without importing the hook (Airflow 3.2's
+# ``conn-fields``; the hook's get_ui_field_behaviour / get_connection_form_widgets are deprecated). Each field
+# is stored in the connection's extra under its name, which is what PaimonHook reads.
+PAIMON_CONN_FIELDS = {
+    "warehouse": {"label": "Warehouse", "description": "The catalog's warehouse URI, e.g. file:///data/warehouse "
+                  "or s3://bucket/warehouse (a connection made before this form may give it as host).",
+                  "schema": {"type": ["string", "null"]}},
+    "catalog_options": {"label": "Catalog options", "description": "Further pypaimon catalog options as a JSON "
+                        "object, e.g. {\"fs.s3.endpoint\": \"http://minio:9000\", \"fs.s3.accessKeyId\": \"...\"}.",
+                        "schema": {"type": ["object", "null"]}},
+    "index_root": {"label": "Index root", "description": "Where the global key index lives (default: "
+                   "<warehouse>/.airflow-paimon/index, outside every table directory).",
+                   "schema": {"type": ["string", "null"]}},
+    "staging_root": {"label": "Staging root", "description": "Where a run stages its commit until the commit task "
+                     "(default: <warehouse>/.airflow-paimon/staging).", "schema": {"type": ["string", "null"]}},
+}
+
 
 def get_provider_info() -> dict:
     """Entry point Airflow's ProvidersManager reads (``apache_airflow_provider``)."""
@@ -11,7 +28,10 @@ def get_provider_info() -> dict:
         "description": "Upserts into Apache Paimon primary-key tables through PySpark jobs, exactly once per DAG run.",
         "versions": [__version__],
         "connection-types": [
-            {"hook-class-name": "airflow_paimon.hooks.paimon.PaimonHook", "connection-type": "paimon"},
+            {"hook-class-name": "airflow_paimon.hooks.paimon.PaimonHook", "connection-type": "paimon",
+             "hook-name": "Apache Paimon", "conn-fields": PAIMON_CONN_FIELDS,
+             "ui-field-behaviour": {"hidden-fields": ["host", "schema", "login", "password", "port"],
+                                    "relabeling": {}, "placeholders": {}}},
         ],
         "hooks": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.hooks.paimon"]}],
         "operators": [{"integration-name": "Apache Paimon", "python-modules": [

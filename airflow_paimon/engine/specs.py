@@ -11,10 +11,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from airflow_paimon.engine.commit.staging import STAGING_RETENTION_SECONDS
 from airflow_paimon.engine.errors import PaimonJobError
 
 T = TypeVar("T", bound="Wire")
+
+# Operators import this module while a DAG file is parsed, so it imports nothing heavy (no pypaimon, pyarrow);
+# the constants the operators check at parse time live here.
+STAGING_RETENTION_SECONDS = 7 * 86400  # staging of a run that never committed is abandoned after this
+SCOPES = ("snapshot", "table")  # what a compaction covers: the buckets written since the last one, or all
 
 
 class SpecError(PaimonJobError):
@@ -148,7 +152,7 @@ class CompactSpec(JobSpec):
     run_id: str
     snapshot_id: int | None  # the commit's snapshot: the input of this compaction
     full: bool = False
-    scope: str = "snapshot"  # snapshot | table (engine/compact/plan.py SCOPES)
+    scope: str = "snapshot"  # one of SCOPES
     partition_filter: dict[str, Any] | None = None
 
 

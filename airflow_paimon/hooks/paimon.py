@@ -1,4 +1,8 @@
-"""PaimonHook: a ``paimon`` connection becomes catalog options, a table handle and the project's locations."""
+"""PaimonHook: a ``paimon`` connection becomes catalog options, a table handle and the project's locations.
+
+Imports nothing heavy at module level (DAG files import it through the operators): pypaimon, pyarrow come in
+with the first method that needs them.
+"""
 from __future__ import annotations
 
 import json
@@ -6,15 +10,16 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
-from airflow_paimon.engine import storage
+from airflow_paimon import PAIMON_CONN_FIELDS
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 
 
 class PaimonHook(BaseHook):
-    """Connection extras: ``warehouse`` (required unless given as host), ``catalog_options`` (any further
-    pypaimon catalog options), and optionally ``index_root``, ``staging_root`` (defaults inside the warehouse,
-    outside every table directory)."""
+    """Connection fields, stored in its extra (the form of provider info ``conn-fields``, PAIMON_CONN_FIELDS):
+    ``warehouse`` (required; a connection may give it as host instead), ``catalog_options`` (any further
+    pypaimon catalog options: a JSON object, or a string holding one), and optionally ``index_root``,
+    ``staging_root`` (defaults inside the warehouse, outside every table directory). Airflow 2's prefixed
+    keys (``extra__paimon__warehouse``) are read too."""
 
     conn_name_attr = "paimon_conn_id"
     default_conn_name = "paimon_default"
@@ -25,15 +30,6 @@ class PaimonHook(BaseHook):
         super().__init__(**kwargs)
         self.paimon_conn_id = paimon_conn_id
         self._extras: dict[str, Any] | None = None
-
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        return {
-            "hidden_fields": ["schema", "login", "password", "port"],
-            "relabeling": {"host": "Warehouse URI"},
-            "placeholders": {"host": "file:///data/warehouse or s3://bucket/warehouse",
-                             "extra": json.dumps({"catalog_options": {}, "index_root": None})},
-        }
 
     @property
     def extras(self) -> dict[str, Any]:
@@ -49,20 +45,41 @@ class PaimonHook(BaseHook):
 
     def _extras_of(self, conn) -> dict[str, Any]:
         extras = dict(conn.extra_dejson)
+        for name in PAIMON_CONN_FIELDS:  # Airflow 2's forms stored them prefixed
+            value = extras.pop(f"extra__{self.conn_type}__{name}", None)
+            if extras.get(name) in (None, "") and value not in (None, ""):
+                extras[name] = value
         if not extras.get("warehouse") and conn.host:
             extras["warehouse"] = conn.host
         if not extras.get("warehouse"):
             raise ValueError(f"connection {self.paimon_conn_id!r}: set the warehouse (host or extra 'warehouse')")
+        extras["catalog_options"] = self._catalog_options_of(extras.get("catalog_options"))
         return extras
+
+    def _catalog_options_of(self, value) -> dict[str, Any]:
+        """The ``catalog_options`` field as a dict: the form may store the JSON object as text."""
+        if value in (None, ""):
+            return {}
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError as e:
+                raise ValueError(f"connection {self.paimon_conn_id!r}: catalog_options is not JSON: {e}") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"connection {self.paimon_conn_id!r}: catalog_options must be a JSON object "
+                             f"of option name to value, not {type(value).__name__}")
+        return value
 
     @property
     def warehouse(self) -> str:
         return self.extras["warehouse"]
 
     def catalog_options(self) -> dict[str, str]:
-        return {"warehouse": self.warehouse, **self.extras.get("catalog_options", {})}
+        return {"warehouse": self.warehouse, **self.extras["catalog_options"]}
 
     def _root(self, name: str) -> str:
+        from airflow_paimon.engine import storage
+
         return self.extras.get(f"{name}_root") or storage.join(self.warehouse, ".airflow-paimon", name)
 
     def index_root(self) -> str:
@@ -76,6 +93,8 @@ class PaimonHook(BaseHook):
 
     def get_table(self, identifier: str, spec: dict | None = None):
         """The pypaimon table; created from ``spec`` (a TableSpec dict) if it does not exist yet."""
+        from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+
         validate_identifier(identifier)
         if spec is None:
             return get_table(self.catalog_options(), identifier)

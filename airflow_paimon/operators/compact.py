@@ -1,16 +1,15 @@
 """Compaction as an Airflow task: plan on the Spark driver, rewrite buckets in parallel Spark tasks, commit
-one COMPACT snapshot. Chained after a PaimonCommitOperator it compacts that commit's snapshot; alone (a
-nightly maintenance DAG) the table's latest snapshot."""
+one COMPACT snapshot. Chained after a PaimonCommitOperator (or given its ``.output``) it compacts that
+commit's snapshot; alone (a nightly maintenance DAG) the table's latest snapshot."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from airflow.sdk import XComArg
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_paimon.assets import TableAssetMixin
-from airflow_paimon.engine.compact.plan import SCOPES, writes_since_compaction
-from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.specs import CommitResult, CompactResult, CompactSpec
+from airflow_paimon.engine.specs import SCOPES, CommitResult, CompactResult, CompactSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.lineage import TableLineageMixin
 from airflow_paimon.operators.paimon import PaimonCommitOperator, PaimonSparkJobOperator
@@ -34,6 +33,8 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
       due the task is **skipped** (AirflowSkipException), like LatestOnlyOperator: the grid shows it, the DAG
       run still succeeds; a downstream task that must run anyway needs ``trigger_rule="none_failed"``. Tasks
       that need the snapshot ID should pull it from the commit task.
+    - ``upstream_output``: the commit task's ``.output`` (its snapshot is compacted); without it, the nearest
+      upstream commit task, else (standalone) the table's latest snapshot.
 
     - ``emit_asset`` (default True): the table's ``paimon://`` asset is an outlet; a COMPACT snapshot emits
       an asset event (``extra`` as PaimonCommitOperator's, ``base_snapshot_id`` the compacted snapshot). A
@@ -46,12 +47,14 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
 
     job = "compact"
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "partition_filter", "scope",
-                                      "full", "every_n_runs")
+                                      "full", "every_n_runs", "upstream_output")
 
     def __init__(self, *, full: bool | str = False, scope: str = "snapshot", partition_filter: dict | None = None,
-                 every_n_runs: int | str = 1, emit_asset: bool = True, **kwargs) -> None:
+                 every_n_runs: int | str = 1, emit_asset: bool = True,
+                 upstream_output: XComArg | dict | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.declare_table_asset(emit_asset)
+        self.upstream_output = self.upstream_output_of(upstream_output, PaimonCommitOperator)
         if isinstance(every_n_runs, int) and every_n_runs < 1:
             raise ValueError("every_n_runs must be at least 1")
         if scope not in SCOPES and "{{" not in scope:
@@ -60,6 +63,9 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         self.every_n_runs = every_n_runs
 
     def job_spec(self, context, hook: PaimonHook) -> CompactSpec:
+        from airflow_paimon.engine.compact.plan import writes_since_compaction
+        from airflow_paimon.engine.scan import latest_snapshot
+
         committed = self.upstream_result(context, PaimonCommitOperator, required=False)
         if committed is not None:
             snapshot_id = CommitResult.from_dict(committed).snapshot_id

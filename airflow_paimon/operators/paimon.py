@@ -2,7 +2,10 @@
 
 Operators stay thin: build the job spec, submit ``spark_jobs/<job>.py`` through SparkSubmitHook, read the
 result file the job wrote, return it (it lands in XCom). Each reads what it needs from its upstream task's
-XCom, so a DAG only chains them.
+XCom: the one passed as ``upstream_output`` (``write.output``), else the nearest upstream task of the right
+class, so a DAG only chains them.
+
+DAG files import this module: it imports nothing heavy (pypaimon, pyarrow, pyspark come with the job).
 """
 from __future__ import annotations
 
@@ -13,11 +16,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from airflow.exceptions import AirflowException
-from airflow.sdk import BaseHook, BaseOperator
+from airflow.sdk import BaseHook, BaseOperator, XComArg
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.assets import TableAssetMixin
-from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
@@ -26,7 +28,6 @@ from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.lineage import DatasetRef, TableLineageMixin, source_dataset, spark_openlineage_conf
 from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.operators.submit import stop_process_group, submit_settings
-from airflow_paimon.spark.job import secrets_of, spec_file, submit_conf
 
 
 # Errors a retry of the same task cannot fix (bad input, a table another writer moved on): the task fails at
@@ -82,9 +83,51 @@ class PaimonSparkJobOperator(BaseOperator):
         return {"catalog_options": hook.catalog_options(), "table": self.table,
                 "shuffle_partitions": self.shuffle_partitions}
 
+    # The result of the task this one continues from (an XComArg such as ``bootstrap.output``, or the dict);
+    # set by the operators that take one, checked by upstream_output_of.
+    upstream_output: XComArg | dict | None = None
+    _upstream_task_id: str | None = None
+
+    def upstream_output_of(self, output: XComArg | dict | None, operator_class: type) -> XComArg | dict | None:
+        """``output`` checked at parse time: the XComArg of an ``operator_class`` task (Airflow makes that task
+        upstream of this one), or its result dict."""
+        if isinstance(output, XComArg):
+            tasks = [task for task, _ in output.iter_references()]
+            if len(tasks) != 1 or not isinstance(tasks[0], operator_class):
+                raise ValueError(f"{self.task_id} (table {self.table}): upstream_output must be the output of one "
+                                 f"{operator_class.__name__}, got the output of "
+                                 f"{', '.join(f'{t.task_id} ({type(t).__name__})' for t in tasks)}")
+            self._upstream_task_id = tasks[0].task_id
+        elif output is not None and not isinstance(output, dict):
+            raise TypeError(f"{self.task_id} (table {self.table}): upstream_output must be an XComArg "
+                            f"(e.g. bootstrap.output) or a result dict, not {type(output).__name__}")
+        return output
+
     def upstream_result(self, context, operator_class: type, required: bool = True) -> dict | None:
-        """The XCom of the nearest upstream task of ``operator_class`` (the task it chains after); None when
-        there is none and it is not ``required``. The result must be of this task's own table."""
+        """The result this task continues from: ``upstream_output`` when given, else the XCom of the nearest
+        upstream task of ``operator_class`` (the task it chains after); None when there is none and it is not
+        ``required``. The result must be of this task's own table."""
+        if self.upstream_output is not None:
+            source, value = self._upstream_task_id or "(upstream_output)", self.upstream_output
+        else:
+            task = self._nearest_upstream(operator_class)
+            if task is None:
+                if not required:
+                    return None
+                raise AirflowFailException(
+                    f"{self.task_id} (table {self.table}): no upstream {operator_class.__name__}; chain it after "
+                    f"one or pass upstream_output=<that task>.output")
+            source, value = task.task_id, context["ti"].xcom_pull(task_ids=task.task_id)
+        if not value:
+            raise AirflowException(f"{source} left no result in XCom for table {self.table}")
+        if not isinstance(value, dict) or value.get("table") != self.table:
+            upstream_table = value.get("table") if isinstance(value, dict) else repr(value)[:200]
+            raise AirflowFailException(
+                f"{self.task_id} writes table {self.table} but its upstream {source} is for table "
+                f"{upstream_table}; chain each table's tasks together")
+        return value
+
+    def _nearest_upstream(self, operator_class: type) -> BaseOperator | None:
         seen, frontier = set(), list(self.upstream_list)
         while frontier:
             task = frontier.pop(0)
@@ -92,20 +135,13 @@ class PaimonSparkJobOperator(BaseOperator):
                 continue
             seen.add(task.task_id)
             if isinstance(task, operator_class):
-                value = context["ti"].xcom_pull(task_ids=task.task_id)
-                if not value:
-                    raise AirflowException(f"{task.task_id} left no result in XCom for table {self.table}")
-                if value.get("table") != self.table:
-                    raise AirflowFailException(
-                        f"{self.task_id} writes table {self.table} but its upstream {task.task_id} is for table "
-                        f"{value.get('table')}; chain each table's tasks together")
-                return value
+                return task
             frontier.extend(task.upstream_list)
-        if not required:
-            return None
-        raise AirflowException(f"{self.task_id}: no upstream {operator_class.__name__}; chain it after one")
+        return None
 
     def execute(self, context) -> dict:
+        from airflow_paimon.engine import storage
+
         try:
             validate_identifier(self.table)  # templated: checked here, before anything is submitted
         except ValidationError as e:
@@ -127,6 +163,9 @@ class PaimonSparkJobOperator(BaseOperator):
         this method when the job ends however it ends."""
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
         from airflow.sdk.log import mask_secret
+
+        from airflow_paimon.engine import storage
+        from airflow_paimon.spark.job import secrets_of, spec_file, submit_conf
 
         for secret in secrets_of(spec):
             mask_secret(secret)  # whatever spark-submit prints lands in the task log masked
@@ -195,16 +234,18 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
     ``write_mode``: ``"upsert"`` (default) or ``"overwrite"``: the partitions the batch writes rows into are
     replaced by it in one OVERWRITE snapshot (dynamic partition overwrite, for backfills; cross-partition and
     fixed-bucket tables; see engine/commit/overwrite.py). Templated.
+    ``upstream_output``: the bootstrap task's ``.output``; without it, the nearest upstream bootstrap task.
     """
 
     job = "assign_and_write"
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "source", "source_format",
-                                      "row_kind_column", "write_mode")
+                                      "row_kind_column", "write_mode", "upstream_output")
 
     def __init__(self, *, source: str | dict, source_format: str | None = None,
                  source_options: dict | None = None, row_kind_column: str | None = None,
-                 write_mode: str = "upsert", **kwargs) -> None:
+                 write_mode: str = "upsert", upstream_output: XComArg | dict | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.upstream_output = self.upstream_output_of(upstream_output, PaimonBootstrapIndexOperator)
         self.write_mode = write_mode
         self.row_kind_column = row_kind_column
         self.source = source
@@ -230,7 +271,8 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
 
 
 class PaimonCommitOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOperator):
-    """Commit the staged messages of this DAG run as one snapshot, exactly once.
+    """Commit the staged messages of this DAG run as one snapshot, exactly once. ``upstream_output``: the
+    assign-and-write task's ``.output``; without it, the nearest upstream assign-and-write task.
 
     ``emit_asset`` (default True): the table's ``paimon://`` asset (airflow_paimon/assets.py) is an outlet,
     and the commit's asset event carries ``extra`` = {snapshot_id, base_snapshot_id, commit_kind,
@@ -238,10 +280,12 @@ class PaimonCommitOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOpe
     A run that staged nothing commits no snapshot and emits no event."""
 
     job = "commit"
+    template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "upstream_output")
 
-    def __init__(self, *, emit_asset: bool = True, **kwargs) -> None:
+    def __init__(self, *, emit_asset: bool = True, upstream_output: XComArg | dict | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.declare_table_asset(emit_asset)
+        self.upstream_output = self.upstream_output_of(upstream_output, PaimonAssignAndWriteOperator)
 
     def job_spec(self, context, hook: PaimonHook) -> CommitSpec:
         written = AssignWriteResult.from_dict(self.upstream_result(context, PaimonAssignAndWriteOperator))

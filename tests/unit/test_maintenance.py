@@ -8,7 +8,7 @@ import time
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine.commit.staging import STAGING_RETENTION_SECONDS
+from airflow_paimon.engine.specs import STAGING_RETENTION_SECONDS
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files

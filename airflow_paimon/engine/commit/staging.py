@@ -12,7 +12,6 @@ from airflow_paimon.engine import storage
 from airflow_paimon.engine.identifier import validate_identifier
 
 STAGED_FILE = "staged.json"
-STAGING_RETENTION_SECONDS = 7 * 86400  # staging of a run that never committed is abandoned after this
 
 
 def staging_uri_of(staging_root: str, identifier: str, commit_user: str) -> str:

@@ -10,8 +10,6 @@ from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalComp
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, live_entries
 
-SCOPES = ("snapshot", "table")
-
 
 @dataclass
 class BucketCompaction:

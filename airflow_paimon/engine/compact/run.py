@@ -11,11 +11,12 @@ from airflow_paimon.engine.commit.staging import decode_message, encode_message
 from airflow_paimon.engine.compact.commit import (commit_compaction, counters_from_snapshot, counters_of,
                                                  discard_outputs)
 from airflow_paimon.engine.compact.merge import check_supported
-from airflow_paimon.engine.compact.plan import SCOPES, BucketCompaction, plan_compaction, writes_since_compaction
+from airflow_paimon.engine.compact.plan import BucketCompaction, plan_compaction, writes_since_compaction
 from airflow_paimon.engine.compact.rewrite import rewrite_bucket
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.scan import latest_snapshot
+from airflow_paimon.engine.specs import SCOPES
 
 log = logging.getLogger(__name__)
 

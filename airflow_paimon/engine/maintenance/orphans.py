@@ -16,9 +16,10 @@ import time
 import pyarrow.fs as pafs
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.commit.staging import STAGED_FILE, STAGING_RETENTION_SECONDS, data_file_paths, load
+from airflow_paimon.engine.commit.staging import STAGED_FILE, data_file_paths, load
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.maintenance.references import SnapshotReader, normalize
+from airflow_paimon.engine.specs import STAGING_RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
 DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
