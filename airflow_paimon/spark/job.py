@@ -93,7 +93,10 @@ def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str
     """Run ``job(spec)`` on the spec file read as ``spec_type``; write its result to the result URI; exit
     non-zero with the error on failure. Neither the log nor the result file carries a catalog option value
     (errors are redacted)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The driver's Python log: ours at INFO, libraries' (pypaimon, py4j) only from WARNING. The operator logs the
+    # result as one progress line (engine/progress.py); restating it here would print it twice.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("airflow_paimon").setLevel(logging.INFO)
     raw, result_uri = parse_args(argv)
     secrets = secrets_of(raw)
     storage.configure(raw.get("catalog_options") or {})  # the result file even when the job fails early
@@ -108,7 +111,7 @@ def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str
         sys.exit(1)
     text = redact(json.dumps(result), secrets)
     storage.write_bytes_atomic(result_uri, text.encode())
-    log.info("result: %s", text)
+    log.debug("result: %s", text)
 
 
 # The driver JVM of a short job: C1 only (no C2 compiler threads competing for the cores) and the serial GC.
