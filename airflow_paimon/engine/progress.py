@@ -1,6 +1,7 @@
 """The one line a task logs when its job has finished: what the job did, in counts a person reads, e.g.
 
-    assign-and-write demo.orders: 1,000 rows in, 500 new keys, 250 moved, 1,250 rows written (250 deletes), 12 files, 6.8 s
+    assign-and-write demo.orders: 1,000 rows in, 500 new keys, 250 moved, 1,250 rows written (250 deletes),
+    12 files staged, 6.8 s      (one line)
 
 Made from the job's result (engine/specs.py), the same dict the task returns to XCom; ``seconds`` is what the
 task spent on the job, Spark's start included.
@@ -17,8 +18,12 @@ def _bootstrap(r: BootstrapResult) -> str:
     if r.index_decision == "not_needed":
         return f"no global index needed ({r.reason})"
     read = f", {r.data_files_read:,} data files read" if r.data_files_read else ""
-    return (f"index {r.index_decision.replace('_', ' ')} at snapshot {r.base_snapshot_id} ({r.reason}), "
+    return (f"index {r.index_decision.replace('_', ' ')} {_at(r.base_snapshot_id)} ({r.reason}), "
             f"{r.keys:,} keys in {r.shards:,} shards{read}")
+
+
+def _at(snapshot_id: int | None) -> str:
+    return "on the empty table" if snapshot_id is None else f"at snapshot {snapshot_id}"
 
 
 def _assign_write(r: AssignWriteResult) -> str:
@@ -31,7 +36,7 @@ def _assign_write(r: AssignWriteResult) -> str:
 
 def _commit(r: CommitResult) -> str:
     if r.commit_kind is None:
-        return f"nothing to commit, table stays at snapshot {r.snapshot_id}"
+        return f"nothing to commit, table stays {_at(r.snapshot_id)}"
     parts = [f"snapshot {r.snapshot_id} {r.commit_kind}"]
     if r.delta_record_count is not None:
         parts.append(f"{r.delta_record_count:,} records")
@@ -42,7 +47,7 @@ def _commit(r: CommitResult) -> str:
 
 def _compact(r: CompactResult) -> str:
     if not r.compacted_buckets:
-        return f"nothing to compact at snapshot {r.snapshot_id}"
+        return f"nothing to compact {_at(r.snapshot_id)}"
     return (f"snapshot {r.snapshot_id} COMPACT, {r.compacted_buckets:,} buckets, {r.files_before:,} files -> "
             f"{r.files_after:,}" + (" (committed by an earlier try)" if r.already_committed else ""))
 

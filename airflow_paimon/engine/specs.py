@@ -141,7 +141,7 @@ class CommitResult(Wire):
     # of the run's snapshot (None: nothing to commit): Paimon's commit kind and record count, the data files added
     commit_kind: str | None = None
     delta_record_count: int | None = None
-    files: int | None = None  # None also on a retry that found the run committed and its staging gone
+    files: int | None = None
 
 
 # --- compact ---------------------------------------------------------------------------------------------------
