@@ -1,6 +1,6 @@
 """The one line a task logs when its job has finished: what the job did, in counts a person reads, e.g.
 
-    assign-and-write demo.orders: 1,000 rows in, 500 new keys, 250 moved, 1,250 rows written (250 deletes),
+    assign-and-write demo.orders: 1,000 rows in, 500 new keys, 250 moved, 1,000 rows and 250 deletes written,
     12 files staged, 6.8 s      (one line)
 
 Made from the job's result (engine/specs.py), the same dict the task returns to XCom; ``seconds`` is what the
@@ -30,7 +30,7 @@ def _assign_write(r: AssignWriteResult) -> str:
     if r.already_committed:
         return "already committed by an earlier try, nothing written"
     keys = f", {r.new_keys:,} new keys, {r.moved_keys:,} moved" if r.new_keys is not None else ""
-    return (f"{r.rows_in:,} rows in{keys}, {r.rows_written:,} rows written ({r.deletes:,} deletes), "
+    return (f"{r.rows_in:,} rows in{keys}, {r.rows_written:,} rows and {r.deletes:,} deletes written, "
             f"{r.files:,} files staged")
 
 
