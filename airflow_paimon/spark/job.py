@@ -144,7 +144,8 @@ def submit_conf(python: str | None, driver_python: str | None = None,
             # progress line per job. spark_conf {"spark.log.level": "INFO"} brings them back.
             LOG_LEVEL: "WARN",
             **(spark_conf or {})}
-    conf[DRIVER_JAVA_OPTIONS] = f"{log4j2_java_options(conf[LOG_LEVEL] or 'WARN')} {conf[DRIVER_JAVA_OPTIONS] or ''}".strip()
+    ours = log4j2_java_options(conf[LOG_LEVEL] or "WARN")
+    conf[DRIVER_JAVA_OPTIONS] = f"{ours} {conf[DRIVER_JAVA_OPTIONS] or ''}".rstrip()
     return conf
 
 
