@@ -41,6 +41,14 @@ def configure_env(home: Path) -> dict:
     return paths
 
 
+def quiet_output() -> None:
+    """The example's output (unless set otherwise): Airflow's own lines from WARNING, the task logs at INFO (each
+    task's progress line, spark-submit's command and Spark's warnings); Spark on loopback, as local[2] is."""
+    os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("AIRFLOW__LOGGING__NAMESPACE_LEVELS", "airflow.task=INFO")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
 def migrate_db() -> None:
     subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], check=True,
                    stdout=subprocess.DEVNULL)
@@ -78,6 +86,7 @@ def main() -> int:
     parser.add_argument("--home", default=str(Path.cwd() / ".airflow-example"))
     parser.add_argument("--rows-per-day", type=int, default=1000)
     args = parser.parse_args()
+    quiet_output()
     paths = configure(Path(args.home).resolve())
 
     import pendulum

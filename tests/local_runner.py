@@ -16,7 +16,8 @@ from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.index.keys import encode_keys
 from airflow_paimon.engine.index.run import bootstrap_index, shards_in
 from airflow_paimon.engine.index.sharding import shard_of
-from airflow_paimon.engine.specs import AssignWriteSpec, BootstrapResult, BootstrapSpec, CommitSpec
+from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
+                                         CommitSpec)
 from airflow_paimon.engine.write.run import assign_and_write
 from airflow_paimon.engine.write.task import write_task
 
@@ -52,6 +53,14 @@ def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kind
               write_mode: str = "upsert") -> CommitSpec:
     """The assign-and-write job on ``source`` (row kinds: ``row_kinds``, default all +I); returns the commit
     job's spec."""
+    written = write_run(ctx, source, run_id, row_kinds, write_mode)
+    return CommitSpec.after(written, catalog_options=ctx.catalog_options, table=ctx.identifier,
+                            staging_root=ctx.staging_root)
+
+
+def write_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None,
+              write_mode: str = "upsert") -> AssignWriteResult:
+    """The assign-and-write job on ``source``; its result."""
     staging_root = ctx.staging_root
     spec = AssignWriteSpec(catalog_options=ctx.catalog_options, table=ctx.identifier, source={}, shards=ctx.shards,
                            base_snapshot_id=ctx.base_snapshot_id, index_uri=ctx.index_uri,
@@ -64,9 +73,7 @@ def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kind
                 .append_column(ORDER, pa.array(np.arange(n), pa.int64()))
                 .append_column(ROW_KIND, pa.array(kinds, pa.int8())))
 
-    written = assign_and_write(spec, read=read, write=_assign_then_write)
-    return CommitSpec.after(written, catalog_options=ctx.catalog_options, table=ctx.identifier,
-                            staging_root=staging_root)
+    return assign_and_write(spec, read=read, write=_assign_then_write)
 
 
 def _assign_then_write(source: pa.Table, ctx: WriteContext, mode: BucketMode) -> list[dict]:

@@ -57,3 +57,10 @@ def added_entries(table, snapshot) -> list:
     entries = FileScanner(table, lambda: (manifests.read_delta(snapshot), snapshot)).read_manifest_entries(
         manifests.read_delta(snapshot))
     return [e for e in entries if e.kind == 0]
+
+
+def added_file_count(table, snapshot) -> int:
+    """How many data files ``snapshot`` added: its delta manifest list's counters (one small file read)."""
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    return sum(m.num_added_files for m in ManifestListManager(table).read_delta(snapshot))

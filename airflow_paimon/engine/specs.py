@@ -110,6 +110,7 @@ class AssignWriteResult(Wire):
     rows_written: int
     deletes: int
     moved_keys: int
+    new_keys: int | None = None  # keys the global index did not know (None: the table has no global index)
     files: int
     already_committed: bool
 
@@ -141,6 +142,10 @@ class CommitResult(Wire):
     snapshot_id: int | None
     base_snapshot_id: int | None
     already_committed: bool
+    # of the run's snapshot (None: nothing to commit): Paimon's commit kind and record count, the data files added
+    commit_kind: str | None = None
+    delta_record_count: int | None = None
+    files: int | None = None
 
 
 # --- compact ---------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,6 +23,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
+from airflow_paimon.engine.progress import progress_line
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitResult, CommitSpec, JobSpec)
 from airflow_paimon.hooks.paimon import PaimonHook
@@ -152,9 +154,10 @@ class PaimonSparkJobOperator(BaseOperator):
         ti = context["ti"]
         result_uri = storage.join(hook.results_root(), _safe(ti.dag_id), _safe(ti.run_id),
                                   _safe(f"{ti.task_id}-{ti.map_index}-try{ti.try_number}.json"))
+        started = time.monotonic()
         self._submit(spec, result_uri, context)
         result = json.loads(storage.read_bytes(result_uri))
-        self.log.info("%s result: %s", self.job, result)
+        self.log.info("%s", progress_line(self.job, result, time.monotonic() - started))  # the result, once
         return result
 
     def _submit(self, spec: dict, result_uri: str, context=None) -> None:
@@ -176,7 +179,7 @@ class PaimonSparkJobOperator(BaseOperator):
             raise AirflowException(f"{self.job} for table {self.table}: cluster deploy mode is not supported "
                                    "(the driver reads its spec from a private file on this worker); use client")
         settings = submit_settings(extras, connection.host, deploy_mode, self.spark_conf, self.spark_bin_dir)
-        conf = {**submit_conf(settings.python, settings.driver_python), **self.spark_conf}
+        conf = submit_conf(settings.python, settings.driver_python, self.spark_conf)
         if context is not None:
             conf = spark_openlineage_conf(conf, context, self.openlineage_inject_parent_job_info,
                                           self.openlineage_inject_transport_info)

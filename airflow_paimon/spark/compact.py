@@ -21,7 +21,7 @@ def run_compact(spark, spec: CompactSpec) -> CompactResult:
     identity = compaction_identity(spec.dag_id, spec.run_id, identifier)
     result = run_compaction(table, identity, spec.snapshot_id, full=spec.full, scope=spec.scope,
                             partition_filter=spec.partition_filter, execute=lambda work: _execute(spark, spec, work))
-    log.info("compaction of %s: %s", identifier, result)
+    log.debug("compaction of %s: %s", identifier, result)
     return CompactResult.from_dict({**result, "table": identifier})
 
 

@@ -69,5 +69,5 @@ def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadRes
     result = IncrementalReadResult(table=identifier, start_snapshot_id=start, end_snapshot_id=end, target=target,
                                    row_kind_column=row_kind, changed_partitions=len(work), files=len(written),
                                    **{k: sum(w[k] for w in written) for k in ("rows", "inserts", "updates", "deletes")})
-    log.info("incremental read of %s (%d, %d]: %s", identifier, start, end, result)
+    log.debug("incremental read of %s (%d, %d]: %s", identifier, start, end, result)
     return result

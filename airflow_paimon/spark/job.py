@@ -18,7 +18,8 @@ import sys
 import tempfile
 import traceback
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.identifier import validate_identifier
@@ -92,7 +93,10 @@ def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str
     """Run ``job(spec)`` on the spec file read as ``spec_type``; write its result to the result URI; exit
     non-zero with the error on failure. Neither the log nor the result file carries a catalog option value
     (errors are redacted)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The driver's Python log: ours at INFO, libraries' (pypaimon, py4j) only from WARNING. The operator logs the
+    # result as one progress line (engine/progress.py); restating it here would print it twice.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("airflow_paimon").setLevel(logging.INFO)
     raw, result_uri = parse_args(argv)
     secrets = secrets_of(raw)
     storage.configure(raw.get("catalog_options") or {})  # the result file even when the job fails early
@@ -107,30 +111,47 @@ def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str
         sys.exit(1)
     text = redact(json.dumps(result), secrets)
     storage.write_bytes_atomic(result_uri, text.encode())
-    log.info("result: %s", text)
+    log.debug("result: %s", text)
 
 
 # The driver JVM of a short job: C1 only (no C2 compiler threads competing for the cores) and the serial GC.
 # Cuts 2-3 s off every spark-submit on 2 cores (tests/benchmarks/README.md); replace it via spark_conf for big drivers.
 SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+DRIVER_JAVA_OPTIONS, LOG_LEVEL = "spark.driver.extraJavaOptions", "spark.log.level"
+# Our log4j2 configuration of the driver JVM: Spark's lines below spark.log.level never reach the task log, not
+# even those printed before Spark applies that level (JVM start, SparkContext's first lines).
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
-def submit_conf(python: str | None, driver_python: str | None = None) -> dict[str, str]:
-    """The Spark conf every job is submitted with (the operator puts the user's ``spark_conf`` on top); the
-    benchmarks submit with it too. ``python``: the interpreter of the Python workers (None: Spark's default),
-    ``driver_python``: the driver's (default ``python``); see airflow_paimon/operators/submit.py."""
+def submit_conf(python: str | None, driver_python: str | None = None,
+                spark_conf: dict[str, Any] | None = None) -> dict[str, str]:
+    """The Spark conf a job is submitted with: ours, the user's ``spark_conf`` on top (the operator's; the
+    benchmarks' too). ``python``: the interpreter of the Python workers (None: Spark's default),
+    ``driver_python``: the driver's (default ``python``); see airflow_paimon/operators/submit.py.
+
+    A ``spark.driver.extraJavaOptions`` of the user's replaces SHORT_JOB_JAVA_OPTIONS, but the driver still
+    gets our log4j2 configuration, in front (a ``-Dlog4j2.configurationFile`` of the user's comes later and wins)."""
     pythons = {"spark.pyspark.python": python, "spark.pyspark.driver.python": driver_python or python}
-    return {**{k: v for k, v in pythons.items() if v},
+    conf = {**{k: v for k, v in pythons.items() if v},
             # No Spark UI: these jobs are short, the Airflow UI shows their logs and result.
             "spark.ui.enabled": "false",
             # Python workers fork from a daemon that imported what they need once (airflow_paimon/spark/daemon.py)
             "spark.python.daemon.module": "airflow_paimon.spark.daemon",
-            "spark.driver.extraJavaOptions": SHORT_JOB_JAVA_OPTIONS,
+            DRIVER_JAVA_OPTIONS: SHORT_JOB_JAVA_OPTIONS,
             # Timestamps never depend on the host's time zone (a user's spark_conf may still set another)
             "spark.sql.session.timeZone": "UTC",
-            # Spark's own INFO lines (stages, block managers, ...) drown the task log; the jobs log their
-            # progress and result themselves. spark_conf {"spark.log.level": "INFO"} brings them back.
-            "spark.log.level": "WARN"}
+            # Spark's own INFO lines (stages, block managers, ...) drown the task log; the operators log one
+            # progress line per job. spark_conf {"spark.log.level": "INFO"} brings them back.
+            LOG_LEVEL: "WARN",
+            **(spark_conf or {})}
+    ours = log4j2_java_options(conf[LOG_LEVEL] or "WARN")
+    conf[DRIVER_JAVA_OPTIONS] = f"{ours} {conf[DRIVER_JAVA_OPTIONS] or ''}".rstrip()
+    return conf
+
+
+def log4j2_java_options(level: str) -> str:
+    """The driver's JVM options for our log4j2 configuration at ``level`` (a file URI: no space to quote)."""
+    return f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -Dairflow_paimon.spark.log.level={level}"
 
 
 DEFAULT_SHUFFLE_PARTITIONS = 8

@@ -116,6 +116,11 @@ def test_wheel_installed_in_a_fresh_venv_runs_a_dag(tmp_path):
     runs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"state"')]
     assert [r["state"] for r in runs] == ["success", "success"], done.stdout[-3000:] + done.stderr[-3000:]
     assert str(venv) in runs[0]["job"] and "_spark_jobs" in runs[0]["job"]
+    # the task logs are in the output (each task's progress line), and the wheel carries our log4j2 configuration
+    # (spark/log4j2.properties): Spark's default profile is not used
+    output = done.stdout + done.stderr
+    assert "commit db.t: snapshot 1 APPEND" in output and "commit db.t: snapshot 2 APPEND" in output, output[-3000:]
+    assert "Using Spark's default log4j profile" not in output
 
     table = get_table({"warehouse": str(warehouse)}, "db.t")
     assert_table_equals(table, expected_upsert(batches, "id"), "id")

@@ -27,7 +27,7 @@ def assign_task(ctx: WriteContext, shard: int, rows: pa.Table) -> tuple[pa.Table
                                   rules=ctx.merge_rules, table=ctx.identifier)
             local, file_type, entries = export_changes(index, meta, tmp)
             counters = {"rows_in": result.rows_in, "moved_keys": result.moved_keys, "dropped": result.dropped,
-                        "removed_keys": result.removed_keys}
+                        "removed_keys": result.removed_keys, "new_keys": result.new_keys}
             stage_shard(ctx.staging_uri, shard, local, file_type, entries,
                         meta.keys + result.new_keys - result.removed_keys, buckets.to_dict(), counters)
     return result.rows, counters

@@ -17,6 +17,7 @@ from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import clean_up, publish_committed, staged_shards
+from airflow_paimon.engine.scan import added_file_count
 from airflow_paimon.engine.specs import CommitResult, CommitSpec
 from airflow_paimon.engine.table import get_table
 
@@ -38,8 +39,8 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     overwrite = staged.extra.get("write_mode") == "overwrite"
     snapshot_id, already = commit_once(table, staged.messages, staged.commit_user, staged.commit_identifier,
                                        staged.base_snapshot_id, overwrite=overwrite)
-    log.info("%s: snapshot %s (already committed: %s%s)", identifier, snapshot_id, already,
-             ", partition overwrite" if overwrite else "")
+    log.debug("%s: snapshot %s (already committed: %s%s)", identifier, snapshot_id, already,
+              ", partition overwrite" if overwrite else "")
     crash_point("commit.before_publish")
     # an OVERWRITE snapshot gets no published index: the next bootstrap rebuilds it (engine/commit/overwrite.py)
     if snapshot_id is not None and snapshot_id != staged.base_snapshot_id and index_uri and not overwrite:
@@ -51,8 +52,19 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     _drop_abandoned_staging(table_staging, spec.staging_retention_seconds)
     if spec.result_uri:
         drop_old_results(spec.result_uri, spec.staging_retention_seconds)
+    ours = snapshot_id is not None and snapshot_id != staged.base_snapshot_id  # else: nothing was committed
+    snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id) if ours else None  # one small file
     return CommitResult(table=identifier, snapshot_id=snapshot_id, base_snapshot_id=staged.base_snapshot_id,
-                        already_committed=already)
+                        already_committed=already, **_described(table, snapshot))
+
+
+def _described(table, snapshot) -> dict:
+    """The CommitResult fields describing the run's snapshot, from Paimon's own counters (the same on a retry
+    that finds it committed); none without one (nothing committed)."""
+    if snapshot is None:
+        return {}
+    return {"commit_kind": snapshot.commit_kind, "delta_record_count": snapshot.delta_record_count,
+            "files": added_file_count(table, snapshot)}
 
 
 def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
@@ -78,7 +90,7 @@ def _already_done(table, spec: CommitSpec) -> CommitResult:
         raise PaimonJobError(f"table {spec.table}: nothing staged at {spec.staging_uri} and no snapshot "
                              "of this run; re-run from bootstrap-index")
     return CommitResult(table=spec.table, snapshot_id=snap.id, base_snapshot_id=spec.base_snapshot_id,
-                        already_committed=True)
+                        already_committed=True, **_described(table, snap))
 
 
 def publish_index(table_uri: str, staged, staging_uri: str, snapshot_id: int) -> None:

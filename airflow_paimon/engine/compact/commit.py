@@ -112,5 +112,5 @@ def commit_compaction(table, plan, messages, commit_user: str, commit_identifier
     snap = find_commit(table, commit_user, commit_identifier, plan.snapshot_id)
     if snap is None:
         raise PaimonJobError(f"table {name}: COMPACT commit finished but its snapshot is not found")
-    log.info("%s: COMPACT snapshot %s (%s)", name, snap.id, counters_of(messages))
+    log.debug("%s: COMPACT snapshot %s (%s)", name, snap.id, counters_of(messages))
     return snap.id

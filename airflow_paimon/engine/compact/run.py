@@ -50,7 +50,7 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
         scope_snapshots = writes_since_compaction(table, input_snapshot_id)
     plan = plan_compaction(table, latest_snapshot(table), full, scope_snapshots, partition_filter)
     if not plan.buckets:
-        log.info("%s: nothing to compact", identifier)
+        log.debug("%s: nothing to compact", identifier)
         return nothing
     messages = [decode_message(table, m) for m in execute(plan.buckets)]
     crash_point("compact.before_commit")

@@ -57,7 +57,7 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks) -> BootstrapResult:
         return _no_index_needed(table, shards)
     table_uri = table_index_uri(spec.index_root, identifier)
     plan = plan_bootstrap(table, table_uri, shards)
-    log.info("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.decision, plan.reason)
+    log.debug("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.decision, plan.reason)
 
     files_read = 0
     if plan.decision == REUSE:
@@ -121,8 +121,8 @@ def _rebuild(table, snapshot_id, bucket_files, shards: int, table_uri: str, task
     manifest = IndexManifest(name, snapshot_id, table.table_schema.id, shards, KEY_HASH_SCHEME,
                              merge_shard_parts(shards, parts), origin=REBUILD)
     write_manifest(table_uri, manifest)
-    log.info("rebuilt the index of %s at snapshot %s: %s keys in %s tasks", name, snapshot_id, manifest.keys,
-             len(groups))
+    log.debug("rebuilt the index of %s at snapshot %s: %s keys in %s tasks", name, snapshot_id, manifest.keys,
+              len(groups))
     return manifest
 
 

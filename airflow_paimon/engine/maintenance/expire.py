@@ -103,5 +103,5 @@ def expire_snapshots(table, options: ExpireOptions, now_ms: int | None = None, d
     for snap in expired:
         file_io.delete_quietly(manager.get_snapshot_path(snap.id))
     file_io.overwrite_file_utf8(f"{manager.snapshot_dir}/EARLIEST", str(end))
-    log.info("%s: expired snapshots %s..%s", result["table"], expired[0].id, expired[-1].id)
+    log.debug("%s: expired snapshots %s..%s", result["table"], expired[0].id, expired[-1].id)
     return result

@@ -109,8 +109,8 @@ def remove_orphan_files(table, older_than_ms: int | None = None, staging_root: s
             table.file_io.delete_quietly(path)
         for path in staged:
             storage.delete_dir_within(table_staging, path)
-    log.info("%s: %s orphan files (%s bytes), %s stale staging dirs%s", identifier, len(orphans),
-             sum(s for _, s in orphans), len(staged), " (dry run)" if dry_run else "")
+    log.debug("%s: %s orphan files (%s bytes), %s stale staging dirs%s", identifier, len(orphans),
+              sum(s for _, s in orphans), len(staged), " (dry run)" if dry_run else "")
     return {"table": identifier, "orphan_files": len(orphans), "orphan_bytes": sum(s for _, s in orphans),
             "stale_staging_dirs": len(staged), "dry_run": dry_run,
             "sample": [p for p, _ in orphans[:20]]}

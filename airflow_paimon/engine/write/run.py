@@ -65,11 +65,13 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     rows_in = (sum(c.get("rows_in", 0) for c in shard_counters) if mode is BucketMode.CROSS_PARTITION
                else sum(w["rows_in"] for w in written))
     counters = {"rows_in": rows_in, **{k: sum(w[k] for w in written) for k in WRITE_COUNTERS},
-                "moved_keys": sum(c.get("moved_keys", 0) for c in shard_counters)}
+                "moved_keys": sum(c.get("moved_keys", 0) for c in shard_counters),
+                "new_keys": (sum(c.get("new_keys", 0) for c in shard_counters)
+                             if mode is BucketMode.CROSS_PARTITION else None)}
     stage(table, staged_at, Staged(identifier, spec.base_snapshot_id, ident.commit_user, ident.commit_identifier,
                                    [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode}), messages)
     crash_point("assign_write.after_stage")
-    log.info("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
+    log.debug("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return AssignWriteResult(**result, **counters, already_committed=False)
 
 

@@ -1,0 +1,153 @@
+"""Task logs a person reads: one progress line per job, made from the job's real result (engine/progress.py),
+and the driver JVM's log4j2 configuration (spark/job.py submit_conf) — through spark-submit, no Spark INFO
+line reaches the task log unless spark_conf asks for Spark's INFO level."""
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
+from airflow_paimon.engine.progress import progress_line
+from airflow_paimon.engine.specs import CommitSpec
+from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.spark.job import LOG4J2_CONFIG, SHORT_JOB_JAVA_OPTIONS, submit_conf
+from compaction_tables import COLUMNS, compact
+from local_runner import bootstrap, bootstrap_result, write_run
+
+# Spark's log4j layout (ours keeps it): "26/11/23 11:24:17 INFO SparkContext: ..."
+SPARK_LINE = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) \w")
+SPARK_INFO = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d INFO \w")
+
+
+def batch(ids, dts) -> pa.Table:
+    spec = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id"]})
+    return pa.Table.from_pandas(pd.DataFrame({"id": pd.array(ids, "int64"), "dt": dts, "v": 1.5}),
+                                schema=spec.arrow_schema(), preserve_index=False)
+
+
+def test_progress_lines_of_real_results(warehouse):
+    """Bootstrap, two upserts (the second with new keys, in-place updates and moves), commit and its retry,
+    compaction, expiry and orphan removal of one cross-partition table, in-process; each line carries the
+    result's counts with thousands separators, and the counters agree with a pandas oracle and Paimon."""
+    opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
+    get_or_create_table(opts, "db.t", TableSpec.from_dict({
+        "columns": COLUMNS, "primary_keys": ["id"], "partition_keys": ["dt"],
+        "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "500"}}))
+    first = pd.DataFrame({"id": range(1500), "dt": [("a", "b", "c")[i % 3] for i in range(1500)]})
+    # the second batch: ids 1000..2199 — 500 known (every 4th moves to another dt), 700 new
+    second = pd.DataFrame({"id": range(1000, 2200)})
+    second["dt"] = [("b", "c", "a")[i % 3] if i < 1500 and i % 4 == 0 else ("a", "b", "c")[i % 3]
+                    for i in second["id"]]
+    known = second[second["id"] < 1500].merge(first, on="id", suffixes=("", "_before"))
+    moved, new = int((known["dt"] != known["dt_before"]).sum()), int((second["id"] >= 1500).sum())
+    assert (moved, new) == (125, 700)
+
+    boot = bootstrap_result(opts, "db.t", index_root, 2)
+    assert progress_line("bootstrap_index", boot.to_dict(), 0.84) == (
+        "bootstrap-index db.t: index rebuilt on the empty table (no published index), 0 keys in 2 shards, 0.8 s")
+    written = write_run(bootstrap(opts, "db.t", index_root, 2), batch(first["id"], first["dt"]), run_id="r1")
+    spec = CommitSpec.after(written, catalog_options=opts, table="db.t", staging_root=warehouse + "/staging")
+    run_commit(spec)
+
+    boot = bootstrap_result(opts, "db.t", index_root, 2)
+    assert progress_line("bootstrap_index", boot.to_dict(), 12.04) == (
+        "bootstrap-index db.t: index reused at snapshot 1 (index is of the latest snapshot), 1,500 keys in 2 "
+        "shards, 12.0 s")
+    written = write_run(bootstrap(opts, "db.t", index_root, 2), batch(second["id"], second["dt"]), run_id="r2")
+    assert (written.rows_in, written.new_keys, written.moved_keys, written.deletes) == (1200, new, moved, moved)
+    assert progress_line("assign_and_write", written.to_dict(), 6.78) == (
+        f"assign-and-write db.t: 1,200 rows in, 700 new keys, 125 moved, 1,200 rows and 125 deletes written, "
+        f"{written.files} files staged, 6.8 s")
+
+    spec = CommitSpec.after(written, catalog_options=opts, table="db.t", staging_root=warehouse + "/staging")
+    committed = run_commit(spec)
+    # Paimon's own counters of snapshot 2: every record written (deletes included), every file staged
+    assert (committed.snapshot_id, committed.commit_kind, committed.delta_record_count, committed.files) == (
+        2, "APPEND", written.rows_written + written.deletes, written.files)
+    assert progress_line("commit", committed.to_dict(), 3.25) == (
+        f"commit db.t: snapshot 2 APPEND, 1,325 records, {written.files} files, 3.2 s")
+    retried = run_commit(spec)  # the staging is gone: the result is read back from the snapshot
+    assert retried.to_dict() == {**committed.to_dict(), "already_committed": True}
+    assert progress_line("commit", retried.to_dict(), 3.0).endswith("files (committed by an earlier try), 3.0 s")
+
+    table = get_table(opts, "db.t")
+    result = {**compact(table, run_id="c", full=True, scope="table"), "table": "db.t"}
+    assert result["compacted_buckets"] > 0 and result["files_after"] == result["compacted_buckets"]
+    assert progress_line("compact", result, 9.0) == (
+        f"compact db.t: snapshot 3 COMPACT, {result['compacted_buckets']} buckets, {result['files_before']} files "
+        f"-> {result['files_after']}, 9.0 s")
+
+    table = get_table(opts, "db.t")
+    expired = expire_snapshots(table, ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1",
+                                                                "snapshot.time-retained": "0 ms"}))
+    assert (expired["expired_snapshots"], expired["earliest_snapshot_id"]) == (2, 3)
+    assert progress_line("expire_snapshots", expired, 2.0) == (
+        f"expire-snapshots db.t: expired 2 snapshots ({expired['deleted_data_files']} data files, "
+        f"{expired['deleted_metadata_files']} metadata files), earliest snapshot 3, 2.0 s")
+
+    orphan = Path(table.table_path) / "dt=a" / "bucket-0" / "data-never-committed-0.parquet"
+    orphan.write_bytes(b"x" * 1234)
+    found = remove_orphan_files(get_table(opts, "db.t"), int(time.time() * 1000) + 60_000, dry_run=True)
+    assert progress_line("remove_orphan_files", found, 0.5) == (
+        "remove-orphan-files db.t: found 1 orphan files (1,234 bytes), 0 stale staging dirs, 0.5 s")
+
+
+def test_driver_gets_our_log4j2_configuration_merged_with_the_users_java_options():
+    assert LOG4J2_CONFIG.is_file() and LOG4J2_CONFIG.parent.name == "spark"  # inside the package: in the wheel
+    ours = f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"
+    conf = submit_conf("/py")
+    assert conf["spark.driver.extraJavaOptions"] == (
+        f"{ours} -Dairflow_paimon.spark.log.level=WARN {SHORT_JOB_JAVA_OPTIONS}")
+    # the user's options replace the short-job ones, ours stay in front (a -D of the user's comes later and wins)
+    conf = submit_conf("/py", spark_conf={"spark.driver.extraJavaOptions": "-Xss4m -Dlog4j2.configurationFile=/x",
+                                          "spark.log.level": "INFO"})
+    assert conf["spark.driver.extraJavaOptions"] == (
+        f"{ours} -Dairflow_paimon.spark.log.level=INFO -Xss4m -Dlog4j2.configurationFile=/x")
+    assert conf["spark.log.level"] == "INFO" and conf["spark.pyspark.python"] == "/py"
+
+
+@pytest.mark.spark
+@pytest.mark.dag
+def test_task_log_through_spark_submit(airflow_home, warehouse, monkeypatch, tmp_path, capfd):
+    """A DAG of bootstrap → write → commit through spark-submit: each task logs its progress line once, the
+    result is not logged a second time, and no Spark INFO line (nor Spark's default-profile notice) is in the
+    output. One job more with spark_conf {"spark.log.level": "INFO"}: Spark's INFO lines are back."""
+    from dag.dagrun import run_dag, use_warehouse
+    from paimon_test_dags import seed
+
+    from airflow_paimon.hooks.paimon import PaimonHook
+    from airflow_paimon.operators.paimon import PaimonBootstrapIndexOperator
+
+    use_warehouse(monkeypatch, warehouse)
+    source = tmp_path / "batch.parquet"
+    pd.DataFrame({"id": range(1200), "dt": ["a", "b"] * 600, "v": 1.0}).to_parquet(source, index=False)
+    capfd.readouterr()
+    run, states, xcoms = run_dag(seed, conf={"source": str(source)})
+    captured = capfd.readouterr()
+    log = captured.out + captured.err
+    assert run.state == "success", states
+    lines = log.splitlines()
+    progress = [line for line in lines if re.search(r"(bootstrap-index|assign-and-write|commit) db\.t: ", line)]
+    assert len(progress) == 3, progress
+    assert "index rebuilt on the empty table" in progress[0]
+    assert "1,200 rows in, 1,200 new keys, 0 moved, 1,200 rows and 0 deletes written" in progress[1]
+    assert f"snapshot 1 APPEND, 1,200 records, {xcoms['assign_and_write']['files']} files" in progress[2]
+    assert not [line for line in lines if SPARK_INFO.search(line) or "log4j profile" in line], log
+    assert "result:" not in log and "'index_uri'" not in log  # the result is logged once: as the progress line
+
+    # Spark's INFO level asked for: the driver's whole log is back, from the JVM's start
+    hook = PaimonHook()
+    op = PaimonBootstrapIndexOperator(task_id="bootstrap_index", table="db.t", spark_conf={"spark.log.level": "INFO"})
+    spec = {"catalog_options": hook.catalog_options(), "table": "db.t", "shards": 2,
+            "index_root": hook.index_root(), "table_spec": None}
+    op._submit(spec, str(tmp_path / "result.json"))
+    captured = capfd.readouterr()
+    info = [line for line in (captured.out + captured.err).splitlines() if SPARK_INFO.search(line)]
+    assert any("SparkContext: Running Spark version" in line for line in info), info
