@@ -1,7 +1,6 @@
 """Spark job: incremental_read. Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
-from airflow_paimon.engine.specs import IncrementalReadSpec
-from airflow_paimon.spark.incremental import run_incremental_read
-from airflow_paimon.spark.job import run, spark_session
+from airflow_paimon.spark.job import run
+from airflow_paimon.spark.jobs import JOBS
 
 if __name__ == "__main__":
-    run(lambda spec: run_incremental_read(spark_session(spec, "paimon-incremental-read"), spec), IncrementalReadSpec)
+    run(*JOBS["incremental_read"])

@@ -1,7 +1,6 @@
 """Spark job: remove orphan files (driver-only). Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
-from airflow_paimon.engine.specs import OrphansSpec
 from airflow_paimon.spark.job import run
-from airflow_paimon.spark.maintenance import run_remove_orphan_files
+from airflow_paimon.spark.jobs import JOBS
 
 if __name__ == "__main__":
-    run(run_remove_orphan_files, OrphansSpec)
+    run(*JOBS["remove_orphan_files"])

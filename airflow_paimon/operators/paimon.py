@@ -1,6 +1,7 @@
 """The write as Airflow tasks: bootstrap-index → assign-and-write → commit, each a Spark job.
 
-Operators stay thin: build the job spec, submit ``spark_jobs/<job>.py`` through SparkSubmitHook, read the
+Operators stay thin: build the job spec, submit ``spark_jobs/<job>.py`` through SparkSubmitHook (or, on a
+``spark_connect`` connection, run the job in the task process as a Spark Connect client), read the
 result file the job wrote, return it (it lands in XCom). Each reads what it needs from its upstream task's
 XCom: the one passed as ``upstream_output`` (``write.output``), else the nearest upstream task of the right
 class, so a DAG only chains them.
@@ -76,6 +77,7 @@ class PaimonSparkJobOperator(BaseOperator):
         # As SparkSubmitOperator's flags; None: the [openlineage] spark_inject_* settings (lineage.py)
         self.openlineage_inject_parent_job_info = openlineage_inject_parent_job_info
         self.openlineage_inject_transport_info = openlineage_inject_transport_info
+        self._job_run = None  # the running job's JobRun in Spark Connect mode, for on_kill
 
     def job_spec(self, context, hook: PaimonHook) -> JobSpec:
         raise NotImplementedError
@@ -167,12 +169,14 @@ class PaimonSparkJobOperator(BaseOperator):
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
         from airflow.sdk.log import mask_secret
 
-        from airflow_paimon.engine import storage
+        from airflow_paimon.spark.connect import CONN_TYPE as CONNECT_CONN_TYPE
         from airflow_paimon.spark.job import secrets_of, spec_file, submit_conf
 
         for secret in secrets_of(spec):
             mask_secret(secret)  # whatever spark-submit prints lands in the task log masked
         connection = BaseHook.get_connection(self.spark_conn_id)
+        if connection.conn_type == CONNECT_CONN_TYPE:
+            return self._run_on_connect(spec, result_uri)
         extras = connection.extra_dejson
         deploy_mode = extras.get("deploy-mode")
         if deploy_mode == "cluster":
@@ -191,17 +195,37 @@ class PaimonSparkJobOperator(BaseOperator):
                 # Its own session: on_kill stops the spark-submit JVM and every Python process under it together.
                 submit.submit(application=spark_job_path(self.job), env=settings.env, start_new_session=True)
             except AirflowException as e:
-                error = None
-                if storage.exists(result_uri):
-                    error = json.loads(storage.read_bytes(result_uri)).get("error")
-                message = f"{self.job} for table {self.table} failed: {error or e}"
-                if error and error.split(":", 1)[0] in NOT_RETRIED:
-                    raise AirflowFailException(message) from None
-                raise AirflowException(message) from None
+                self._job_failed(result_uri, e)
+
+    def _run_on_connect(self, spec: dict, result_uri: str) -> None:
+        """Spark Connect mode: the job runs here, in the task process, as a client of the connection's
+        server (no driver JVM, no interpreter start); its Spark work runs on the server's executors."""
+        from airflow_paimon.spark.connect import connection_url
+        from airflow_paimon.spark.job import JobRun, execute_job
+        from airflow_paimon.spark.jobs import JOBS
+
+        self._job_run = run = JobRun(result_uri, remote=connection_url(self.spark_conn_id), conf=self.spark_conf)
+        if not execute_job(*JOBS[self.job], spec, run):
+            self._job_failed(result_uri, "Spark Connect job failed")
+
+    def _job_failed(self, result_uri: str, cause) -> None:
+        """Raise the job's error (from its result file): without retries when a retry cannot help."""
+        from airflow_paimon.engine import storage
+
+        error = None
+        if storage.exists(result_uri):
+            error = json.loads(storage.read_bytes(result_uri)).get("error")
+        message = f"{self.job} for table {self.table} failed: {error or cause}"
+        if error and error.split(":", 1)[0] in NOT_RETRIED:
+            raise AirflowFailException(message) from None
+        raise AirflowException(message) from None
 
     def on_kill(self) -> None:
         """The task was killed: stop the Spark job (spark-submit, its driver and Python workers; on a cluster
-        in cluster deploy mode, the driver there through the hook). Nothing is committed by a killed job."""
+        in cluster deploy mode, the driver there through the hook; in Spark Connect mode the session's
+        operations on the server). Nothing is committed by a killed job."""
+        if self._job_run is not None:
+            self._job_run.kill()
         if self._hook is None:
             return
         stop_process_group(getattr(self._hook, "_submit_sp", None))

@@ -46,7 +46,8 @@ def submit_settings(extras: dict, master: str | None, deploy_mode: str | None, s
     driver_python = spark_conf.get(DRIVER_PYTHON) or extras.get("pyspark-driver-python")
     if not driver_python:
         driver_python = worker_python if (deploy_mode or "client") == "client" else python
-    env = dict(os.environ)
+    # the driver spark-submit starts is a classic one, whatever pyspark's Connect mode this process is in
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     bin_dir = extras.get("spark-bin-dir") or spark_bin_dir
     if not bin_dir and (Path(worker_python).parent / "spark-submit").exists():
         bin_dir = str(Path(worker_python).parent)

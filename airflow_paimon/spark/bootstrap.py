@@ -5,6 +5,7 @@ The task functions themselves are the engine's (engine/index/bootstrap.py)."""
 from __future__ import annotations
 
 import json
+from functools import cached_property
 
 import pyarrow as pa
 
@@ -13,6 +14,7 @@ from airflow_paimon.engine.index.bootstrap import CHANGE_ROWS
 from airflow_paimon.engine.index.layout import ShardMeta, shard_meta_from_dict, shard_meta_json
 from airflow_paimon.engine.index.run import bootstrap_index
 from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
+from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.routing import ROUTE, per_group, route_column, routes, without_adaptive_execution
 
 SHARD_RESULT = "shard int, meta string"
@@ -34,7 +36,10 @@ def _collect(df) -> list[ShardMeta]:
 class SparkIndexTasks:
     def __init__(self, spark):
         self.spark = spark
-        self.parallelism = spark.sparkContext.defaultParallelism
+
+    @cached_property
+    def parallelism(self) -> int:
+        return default_parallelism(self.spark)
 
     def rebuild(self, build, parts: int) -> list[ShardMeta]:
         store = storage.options()

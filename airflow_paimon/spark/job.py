@@ -6,6 +6,10 @@ The spec holds the catalog options (object-store keys, tokens), so it never trav
 temporary directory on the Airflow worker, and passes that file's path; the job deletes the file as soon
 as it has read it. The driver must therefore run on the worker: client deploy mode (the default; local,
 standalone, YARN and K8s clients) — cluster deploy mode is refused by the operator.
+
+On a Spark Connect connection there is no driver process: the operator calls the same frame
+(``execute_job``) in its task process, hands it the server's URL, and the job's ``spark_session()`` is a
+Connect client session (airflow_paimon/spark/connect.py). The spec then never leaves memory.
 """
 from __future__ import annotations
 
@@ -16,8 +20,11 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import traceback
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -65,13 +72,6 @@ def parse_args(argv: list[str] | None = None) -> tuple[dict, str]:
     return read_spec_file(args.spec_file), args.result_uri
 
 
-def result_uri_of(argv: list[str]) -> str:
-    """The ``--result-uri`` argument alone (the spec file is left for ``run`` to read and delete)."""
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--result-uri", required=True)
-    return parser.parse_known_args(argv)[0].result_uri
-
-
 _SECRET_WORDS = ("secret", "password", "passwd", "token", "key", "credential", "auth", "session", "signature")
 
 
@@ -89,29 +89,95 @@ def redact(text: str, secrets: list[str]) -> str:
     return text
 
 
-def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str] | None = None) -> None:
-    """Run ``job(spec)`` on the spec file read as ``spec_type``; write its result to the result URI; exit
-    non-zero with the error on failure. Neither the log nor the result file carries a catalog option value
-    (errors are redacted)."""
-    # The driver's Python log: ours at INFO, libraries' (pypaimon, py4j) only from WARNING. The operator logs the
-    # result as one progress line (engine/progress.py); restating it here would print it twice.
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("airflow_paimon").setLevel(logging.INFO)
-    raw, result_uri = parse_args(argv)
+class JobKilled(Exception):
+    """The task was killed while its job ran in the task process (Spark Connect mode)."""
+
+
+@dataclass
+class JobRun:
+    """One run of a job: where its result goes and, on Spark Connect, the server's URL (``remote``), the
+    operator's ``spark_conf`` for the session, and the sessions the job opened: released when it ends,
+    interrupted by ``kill()``."""
+    result_uri: str
+    remote: str | None = None
+    conf: dict[str, Any] = field(default_factory=dict)
+    sessions: list = field(default_factory=list)
+    on_close: list = field(default_factory=list)  # callables run when the job ends
+    thread: int | None = None  # the thread running the job, while it runs
+    killed: bool = False
+
+    def kill(self) -> None:
+        """Stop the job from outside: the server interrupts its sessions' operations (their Spark jobs and
+        Python workers) and releases the sessions, so the job's next Spark call fails and it stages and
+        commits nothing. Called in the job's own thread (Airflow's SIGTERM handler interrupting it), it also
+        raises, which stops the job's driver-side Python as SIGTERM stops a spark-submit driver."""
+        self.killed = True
+        for session in list(self.sessions):
+            with suppress(Exception):
+                session.interruptAll()
+            with suppress(Exception):
+                session.stop()
+        if self.thread == threading.get_ident():
+            raise JobKilled("the task was killed")
+
+    def close(self) -> None:
+        for session in self.sessions:
+            with suppress(Exception):
+                session.stop()  # releases the session on the server
+        self.sessions.clear()
+        while self.on_close:
+            self.on_close.pop()()
+
+
+_RUN: ContextVar[JobRun | None] = ContextVar("airflow_paimon_job_run", default=None)
+
+
+def current_run() -> JobRun:
+    run = _RUN.get()
+    if run is None:
+        raise RuntimeError("no job is running (airflow_paimon.spark.job.execute_job)")
+    return run
+
+
+def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: dict, run: JobRun) -> bool:
+    """Run ``job`` (one of airflow_paimon/spark/jobs.py) on the spec ``raw`` read as ``spec_type``; write its
+    result, or its error, to ``run.result_uri``; True when it succeeded. Neither the log nor the result file
+    carries a catalog option value (errors are redacted)."""
     secrets = secrets_of(raw)
     storage.configure(raw.get("catalog_options") or {})  # the result file even when the job fails early
+    token = _RUN.set(run)
+    run.thread = threading.get_ident()
     try:
         spec = spec_type.from_dict(raw)
         validate_identifier(spec.table)
         result = job(spec).to_dict()
     except Exception as e:
         log.error("job failed: %s", redact(traceback.format_exc(), secrets))
+        if run.killed and not isinstance(e, JobKilled):  # what failed is a consequence: name the cause
+            e = JobKilled(f"the task was killed ({type(e).__name__} in the job)")
         error = redact(f"{type(e).__name__}: {e}", secrets)
-        storage.write_bytes_atomic(result_uri, json.dumps({"error": error}).encode())
-        sys.exit(1)
+        storage.write_bytes_atomic(run.result_uri, json.dumps({"error": error}).encode())
+        return False
+    finally:
+        run.thread = None
+        _RUN.reset(token)
+        run.close()
     text = redact(json.dumps(result), secrets)
-    storage.write_bytes_atomic(result_uri, text.encode())
-    log.debug("result: %s", text)
+    storage.write_bytes_atomic(run.result_uri, text.encode())
+    log.debug("result: %s", text)  # the operator logs it as one progress line
+    return True
+
+
+def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str] | None = None) -> None:
+    """The main of ``spark_jobs/<job>.py`` under spark-submit: the spec file and result URI from ``argv``;
+    exits non-zero when the job failed."""
+    # The driver's Python log: ours at INFO, libraries' (pypaimon, py4j) only from WARNING. The operator logs the
+    # result as one progress line (engine/progress.py); restating it here would print it twice.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("airflow_paimon").setLevel(logging.INFO)
+    raw, result_uri = parse_args(argv)
+    if not execute_job(job, spec_type, raw, JobRun(result_uri)):
+        sys.exit(1)
 
 
 # The driver JVM of a short job: C1 only (no C2 compiler threads competing for the cores) and the serial GC.
@@ -157,10 +223,17 @@ def log4j2_java_options(level: str) -> str:
 DEFAULT_SHUFFLE_PARTITIONS = 8
 
 
-def spark_session(spec: JobSpec, app_name: str):
+def spark_session(spec: JobSpec, app_name: str, remote: str | None = None):
+    """The job's Spark session: on a Spark Connect server (``remote``, default the running job's) a new
+    client session, released when the job ends; else the driver's session of this spark-submit."""
     from pyspark.sql import SparkSession
+    run = _RUN.get()
+    remote = remote or (run.remote if run else None)
     builder = SparkSession.builder.appName(f"{app_name} {spec.table}")
     partitions = spec.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS
     builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    return builder.getOrCreate()
+    if not remote:
+        return builder.getOrCreate()
+    from airflow_paimon.spark.connect import connect_session
+    return connect_session(builder, remote, run)

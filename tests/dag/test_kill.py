@@ -54,6 +54,27 @@ def wait_for(condition, timeout: float, step: float = 0.5):
     return condition()
 
 
+def slow_write(op, hook, bootstrap: dict, result_uri: str) -> tuple[threading.Thread, dict]:
+    """``op._submit`` of an assign-and-write of SLOW_SOURCE in a thread, as the task would run it: (the thread,
+    its outcome: ``{"result": "finished" or the AirflowException}`` once it ends)."""
+    spec = {"catalog_options": hook.catalog_options(), "table": "db.t", "source": {"query": SLOW_SOURCE},
+            "base_snapshot_id": bootstrap["base_snapshot_id"], "index_uri": bootstrap["index_uri"],
+            "shards": bootstrap["shards"], "staging_root": hook.staging_root(), "dag_id": "kill_test", "run_id": "r1",
+            "row_kind_column": None}
+    outcome = {}
+
+    def submit():
+        try:
+            op._submit(spec, result_uri)
+            outcome["result"] = "finished"
+        except AirflowException as e:
+            outcome["result"] = e
+
+    task = threading.Thread(target=submit, daemon=True)
+    task.start()
+    return task, outcome
+
+
 def test_on_kill_stops_the_spark_job_and_commits_nothing(airflow_home, warehouse, monkeypatch, tmp_path):
     use_warehouse(monkeypatch, warehouse)
     good = tmp_path / "seed.parquet"
@@ -68,21 +89,8 @@ def test_on_kill_stops_the_spark_job_and_commits_nothing(airflow_home, warehouse
     monkeypatch.setenv(MARKER, marker)  # inherited by everything the submit starts
     hook = PaimonHook()
     op = PaimonAssignAndWriteOperator(task_id="assign_and_write", table="db.t", source={"query": SLOW_SOURCE})
-    spec = {"catalog_options": hook.catalog_options(), "table": "db.t", "source": {"query": SLOW_SOURCE},
-            "base_snapshot_id": 1, "index_uri": bootstrap["index_uri"], "shards": bootstrap["shards"],
-            "staging_root": hook.staging_root(), "dag_id": "kill_test", "run_id": "r1", "row_kind_column": None}
     result_uri = str(tmp_path / "result.json")
-    outcome = {}
-
-    def submit():
-        try:
-            op._submit(spec, result_uri)
-            outcome["result"] = "finished"
-        except AirflowException as e:
-            outcome["result"] = e
-
-    task = threading.Thread(target=submit, daemon=True)
-    task.start()
+    task, outcome = slow_write(op, hook, bootstrap, result_uri)
     try:
         # spark-submit's JVM and the job's Python driver are up; a few seconds on, the session has started and
         # the first stage sleeps in its tasks (the source's reflect call; no Python worker is needed for it)

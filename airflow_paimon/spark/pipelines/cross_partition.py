@@ -12,6 +12,7 @@ from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.keys import encode_keys
 from airflow_paimon.engine.index.sharding import shard_of
+from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.pipelines.common import WRITTEN, writer
 from airflow_paimon.spark.routing import gather, groups
 
@@ -30,7 +31,7 @@ def pipeline(source, ctx: WriteContext):
     from pyspark.sql import functions as F
 
     primary_keys, write, shards = ctx.primary_keys, writer(ctx), ctx.shards
-    tasks = task_count(shards, source.sparkSession.sparkContext.defaultParallelism)
+    tasks = task_count(shards, default_parallelism(source.sparkSession))
     group_by = [*ctx.partition_keys, BUCKET]
 
     def assign_and_write(batches):

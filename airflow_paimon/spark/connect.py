@@ -1,0 +1,95 @@
+"""Spark Connect mode, client side: a job runs in the Airflow task process as a Connect client (no driver JVM,
+no interpreter start per task); its mapInArrow work runs on the server's executors, whose Python workers
+import airflow_paimon (start the server with airflow_paimon/spark/connect_server.py).
+
+Only what a Connect session lacks is here: no SparkContext, so the default parallelism comes from the server
+(``default_parallelism``); the session conf is per session, so server-wide settings of an operator's
+``spark_conf`` cannot apply and are named in the log.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import re
+
+log = logging.getLogger(__name__)
+
+CONN_TYPE = "spark_connect"  # the Spark provider's connection type (SparkConnectHook)
+CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"  # pyspark's marker of a process in Connect mode
+# When the server states no parallelism at all (not expected: Spark always plans spark.range() with one).
+FALLBACK_PARALLELISM = 2
+
+
+def connection_url(conn_id: str) -> str:
+    """``sc://host:port/;user_id=...;token=...;use_ssl=...`` of a ``spark_connect`` connection, as the Spark
+    provider builds it. It carries the token: never log it, never put it on a command line."""
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    return SparkConnectHook(conn_id).get_connection_url()
+
+
+def session_conf(conf: dict) -> dict[str, str]:
+    """The session-level part of the jobs' submit conf (spark/job.py submit_conf: the UTC time zone) with the
+    operator's ``spark_conf`` on top. Keys a session cannot set (the server's: executors, memory, Python,
+    ...) are left out and logged."""
+    from airflow_paimon.spark.job import submit_conf
+
+    ours = {k: v for k, v in submit_conf(None).items() if k.startswith("spark.sql.")}
+    server_wide = sorted(k for k in conf if not k.startswith("spark.sql."))
+    if server_wide:
+        log.warning("Spark Connect: %s are the server's settings, not a session's; set them where the server "
+                    "starts (airflow_paimon/spark/connect_server.py --conf)", ", ".join(server_wide))
+    return {**ours, **{k: str(v) for k, v in conf.items() if k.startswith("spark.sql.")}}
+
+
+def connect_session(builder, remote: str, run):
+    """A new session on the Connect server ``remote``, registered with the running job (``run``, a
+    spark/job.py JobRun) so that it is released when the job ends and interrupted when the task is killed."""
+    from airflow_paimon.spark.job import JobKilled
+
+    for key, value in session_conf(run.conf if run else {}).items():
+        builder = builder.config(key, value)
+    if run is not None and run.killed:
+        raise JobKilled("the task was killed")
+    connect_mode_before = os.environ.get(CONNECT_MODE)
+    session = builder.remote(remote).create()  # sets CONNECT_MODE: pyspark's functions now build Connect columns
+    if run is not None:
+        run.sessions.append(session)
+        # once the job is done the process is classic again: a spark-submit it starts (its env inherited) or a
+        # later job in it must not find itself in Connect mode
+        run.on_close.append(lambda: _restore_env(CONNECT_MODE, connect_mode_before))
+    return session
+
+
+def _restore_env(key: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
+
+
+def is_connect_session(spark) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark) -> int:
+    """Spark's default parallelism, which sizes our task counts. A classic session (spark-submit) asks its
+    SparkContext, as before. A Connect session has none: ``spark.default.parallelism`` when the server sets it
+    (what SparkContext.defaultParallelism returns then), else the splits the server plans for spark.range(),
+    which Spark sizes by that same defaultParallelism (local[N]: N, a cluster: its executors' cores) — or by
+    ``spark.sql.leafNodeDefaultParallelism`` when that is set. Read from the plan: no job runs."""
+    if not is_connect_session(spark):
+        return spark.sparkContext.defaultParallelism
+    configured = spark.conf.get("spark.default.parallelism", None)
+    if configured:
+        return int(configured)
+    plan = io.StringIO()
+    with contextlib.redirect_stdout(plan):
+        spark.range(0, 1).explain()
+    found = re.search(r"splits=(?:Some\()?(\d+)", plan.getvalue())
+    if found:
+        return int(found.group(1))
+    log.warning("Spark Connect: no parallelism in the plan of spark.range(); assuming %d", FALLBACK_PARALLELISM)
+    return FALLBACK_PARALLELISM

@@ -1,0 +1,208 @@
+"""Spark Connect mode end to end: a real Connect server on 127.0.0.1 (airflow_paimon/spark/connect_server.py),
+the write and compaction DAG run with dag.test() on a ``spark_connect`` connection, the table read back with pypaimon
+against the pandas oracle. The tasks start no process (no spark-submit, no driver JVM, no Python driver);
+a killed task stops its work on the server and commits nothing."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pandas as pd
+import pytest
+from airflow.exceptions import AirflowException
+
+from airflow_paimon.engine.commit.staging import STAGED_FILE
+from airflow_paimon.engine.scan import latest_snapshot
+from airflow_paimon.engine.specs import BootstrapSpec
+from airflow_paimon.engine.table import get_table
+from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.operators.submit import stop_process_group
+from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
+from airflow_paimon.spark.bootstrap import run_bootstrap
+from airflow_paimon.spark.connect import default_parallelism
+from airflow_paimon.spark.connect_server import server_command
+from compaction_tables import batches, cross_partition_table
+from dag.dagrun import run_dag, use_warehouse
+from dag.test_kill import SLOW_SOURCE, processes_with, slow_write, wait_for
+from oracle import assert_table_equals, expected_upsert
+
+pytestmark = [pytest.mark.connect, pytest.mark.dag]
+
+IDLE_SECONDS = 3  # the server's Python daemons quit this soon after their session's last task (connect_daemon.py)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def connect(url: str):
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.remote(url).create()
+
+
+def server_children(pid: int) -> list[str]:
+    """Command lines of the server's Python processes (its daemons and their workers)."""
+    out = subprocess.run(["ps", "-o", "pid=,ppid=,args=", "-e"], capture_output=True, text=True).stdout
+    rows = [line.split(None, 2) for line in out.splitlines()]
+    parents = {int(p): int(pp) for p, pp, *_ in rows}
+    def under(p):
+        while p in parents and p != 1:
+            p = parents[p]
+            if p == pid:
+                return True
+        return False
+    return [args for p, _, args in rows if under(int(p)) and "connect_daemon" in args]
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server (local[2]) on a free loopback port, up until it accepts a session; stopped with
+    everything under it at the end."""
+    port = free_port()
+    command, env = server_command("127.0.0.1", port, "local[2]", python=sys.executable)
+    env = {**env, "AIRFLOW_PAIMON_DAEMON_IDLE_SECONDS": str(IDLE_SECONDS)}
+    log = tmp_path_factory.mktemp("connect") / "server.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"sc://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert server.poll() is None, log.read_text()[-3000:]
+            try:
+                connect(url).stop()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+        yield {"url": url, "port": port, "pid": server.pid}
+    finally:
+        stop_process_group(server, grace_seconds=30)
+
+
+def use_connect(monkeypatch, port: int) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark_connect", "host": "127.0.0.1",
+                                                                 "port": port}))
+
+
+class ProcessWatch:
+    """Samples, while a DAG runs, every process carrying a marker in its environment: anything the tasks
+    start (spark-submit's JVM, a Python driver) inherits it; the Connect server, started before, does not."""
+
+    def __init__(self, monkeypatch):
+        self.marker = uuid.uuid4().hex
+        monkeypatch.setenv("AIRFLOW_PAIMON_CONNECT_TEST", self.marker)
+        self.seen: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self):
+        while not self._stop.wait(0.2):
+            self.seen.update(processes_with(self.marker))
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def moved_keys(before: list[pd.DataFrame], batch: pd.DataFrame) -> int:
+    """Keys of ``batch`` already in the table under another partition (cross-partition moves)."""
+    was = expected_upsert(before, "id").set_index("id")["dt"]
+    now = batch.drop_duplicates("id", keep="last").set_index("id")["dt"]
+    common = now.index.intersection(was.index)
+    return int((was[common] != now[common]).sum())
+
+
+def test_write_and_compact_dag_on_spark_connect(airflow_home, warehouse, monkeypatch, connect_server, tmp_path):
+    """Two runs of write → commit → full compaction → expiry → orphan removal, every job on the Connect server
+    or, driver-only, in the task process."""
+    from paimon_compact_dags import compact_dag
+
+    use_warehouse(monkeypatch, warehouse)
+    use_connect(monkeypatch, connect_server["port"])
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)  # as a fresh task process (the fixture's probe set it)
+    seed, *runs = batches(3, seed=31)
+    cross_partition_table(warehouse, [seed])  # snapshot 1, in-process
+    written = [seed]
+    for i, batch in enumerate(runs):
+        source = tmp_path / f"batch{i}.parquet"
+        batch.to_parquet(source, index=False)
+        moved = moved_keys(written, batch)
+        assert 0 < moved < len(batch)  # the batch mixes moves, in-place updates and new keys
+        with ProcessWatch(monkeypatch) as watch:
+            run, states, xcoms = run_dag(compact_dag, conf={"source": str(source)})
+        assert run.state == "success", states
+        assert watch.seen == {}, f"the tasks started processes: {watch.seen}"
+        written.append(batch)
+        assert xcoms["assign_and_write"]["moved_keys"] == moved
+        assert xcoms["assign_and_write"]["rows_in"] == len(batch)
+        assert xcoms["commit"]["snapshot_id"] == 2 * i + 2 and not xcoms["commit"]["already_committed"]
+        assert xcoms["compact"]["snapshot_id"] == 2 * i + 3 and xcoms["compact"]["compacted_buckets"] > 0
+        assert states["compact_rarely"] == "skipped"
+        table = get_table({"warehouse": warehouse}, "db.t")
+        assert latest_snapshot(table).commit_kind == "COMPACT"
+        assert_table_equals(table, expected_upsert(written, "id"), "id")
+    assert xcoms["expire_snapshots"]["expired_snapshots"] > 0
+    assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ  # the test process is classic again
+    # every task's session was released and its Python daemon on the server quit (Spark 4.2 keeps one per session)
+    assert wait_for(lambda: not server_children(connect_server["pid"]), 30), server_children(connect_server["pid"])
+
+
+def test_parallelism_of_a_connect_session_is_the_servers(connect_server):
+    session = connect(connect_server["url"])
+    try:
+        assert default_parallelism(session) == 2  # local[2]
+        session.conf.set("spark.sql.leafNodeDefaultParallelism", "3")
+        assert default_parallelism(session) == 3  # what Spark plans a source with
+    finally:
+        session.stop()
+
+
+def test_on_kill_interrupts_the_connect_job_and_commits_nothing(airflow_home, warehouse, monkeypatch, connect_server,
+                                                                 tmp_path):
+    use_warehouse(monkeypatch, warehouse)
+    use_connect(monkeypatch, connect_server["port"])
+    cross_partition_table(warehouse, [pd.DataFrame({"id": [1, 2], "dt": ["a", "b"], "v": [1.0, 2.0]})])
+    hook = PaimonHook()
+    op = PaimonAssignAndWriteOperator(task_id="assign_and_write", table="db.t", source={"query": SLOW_SOURCE})
+    session = connect(connect_server["url"])
+    try:
+        index = run_bootstrap(session, BootstrapSpec(catalog_options=hook.catalog_options(), table="db.t", shards=2,
+                                                     index_root=hook.index_root()))
+    finally:
+        session.stop()
+    result_uri = str(tmp_path / "result.json")
+    thread, outcome = slow_write(op, hook, index.to_dict(), result_uri)
+    assert wait_for(lambda: op._job_run is not None and op._job_run.sessions, 60)
+    time.sleep(5)  # the source's tasks sleep on the server's two cores
+    assert outcome == {}
+    op.on_kill()
+    thread.join(60)
+    assert not thread.is_alive() and isinstance(outcome.get("result"), AirflowException), outcome
+    assert "JobKilled: the task was killed" in str(outcome["result"]), outcome
+    # the sleeping tasks are gone: the server's two cores run a new job at once
+    probe = connect(connect_server["url"])
+    try:
+        started = time.monotonic()
+        assert probe.range(0, 100, 1, 2).count() == 100
+        assert time.monotonic() - started < 30
+    finally:
+        probe.stop()
+    table = get_table({"warehouse": warehouse}, "db.t")
+    assert [s.id for s in table.snapshot_manager().list_snapshots()] == [1]
+    staging = os.path.join(hook.staging_root(), "db.t")
+    assert not any(STAGED_FILE in files for _, _, files in os.walk(staging))
