@@ -90,7 +90,7 @@ def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec 
 _INT_OPTIONS = {"bucket": 1, "dynamic-bucket.target-row-num": 1, "dynamic-bucket.initial-buckets": 1,
                 "num-sorted-run.compaction-trigger": 1, "num-sorted-run.stop-trigger": 1,
                 "compaction.max-size-amplification-percent": 0, "compaction.size-ratio": 0,
-                "num-levels": 2}
+                "num-levels": 2, "manifest.merge-min-count": 1}
 
 
 def check_options(identifier: str, options: dict) -> None:
@@ -108,6 +108,9 @@ def check_options(identifier: str, options: dict) -> None:
         if value < smallest and not (key == "bucket" and value == -1):
             allowed = "-1 (dynamic) or at least 1" if key == "bucket" else f"at least {smallest}"
             raise ValidationError(identifier, f"table option {key!r} must be {allowed}, not {shown(options[key])}")
+    from airflow_paimon.engine.commit.manifest_merge import check_manifest_options
+
+    check_manifest_options(identifier, options)
 
 
 def _check_spec(identifier: str, spec: TableSpec) -> None:
