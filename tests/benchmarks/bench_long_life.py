@@ -51,6 +51,7 @@ MODES = {"merge": {},  # Paimon's defaults: merge-min-count 30, full compaction 
                       "manifest.full-compaction-threshold-size": "1 tb"}}
 STEPS = ("bootstrap_s", "write_s", "commit_s")
 WINDOW = 10  # commits per window for the steady-state comparison (first window vs last window, medians)
+SPAN = 50  # commits per span for the trend (mean of the first SPAN vs mean of the last SPAN)
 
 
 def table_spec(mode: str) -> TableSpec:
@@ -170,11 +171,14 @@ def summarise(records: list[dict]) -> dict:
     out = {}
     for key in (*STEPS, "total_s"):
         a, b = window(total, key, early), window(total, key, late)
+        first, last = (round(statistics.mean(r[key] for r in part), 4) for part in (total[:SPAN], total[-SPAN:]))
         out[key] = {"window_first": a, "window_last": b, "ratio": round(b / a, 2) if a and b else None,
-                    "commit_10": total[min(9, n - 1)][key], "commit_last": total[-1][key]}
+                    "commit_10": total[min(9, n - 1)][key], "commit_last": total[-1][key],
+                    "mean_first": first, "mean_last": last, "mean_ratio": round(last / first, 2) if first else None}
     plans = [r for r in records if "plan_s" in r]
     out["plan_s"] = {"first": plans[0]["plan_s"], "last": plans[-1]["plan_s"],
-                     "ratio": round(plans[-1]["plan_s"] / plans[0]["plan_s"], 2)} if plans else None
+                     "max_first_100": max(r["plan_s"] for r in plans if r["commit"] <= 100),
+                     "max_last_100": max(r["plan_s"] for r in plans if r["commit"] > n - 100)} if plans else None
     out["manifests_max"] = max(r["base_manifests"] + r["delta_manifests"] for r in records)
     out["manifests_last"] = records[-1]["base_manifests"] + records[-1]["delta_manifests"]
     out["manifest_files_on_disk_last"] = records[-1]["manifest_files_on_disk"]
@@ -187,21 +191,25 @@ def report(results: list[dict], meta: dict) -> str:
              f"{meta['commits']} upserts of {meta['batch']:,} rows (half updates, 10 % of them moving, half new), "
              f"compaction every {meta['compact_every']} commits, expiry every {meta['expire_every']} "
              f"(retain {meta['retain']} snapshots); engine in-process; load average {meta['load']}.", "",
-             "Steady state: median of commits 6-15 vs median of the last 10 (one commit's time is noise here).", "",
-             "| mode | step | commits 6-15 (s) | last 10 (s) | ratio | commit 10 (s) | last commit (s) |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+             f"Commit 10 against the last commit: medians of commits 6-15 and of the last {WINDOW} (one commit's "
+             f"time is noise on a shared machine), and means of the first and the last {SPAN} commits.", "",
+             "| mode | step | commits 6-15 (s) | last 10 (s) | ratio | first 50, mean (s) | last 50, mean (s) | ratio "
+             "| commit 10 (s) | last commit (s) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         for key in (*STEPS, "total_s"):
             s = r["summary"][key]
             lines.append(f"| {r['mode']} | {key[:-2]} | {s['window_first']} | {s['window_last']} | {s['ratio']} "
+                         f"| {s['mean_first']} | {s['mean_last']} | {s['mean_ratio']} "
                          f"| {s['commit_10']} | {s['commit_last']} |")
-    lines += ["", "| mode | manifests (base + delta), max / last | manifest files on disk, last | "
-              "pypaimon plan, commit 1 → last (s) | run time (s) |", "|---|---:|---:|---:|---:|"]
+    lines += ["", "| mode | manifests listed (base + delta), max / last | manifest files on disk, last | "
+              "pypaimon plan of a full scan, max over the first / last 100 commits (s) | run time (s) |",
+              "|---|---:|---:|---:|---:|"]
     for r in results:
         s = r["summary"]
         plan = s["plan_s"]
         lines.append(f"| {r['mode']} | {s['manifests_max']} / {s['manifests_last']} | "
-                     f"{s['manifest_files_on_disk_last']} | {plan['first']} → {plan['last']} ({plan['ratio']}×) | "
+                     f"{s['manifest_files_on_disk_last']} | {plan['max_first_100']} / {plan['max_last_100']} | "
                      f"{r['run_s']} |")
     return "\n".join(lines) + "\n"
 
@@ -228,6 +236,7 @@ def plot(results: list[dict], path: Path) -> str | None:
         mx.plot(x, [c["manifest_files_on_disk"] for c in r["commits"]], style, alpha=0.5,
                 label=f"{r['mode']}: manifest files on disk")
     ax.set_ylabel(f"seconds (rolling median of {WINDOW})")
+    ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     mx.set_xlabel("commit")
@@ -253,7 +262,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=OUT, help="directory of long_life.{json,md,png}")
     parser.add_argument("--name", default="long_life", help="file name stem of the results")
+    parser.add_argument("--from-json", type=Path, help="only rewrite the report and plot of an earlier run")
     args = parser.parse_args()
+    if args.from_json:
+        done = json.loads(args.from_json.read_text())
+        write_results(done["results"], done["meta"], args.out, args.name)
+        return
     logging.basicConfig(level=logging.WARNING)
     from bench_upsert import machine
 
@@ -268,14 +282,19 @@ def main() -> None:
             results.append(run_mode(mode, args, work))
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    write_results(results, meta, args.out, args.name)
+
+
+def write_results(results: list[dict], meta: dict, out: Path, name: str) -> None:
+    for r in results:
+        r["summary"] = summarise(r["commits"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     md = report(results, meta)
-    note = plot(results, args.out / f"{args.name}.png")
-    (args.out / f"{args.name}.md").write_text(md + (f"\n{note}\n" if note else
-                                                    f"\n![time vs commit]({args.name}.png)\n"))
+    note = plot(results, out / f"{name}.png")
+    (out / f"{name}.md").write_text(md + (f"\n{note}\n" if note else f"\n![time vs commit]({name}.png)\n"))
     print(md)
-    print(f"written to {args.out}/{args.name}.*", file=sys.stderr)
+    print(f"written to {out}/{name}.*", file=sys.stderr)
 
 
 if __name__ == "__main__":
