@@ -157,6 +157,38 @@ def test_full_compaction_drops_delete_entries(warehouse):
     assert_reads_at(h, 7)
 
 
+def test_full_compaction_keeps_a_big_manifest_without_deleted_partitions(warehouse):
+    """A manifest at the target size is listed on as it is unless it holds a deleted file (its partition
+    statistics admitting a partition with one, Paimon's partition predicate, spare reading the others)."""
+    h = History(warehouse, CROSS, {"manifest.target-file-size": "3 kb", "manifest.merge-min-count": "100000",
+                                   "manifest.full-compaction-threshold-size": "1 b"}, 0)
+    rng = np.random.default_rng(1)
+    h.upsert(pd.DataFrame({"id": np.arange(2000), "dt": rng.choice(list("abcd"), 2000), "v": rng.random(2000)}), "s")
+    seed = ManifestListManager(h.table()).read_delta(h.latest())[0]
+    assert seed.file_size >= 3 << 10  # not small: changed only for deleted files
+    new_rows = lambda i: pd.DataFrame({"id": np.arange(5000 + 10 * i, 5010 + 10 * i), "dt": "e",  # noqa: E731
+                                       "v": rng.random(10)})
+    for i in range(3):
+        h.upsert(new_rows(i), f"e{i}")
+    compact(h.table(), run_id="ce", full=True, scope="table", partition_filter={"dt": "e"})  # deletes in e only
+    h.expected[h.latest().id] = oracle(h.batches, h.key)
+    h.upsert(new_rows(3), "e3")
+    table = h.table()
+    base = ManifestListManager(table).read_base(h.latest())
+    assert seed.file_name in {m.file_name for m in base}  # a..d only: listed on
+    assert sum(m.num_deleted_files for m in base) == 0
+    assert all(e.kind == 0 for e in base_entries(table, h.latest()))
+    compact(table, run_id="ca", full=True, scope="table", partition_filter={"dt": "a"})  # deletes in a
+    h.expected[h.latest().id] = oracle(h.batches, h.key)
+    h.upsert(new_rows(4), "e4")
+    table = h.table()
+    base = ManifestListManager(table).read_base(h.latest())
+    assert seed.file_name not in {m.file_name for m in base}  # it held files of a: rewritten without them
+    assert sum(m.num_deleted_files for m in base) == 0
+    for s in h.snapshots():
+        assert_reads_at(h, s.id)
+
+
 def test_without_full_compaction_the_base_keeps_delete_entries(warehouse):
     h = History(warehouse, CROSS, {"manifest.merge-min-count": "100000"}, 21)
     table = h.table()
