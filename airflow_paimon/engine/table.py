@@ -90,7 +90,7 @@ def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec 
 _INT_OPTIONS = {"bucket": 1, "dynamic-bucket.target-row-num": 1, "dynamic-bucket.initial-buckets": 1,
                 "num-sorted-run.compaction-trigger": 1, "num-sorted-run.stop-trigger": 1,
                 "compaction.max-size-amplification-percent": 0, "compaction.size-ratio": 0,
-                "num-levels": 2, "manifest.merge-min-count": 1}
+                "num-levels": 2}
 
 
 def check_options(identifier: str, options: dict) -> None:
