@@ -108,6 +108,9 @@ def check_options(identifier: str, options: dict) -> None:
         if value < smallest and not (key == "bucket" and value == -1):
             allowed = "-1 (dynamic) or at least 1" if key == "bucket" else f"at least {smallest}"
             raise ValidationError(identifier, f"table option {key!r} must be {allowed}, not {shown(options[key])}")
+    from airflow_paimon.engine.commit.manifest_merge import check_manifest_options
+
+    check_manifest_options(identifier, options)
 
 
 def _check_spec(identifier: str, spec: TableSpec) -> None:

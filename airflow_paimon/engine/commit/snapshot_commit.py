@@ -6,6 +6,8 @@ conflict check for APPEND commits; and its RenamingSnapshotCommit on a local fil
 under an in-process lock, so a second process can replace the first one's snapshot file. Here every attempt
 first passes ``guard(latest)`` (which raises to refuse the snapshot it would build on), and on a local file
 system the snapshot file is created with a hard link, which fails if the name exists in any process.
+
+Each attempt also compacts the manifests it carries into the new base manifest list (manifest_merge.py).
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from pypaimon.filesystem.local_file_io import LocalFileIO
 from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
 from pypaimon.snapshot.snapshot_commit import SnapshotCommit
 from pypaimon.write.file_store_commit import FileStoreCommit
+
+from airflow_paimon.engine.commit.manifest_merge import ManifestMergeOptions, ManifestMerger, MergingManifestList
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +65,14 @@ def exclusive_snapshot_commit(table) -> SnapshotCommit:
 class GuardedCommit(FileStoreCommit):
     """FileStoreCommit whose every attempt (the first and each retry) calls ``guard(latest snapshot)`` before
     building the snapshot ``latest + 1``; the guard raises to refuse. Together with an exclusive snapshot
-    commit the snapshot lands exactly on the latest snapshot the guard accepted."""
+    commit the snapshot lands exactly on the latest snapshot the guard accepted.
+
+    Its base manifest list is compacted (Paimon's manifest.merge-min-count / full-compaction threshold)."""
 
     def __init__(self, table, commit_user: str, guard):
         super().__init__(exclusive_snapshot_commit(table), table, commit_user)
         self._guard = guard
+        self._merge_options = ManifestMergeOptions.of(table)
 
     def _try_commit(self, *args, commit_entries_plan, **kwargs):
         def plan(latest):
@@ -73,3 +80,19 @@ class GuardedCommit(FileStoreCommit):
             return commit_entries_plan(latest)
 
         return super()._try_commit(*args, commit_entries_plan=plan, **kwargs)
+
+    def _try_commit_once(self, *args, **kwargs):
+        # pypaimon builds the new base manifest list from manifest_list_manager.read_all(latest): for this
+        # attempt that read merges (conflict detection and the retry scans hold their own manager)
+        merger = ManifestMerger(self.table, self._merge_options)
+        plain, self.manifest_list_manager = self.manifest_list_manager, MergingManifestList(self.table, merger)
+        try:
+            result = super()._try_commit_once(*args, **kwargs)
+        except Exception:
+            merger.abort()  # failed before its snapshot was created: the merged manifests are nobody's
+            raise
+        finally:
+            self.manifest_list_manager = plain
+        if not result.is_success() and not getattr(result, "commit_result_may_be_uncertain", False):
+            merger.abort()  # another snapshot took the id: retried on top of it, merged again
+        return result
