@@ -43,10 +43,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+CONNECT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+
+
 def connect(url: str):
     from pyspark.sql import SparkSession
 
     return SparkSession.builder.remote(url).create()
+
+
+def classic_again() -> None:
+    """pyspark marks the process as in Connect mode when a test opens a remote session; later tests in this
+    process (pytest-xdist runs other files in it) need classic sessions."""
+    for name in CONNECT_ENV:
+        os.environ.pop(name, None)
+
+
+@pytest.fixture(autouse=True)
+def _classic_after_each_test():
+    yield
+    classic_again()
 
 
 def server_children(pid: int) -> list[str]:
@@ -80,6 +96,7 @@ def connect_server(tmp_path_factory):
             assert server.poll() is None, log.read_text()[-3000:]
             try:
                 connect(url).stop()
+                classic_again()
                 break
             except Exception:
                 if time.monotonic() > deadline:
