@@ -346,12 +346,14 @@ def e2e_runner(work: Path, conf: dict | None = None):
 
     def run(job: str, spec: dict):
         n = next(counter)
-        result_uri = str(work / f"e2e-{n}-{job}.json")
+        # the operators' layout, {results_root}/{dag}/{run}/{task}.json: the commit drops old runs' results there
+        result_uri = work / "results" / "bench" / f"e2e-{n}" / f"{job}.json"
+        result_uri.parent.mkdir(parents=True, exist_ok=True)
         with spec_file(spec) as spec_path:
             cmd = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
-                                 ["--spec-file", spec_path, "--result-uri", result_uri], conf)
+                                 ["--spec-file", spec_path, "--result-uri", str(result_uri)], conf)
             measured = run_child(cmd, work / f"e2e-{n}-{job}.log", submit_env())
-        return measured, json.loads(Path(result_uri).read_text())
+        return measured, json.loads(result_uri.read_text())
     return run
 
 
