@@ -7,7 +7,9 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.index.keys import encode_keys
-from airflow_paimon.engine.index.layout import IndexFile, ShardMeta
+import airflow_paimon.engine.index.shard as shard_module
+from airflow_paimon.engine import storage
+from airflow_paimon.engine.index.layout import IndexFile, IndexManifest, ShardMeta, describe_file, verify
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex, write_sst
 from airflow_paimon.engine.index.store import load_shard
 
@@ -31,6 +33,48 @@ def test_dictionary_values_and_tombstones_round_trip(tmp_path):
         found = index.lookup(keys_of(probe)).to_pylist()
     expected = [None] * 100 + [places[int(i % 3)].as_py() for i in ids[100:200]] + [None]
     assert found == expected
+
+
+def test_an_sst_written_in_many_chunks_holds_every_pair(tmp_path, monkeypatch):
+    # write_sst turns keys into Python bytes a chunk at a time: pairs must stay together across chunk ends
+    monkeypatch.setattr(shard_module, "SST_CHUNK", 997)
+    ids = np.random.default_rng(3).permutation(5_000)
+    places = pa.array([b"p0", b"p1", b"p2", b"p3"], pa.binary())
+    path = str(tmp_path / "chunks.sst")
+    assert write_sst(keys_of(ids), pa.DictionaryArray.from_arrays(pa.array(ids % 4, pa.int32()), places), path) == 5_000
+    tombstones = str(tmp_path / "tombstones.sst")
+    values = pa.array([None if i % 3 == 0 else b"v%d" % i for i in ids], pa.binary())
+    write_sst(keys_of(ids), values, tombstones)
+    with ShardIndex(str(tmp_path)) as index:
+        index.ingest([path])
+        assert index.lookup(keys_of(np.arange(5_000))).to_pylist() == [b"p%d" % (i % 4) for i in range(5_000)]
+        index.ingest([tombstones])
+        assert index.lookup(keys_of(np.arange(5_000))).to_pylist() == [None if i % 3 == 0 else b"v%d" % i
+                                                                       for i in range(5_000)]
+
+
+def test_verify_reads_a_checksum_only_when_the_file_may_have_changed(tmp_path, monkeypatch):
+    (tmp_path / "snapshot-1").mkdir()
+    path = tmp_path / "snapshot-1" / "shard.sst"
+    write_sst(keys_of(np.arange(100)), pa.array([b"x"] * 100, pa.binary()), str(path))
+    described = describe_file(str(tmp_path), "snapshot-1/shard.sst", 100)
+    manifest = IndexManifest("db.t", 1, 0, 1, "scheme", [ShardMeta(0, [described], 100)])
+    hashed = []
+    real_sha256 = storage.sha256
+    monkeypatch.setattr(storage, "sha256", lambda uri: hashed.append(uri) or real_sha256(uri))
+    assert verify(str(tmp_path), manifest) is None and hashed == []  # untouched since published: no read
+
+    older = IndexManifest("db.t", 1, 0, 1, "scheme", [ShardMeta(0, [IndexFile(**{**described.__dict__,
+                                                                                  "mtime_ns": None})], 100)])
+    assert verify(str(tmp_path), older) is None and len(hashed) == 1  # a manifest without mtimes: checksum
+
+    data = bytearray(path.read_bytes())
+    data[10:17] = b"garbage"
+    path.write_bytes(bytes(data))  # same size, new content, written later (the clock moved on: a jiffy here)
+    os.utime(path, ns=(described.mtime_ns + 10**9,) * 2)
+    assert "corrupt" in verify(str(tmp_path), manifest)
+    path.unlink()
+    assert "missing" in verify(str(tmp_path), manifest)
 
 
 def test_a_key_given_twice_is_refused(tmp_path):
@@ -100,6 +144,7 @@ def test_loading_a_shard_leaves_its_published_files_as_they_were(tmp_path):
     write_sst(keys_of(ids), pa.array([b"base"] * len(ids), pa.binary()), str(published / "base.sst"))
     write_sst(keys_of(ids[::2]), pa.array([b"delta"] * 500, pa.binary()), str(published / "delta.sst"))
     before = {p: p.read_bytes() for p in published.iterdir()}
+    mtimes = {p: p.stat().st_mtime_ns for p in before}  # the bootstrap trusts an unchanged mtime (layout.verify)
     meta = ShardMeta(0, [IndexFile(f"snapshot-1/{name}", 0, "", 0) for name in ("base.sst", "delta.sst")])
     (tmp_path / "work").mkdir()
     with load_shard(str(tmp_path / "index"), meta, str(tmp_path / "work"), IndexOptions()) as index:
@@ -108,3 +153,4 @@ def test_loading_a_shard_leaves_its_published_files_as_they_were(tmp_path):
         assert index.export_full(str(tmp_path / "full.sst")) == len(ids)
     assert {p: p.read_bytes() for p in published.iterdir()} == before
     assert all(os.stat(p).st_nlink == 1 for p in before)
+    assert {p: p.stat().st_mtime_ns for p in before} == mtimes

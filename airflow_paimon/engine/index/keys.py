@@ -9,6 +9,7 @@ its values, decoded back to typed values only once per distinct partition; that 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,25 +87,43 @@ def _fixed_width_view(keys: pa.Array) -> np.ndarray | None:
 @dataclass
 class SortedKeys:
     order: np.ndarray    # indices that sort the keys by their bytes (RocksDB's order)
-    keys: list[bytes]    # the keys in that order, the form RocksDB calls take
     duplicated: bool     # whether a key occurs twice
+    ordered: object      # the keys in that order: an (n, width) uint8 matrix, or a binary Arrow array
+
+    @property
+    def keys(self) -> list[bytes]:
+        """All keys in order, the form RocksDB calls take."""
+        return _as_bytes(self.ordered)
+
+    def chunks(self, size: int) -> Iterator[tuple[slice, list[bytes]]]:
+        """(positions, keys) in order, ``size`` at a time: millions of keys never all Python objects at once
+        (a rebuild task's 2.5M-key shard: ≈140 MB of bytes objects and list less at its peak)."""
+        for start in range(0, len(self.order), size):
+            where = slice(start, min(start + size, len(self.order)))
+            yield where, _as_bytes(self.ordered[where])
+
+
+def _as_bytes(ordered) -> list[bytes]:
+    if isinstance(ordered, np.ndarray):
+        return np.ascontiguousarray(ordered).view(f"V{ordered.shape[1]}").ravel().tolist()
+    return ordered.to_pylist()
 
 
 def sort_keys(keys: pa.Array) -> SortedKeys:
     """The keys in byte order. Fixed-width keys sort as big-endian 64-bit words in numpy, several times
-    faster than Arrow's sort of binary values, and become bytes through a numpy view."""
+    faster than Arrow's sort of binary values."""
     matrix = _fixed_width_view(keys)
     if matrix is None:
         keys = _as_array(keys)
         order = np.asarray(pc.sort_indices(keys).to_numpy(), dtype=np.int64)
         ordered = keys.take(pa.array(order))
         duplicated = len(ordered) > 1 and pc.any(pc.equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1))).as_py()
-        return SortedKeys(order, ordered.to_pylist(), bool(duplicated))
+        return SortedKeys(order, bool(duplicated), ordered)
     words = _big_endian_words(matrix)
     order = np.argsort(words[:, 0], kind="stable") if words.shape[1] == 1 else np.lexsort(words.T[::-1])
     ordered = matrix[order]
     duplicated = bool((ordered[1:] == ordered[:-1]).all(axis=1).any())
-    return SortedKeys(order, np.ascontiguousarray(ordered).view(f"V{matrix.shape[1]}").ravel().tolist(), duplicated)
+    return SortedKeys(order, duplicated, ordered)
 
 
 def _big_endian_words(matrix: np.ndarray) -> np.ndarray:

@@ -14,6 +14,8 @@ import logging
 import re
 from dataclasses import asdict, dataclass, field
 
+import pyarrow.fs as pafs
+
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
@@ -31,6 +33,7 @@ class IndexFile:
     size: int
     checksum: str  # sha256
     entries: int
+    mtime_ns: int | None = None  # the file's modification time when published (None: an older manifest)
 
 
 @dataclass
@@ -151,15 +154,27 @@ def compatible(manifest: IndexManifest | None, schema_id: int, shards: int) -> b
 
 def describe_file(table_uri: str, relative: str, entries: int) -> IndexFile:
     uri = storage.join(table_uri, relative)
-    return IndexFile(relative, storage.size(uri), storage.sha256(uri), entries)
+    info = _file_info(uri)
+    return IndexFile(relative, info.size, storage.sha256(uri), entries, info.mtime_ns)
 
 
 def verify(table_uri: str, manifest: IndexManifest) -> str | None:
-    """None if every file of the index is there with its size and checksum; else what is wrong."""
+    """None if every file of the index is there with its size and checksum; else what is wrong.
+
+    A file whose size and modification time are still those recorded when it was published has not been
+    written since: its checksum is not read again. Hashing every file on every bootstrap cost O(index) — at
+    20M keys 209 MB and 0.3 s per warm bootstrap, and on an object store a download of the whole index."""
     for f in manifest.files():
         uri = storage.join(table_uri, f.path)
-        if not storage.exists(uri):
+        info = _file_info(uri)
+        if info.type != pafs.FileType.File:
             return f"index file {f.path} is missing"
-        if storage.size(uri) != f.size or storage.sha256(uri) != f.checksum:
+        if info.size != f.size or (info.mtime_ns != f.mtime_ns or f.mtime_ns is None) \
+                and storage.sha256(uri) != f.checksum:
             return f"index file {f.path} is corrupt (size or checksum mismatch)"
     return None
+
+
+def _file_info(uri: str):
+    fs, path = storage.filesystem(uri)
+    return fs.get_file_info(path)

@@ -122,6 +122,9 @@ def _options(opts: IndexOptions = IndexOptions()) -> Options:
     return options
 
 
+SST_CHUNK = 1 << 16  # keys turned into Python bytes at a time while writing an SST
+
+
 def write_sst(keys: pa.Array, values: pa.Array, path: str) -> int:
     """Write (key, value) pairs as one sorted SST file; a null value writes a tombstone. ``values`` may be
     dictionary-encoded (a rebuild names a few places for millions of keys). Returns the entry count (0
@@ -131,14 +134,15 @@ def write_sst(keys: pa.Array, values: pa.Array, path: str) -> int:
     ordered = sort_keys(keys)
     if ordered.duplicated:
         raise ValueError(f"writing {path}: a key appears twice")
-    order, ordered_keys = ordered.order, ordered.keys
     writer = SstFileWriter(options=_sst_options())
     writer.open(path)
-    if values.null_count == 0:
-        # one C-level loop over the pairs: no Python frame per key
-        deque(map(writer.__setitem__, ordered_keys, _value_bytes(values, order)), maxlen=0)
-    else:
-        for k, v in zip(ordered_keys, _value_bytes(values, order)):
+    for where, chunk in ordered.chunks(SST_CHUNK):
+        chunk_values = _value_bytes(values, ordered.order[where])
+        if values.null_count == 0:
+            # one C-level loop over the pairs: no Python frame per key
+            deque(map(writer.__setitem__, chunk, chunk_values), maxlen=0)
+            continue
+        for k, v in zip(chunk, chunk_values):
             if v is None:
                 del writer[k]
             else:
@@ -150,8 +154,8 @@ def write_sst(keys: pa.Array, values: pa.Array, path: str) -> int:
 def _value_bytes(values: pa.Array, order: np.ndarray) -> list:
     if pa.types.is_dictionary(values.type):
         dictionary = np.asarray(values.dictionary.to_pylist() + [None], dtype=object)
-        indices = values.indices.fill_null(len(values.dictionary)).to_numpy()
-        return dictionary[indices[order]].tolist()
+        indices = values.indices.take(pa.array(order)).fill_null(len(values.dictionary)).to_numpy()
+        return dictionary[indices].tolist()
     # through numpy (nulls become None): 0.5 ms for 14k values where to_pylist() takes 9 ms
     return values.take(pa.array(order)).to_numpy(zero_copy_only=False).tolist()
 
