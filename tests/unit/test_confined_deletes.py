@@ -109,3 +109,20 @@ def test_old_result_files_of_the_dag_are_dropped(tmp_path):
     drop_old_results(str(new_run / "commit-0-try2.json"), retention_seconds=3600)
     assert not old_run.exists() and (new_run / "commit-0-try1.json").exists()
     assert (other_dag / "commit-0-try1.json").exists()  # another DAG's results are not this commit's to drop
+
+
+def test_a_result_uri_outside_the_results_layout_deletes_nothing(tmp_path):
+    """A job run by hand with its result file in some folder: that folder's files and other folders stay."""
+    from airflow_paimon.engine.commit.run import drop_old_results
+
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+    (work / "notes.txt").write_text("keep")
+    (work / "data" / "part-0.parquet").write_text("keep")
+    (work / "data" / "old.json").write_text("{}")
+    for f in (work / "notes.txt", work / "data" / "part-0.parquet", work / "data" / "old.json"):
+        os.utime(f, (1, 1))
+    (work / "out").mkdir()
+    drop_old_results(str(work / "out" / "result.json"), retention_seconds=3600)
+    assert (work / "notes.txt").exists() and (work / "data" / "part-0.parquet").exists()
+    assert (work / "data" / "old.json").exists()  # a folder with non-result files is not a run directory

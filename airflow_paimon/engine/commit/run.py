@@ -123,9 +123,15 @@ def drop_old_results(result_uri: str, retention_seconds: float) -> None:
     XCom holds what the tasks returned, the files only served the hand-over."""
     dag_results = result_uri.rstrip("/").rsplit("/", 2)[0]
     cutoff = time.time() - retention_seconds
+    # Only that layout is touched: run directories holding nothing but result JSON files (a job run by hand
+    # with a result URI elsewhere must not clean up that folder).
     for run in storage.list_dir(dag_results):
         run_uri = storage.join(dag_results, run)
+        if not storage.is_dir(run_uri):
+            continue
         files = storage.list_dir(run_uri)
+        if any(not f.endswith(".json") for f in files):
+            continue
         old = [f for f in files if storage.mtime(storage.join(run_uri, f)) < cutoff]
         for f in old:
             storage.delete_file_within(dag_results, storage.join(run_uri, f))
