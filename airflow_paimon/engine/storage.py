@@ -123,9 +123,14 @@ def list_dir(uri: str) -> list[str]:
     return [info.base_name for info in fs.get_file_info(pafs.FileSelector(path))]
 
 
-def size(uri: str) -> int:
+def file_info(uri: str) -> pafs.FileInfo:
+    """Type, size and modification time of ``uri`` in one call."""
     fs, path = filesystem(uri)
-    return fs.get_file_info(path).size
+    return fs.get_file_info(path)
+
+
+def size(uri: str) -> int:
+    return file_info(uri).size
 
 
 def sha256(uri: str) -> str:
