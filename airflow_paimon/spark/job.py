@@ -223,12 +223,12 @@ def log4j2_java_options(level: str) -> str:
 DEFAULT_SHUFFLE_PARTITIONS = 8
 
 
-def spark_session(spec: JobSpec, app_name: str, remote: str | None = None):
-    """The job's Spark session: on a Spark Connect server (``remote``, default the running job's) a new
-    client session, released when the job ends; else the driver's session of this spark-submit."""
+def spark_session(spec: JobSpec, app_name: str):
+    """The job's Spark session: on the running job's Spark Connect server a new client session, released
+    when the job ends; else the driver's session of this spark-submit."""
     from pyspark.sql import SparkSession
     run = _RUN.get()
-    remote = remote or (run.remote if run else None)
+    remote = run.remote if run else None
     builder = SparkSession.builder.appName(f"{app_name} {spec.table}")
     partitions = spec.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS
     builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
