@@ -6,9 +6,12 @@ identifier, and pypaimon's filesystem catalog joins it into the table path; so a
 check, here, runs wherever an identifier comes in: the operators before submitting, every Spark job, the
 hook, and each path derivation.
 
-Accepted: exactly one dot, both parts non-empty, no path separator, no ``..``, no control character.
-Paimon's ``table$branch_x`` / ``table$snapshots`` suffixes (branches, system tables) are refused: this
-provider writes the main branch of real tables only.
+Accepted: exactly one dot between a database and a table name, each an allow-list of Paimon identifier
+characters: ASCII letters, digits, ``_`` and ``-`` (not first). Everything else is refused, and said why:
+a path separator or ``..`` (escapes), ``%`` (pyarrow percent-decodes ``file://`` URIs: ``t%2F%2E%2E`` is
+``t/..``), ``#`` and ``?`` (a URI parser cuts there: ``db.t#x`` would be ``db.t``), whitespace and control
+characters. Paimon's ``table$branch_x`` / ``table$snapshots`` suffixes (branches, system tables) are refused:
+this provider writes the main branch of real tables only.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from airflow_paimon.engine.errors import ValidationError
 
 _SHOWN = 200  # longest part of a bad name echoed in an error
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
 
 
 def validate_identifier(identifier) -> str:
@@ -47,4 +51,11 @@ def _problem(identifier: str) -> str | None:
         return "leading or trailing whitespace"
     if "$" in identifier:
         return "branch and system-table suffixes ('$...') are not supported"
+    for char, why in (("%", "'%' (percent-encoding)"), ("#", "'#'"), ("?", "'?'")):
+        if char in identifier:
+            return f"contains {why}"
+    if any(c.isspace() for c in identifier):
+        return "contains whitespace"
+    if not (_NAME.match(database) and _NAME.match(table)):
+        return "database and table names allow only ASCII letters, digits, '_' and '-' (not first)"
     return None

@@ -17,7 +17,7 @@ import json
 import os
 import posixpath
 import uuid
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pafs
 
@@ -54,6 +54,19 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
         return pafs.FileSystem.from_uri(uri)
     fs = _object_store(parsed.scheme, parsed.netloc, json.dumps(_catalog_options, sort_keys=True))
     return fs, f"{parsed.netloc}{parsed.path}"
+
+
+def _acted_on(uri: str) -> tuple[str, str]:
+    """(scheme, path) that ``filesystem(uri)`` makes of ``uri``, without opening a file system: pyarrow's
+    ``from_uri`` percent-decodes the path and drops a query or fragment (``file:///wh/t%2F..`` is ``/wh``, and
+    ``s3://b/t#x`` is ``b/t``); our object-store route keeps the path as written, less query and fragment."""
+    if "://" not in uri:
+        return "", os.path.abspath(uri)
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return "file", unquote(parsed.path)
+    path = f"{parsed.netloc}{parsed.path}"
+    return parsed.scheme, path if _catalog_options else unquote(path)
 
 
 def join(base: str, *parts: str) -> str:
@@ -185,12 +198,18 @@ class EscapeError(ValueError):
     """A delete aimed outside the directory it is confined to; nothing was deleted."""
 
 
+def _resolved_path(uri: str) -> tuple[str, str]:
+    scheme, path = _acted_on(uri)
+    if scheme in ("", "file"):
+        return scheme, os.path.realpath(path)
+    return scheme, posixpath.normpath("/" + path)[1:]
+
+
 def resolved(uri: str) -> str:
-    """``uri`` with ``.``/``..`` segments resolved (and, for local paths, symlinks), as the file system sees it."""
-    if "://" not in uri:
-        return os.path.realpath(uri)
-    scheme, rest = uri.split("://", 1)
-    return f"{scheme}://{posixpath.normpath('/' + rest)[1:]}"
+    """``uri`` as the file system acts on it: decoded as pyarrow decodes it, ``.``/``..`` segments resolved
+    (and, for local paths, symlinks)."""
+    scheme, path = _resolved_path(uri)
+    return path if scheme in ("", "file") else f"{scheme}://{path}"
 
 
 def within(root: str, uri: str) -> bool:
@@ -205,13 +224,23 @@ def require_within(root: str, uri: str) -> None:
                           f"{resolved(root)})")
 
 
+def _confined(root: str, uri: str) -> tuple[pafs.FileSystem, str]:
+    """The file system of ``uri`` and the resolved path that was proven inside ``root``: a delete acts on
+    exactly the path checked, never on a re-parse of the URI."""
+    require_within(root, uri)
+    fs, _ = filesystem(uri)
+    return fs, _resolved_path(uri)[1]
+
+
 def delete_dir_within(root: str, uri: str) -> None:
     """delete_dir, only if ``uri`` lies strictly inside ``root`` (else EscapeError, nothing deleted)."""
-    require_within(root, uri)
-    delete_dir(resolved(uri))
+    fs, path = _confined(root, uri)
+    if fs.get_file_info(path).type != pafs.FileType.NotFound:
+        fs.delete_dir(path)
 
 
 def delete_file_within(root: str, uri: str) -> None:
     """delete_file, only if ``uri`` lies strictly inside ``root`` (else EscapeError, nothing deleted)."""
-    require_within(root, uri)
-    delete_file(resolved(uri))
+    fs, path = _confined(root, uri)
+    if fs.get_file_info(path).type != pafs.FileType.NotFound:
+        fs.delete_file(path)

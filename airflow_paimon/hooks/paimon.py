@@ -78,9 +78,9 @@ class PaimonHook(BaseHook):
         return {"warehouse": self.warehouse, **self.extras["catalog_options"]}
 
     def _root(self, name: str) -> str:
-        from airflow_paimon.engine import storage
+        from airflow_paimon.engine.layout import default_root
 
-        return self.extras.get(f"{name}_root") or storage.join(self.warehouse, ".airflow-paimon", name)
+        return self.extras.get(f"{name}_root") or default_root(self.warehouse, name)
 
     def index_root(self) -> str:
         return self._root("index")

@@ -11,7 +11,6 @@ DAG files import this module: it imports nothing heavy (pypaimon, pyarrow, pyspa
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,12 +44,6 @@ def spark_job_path(job: str) -> str:
         if candidate.exists():
             return str(candidate)
     raise FileNotFoundError(f"Spark job {job}.py not found next to {here}")
-
-
-def _safe(part: str) -> str:
-    """One path segment from a name (dag id, run id, ...): never a separator, never '.' or '..'."""
-    part = re.sub(r"[^A-Za-z0-9_.=-]", "_", part)
-    return "_" + part if part.strip(".") == "" else part
 
 
 class PaimonSparkJobOperator(BaseOperator):
@@ -144,7 +137,7 @@ class PaimonSparkJobOperator(BaseOperator):
         return None
 
     def execute(self, context) -> dict:
-        from airflow_paimon.engine import storage
+        from airflow_paimon.engine import layout, storage
 
         try:
             validate_identifier(self.table)  # templated: checked here, before anything is submitted
@@ -154,8 +147,8 @@ class PaimonSparkJobOperator(BaseOperator):
         storage.configure(hook.catalog_options())  # the result file is read with the connection's credentials
         spec = self.job_spec(context, hook).to_dict()
         ti = context["ti"]
-        result_uri = storage.join(hook.results_root(), _safe(ti.dag_id), _safe(ti.run_id),
-                                  _safe(f"{ti.task_id}-{ti.map_index}-try{ti.try_number}.json"))
+        result_uri = layout.result_file(hook.results_root(), ti.dag_id, ti.run_id, ti.task_id, ti.map_index,
+                                        ti.try_number)
         started = time.monotonic()
         self._submit(spec, result_uri, context)
         result = json.loads(storage.read_bytes(result_uri))

@@ -5,11 +5,10 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from airflow_paimon.engine import storage
-from airflow_paimon.engine.commit.staging import STAGED_FILE
+from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.compact.levels import level_sorted_runs
 from airflow_paimon.engine.compact.strategy import CompactOptions
-from airflow_paimon.engine.index.layout import published_snapshots, read_manifest, table_index_uri
+from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.table import open_catalog
 
@@ -111,9 +110,9 @@ def table_view(hook, conn_id: str, identifier: str, runs_by_commit_user: dict) -
     latest = latest_snapshot(table)
     view.snapshots = _snapshots(table, latest, runs_by_commit_user)
     _buckets(view, table, latest)
-    view.indexes = _indexes(table_index_uri(hook.index_root(), identifier))
+    view.indexes = _indexes(layout.index_dir(hook.index_root(), identifier))
     committed = {s.commit_user for s in view.snapshots}
-    view.staged = [s for s in _staged(storage.join(hook.staging_root(), identifier), runs_by_commit_user)
+    view.staged = [s for s in _staged(layout.staging_dir(hook.staging_root(), identifier), runs_by_commit_user)
                    if s.commit_user not in committed]
     return view
 
@@ -157,7 +156,7 @@ def _indexes(index_uri: str) -> list[IndexRow]:
 def _staged(table_staging_uri: str, runs_by_commit_user) -> list[StagedRow]:
     rows = []
     for commit_user in storage.list_dir(table_staging_uri):
-        uri = storage.join(table_staging_uri, commit_user, STAGED_FILE)
+        uri = layout.staged_file(storage.join(table_staging_uri, commit_user))
         if not storage.exists(uri):
             continue
         doc = json.loads(storage.read_bytes(uri))

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.faults import CRASH_AT
-from airflow_paimon.engine.index.layout import read_manifest, table_index_uri
+from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.shard import IndexOptions, decode_values
 from airflow_paimon.engine.index.store import load_shard
 from airflow_paimon.engine.scan import latest_snapshot

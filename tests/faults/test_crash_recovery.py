@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.index.bootstrap import CATCH_UP, REBUILD, REUSE
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.compact.run import compaction_identity
-from airflow_paimon.engine.index.layout import snapshot_dir, table_index_uri
+from airflow_paimon.engine.index.layout import snapshot_dir
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.table import get_table
 from compaction_tables import assert_reads
@@ -85,7 +86,7 @@ def test_kill_then_retry_converges(spark, base, tmp_path, job, point, index):
     warehouse = tmp_path / "warehouse"
     shutil.copytree(root / "warehouse", warehouse)
     p = Pipeline(spark, str(warehouse), table_spec=TABLE_SPEC)
-    index_uri = table_index_uri(p.index_root, p.table)
+    index_uri = layout.index_dir(p.index_root, p.table)
     done = batches[:1]
     if index == "rebuild":  # no index yet: the bootstrap rebuilds it from the table
         shutil.rmtree(index_uri)

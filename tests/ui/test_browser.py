@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_paimon.engine import storage
-from airflow_paimon.engine.index.layout import published_snapshots, read_manifest, table_index_uri
+from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.table import get_table
 from ui.test_paimon_page import PAGE
 
@@ -57,7 +57,7 @@ def test_paimon_page_in_chromium(browser, api_server, written, tmp_path):
     made_by = written.run_of_snapshot()
     assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#snapshots a")] == [
         f"{written.dag_id} / {made_by[i]}" for i in reversed(ids)]
-    index_uri = table_index_uri(storage.join(written.warehouse, ".airflow-paimon", "index"), written.table)
+    index_uri = layout.index_dir(layout.default_root(written.warehouse, "index"), written.table)
     keys = read_manifest(index_uri, published_snapshots(index_uri)[-1]).keys
     assert f"{keys:,}" in browser.find_element(By.ID, "index").text
     assert browser.find_element(By.TAG_NAME, "svg").is_displayed()

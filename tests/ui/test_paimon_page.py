@@ -8,8 +8,8 @@ from urllib.parse import quote
 
 import pytest
 
-from airflow_paimon.engine import storage
-from airflow_paimon.engine.index.layout import published_snapshots, read_manifest, table_index_uri
+from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.table import get_table
 
 pytestmark = pytest.mark.ui
@@ -65,7 +65,7 @@ def test_table_page_shows_snapshots_runs_and_index_as_the_table_has_them(api_ser
     assert len({href for _, href in shown}) == len(written.runs)  # each run's snapshot links to that run
     assert f"{rows:,}" in text and "CROSS_PARTITION" in text and "deduplicate" in text
     # the index of the committed snapshot: its key count is the table's row count (one row per key)
-    index_uri = table_index_uri(storage.join(written.warehouse, ".airflow-paimon", "index"), written.table)
+    index_uri = layout.index_dir(layout.default_root(written.warehouse, "index"), written.table)
     published = published_snapshots(index_uri)
     manifest = read_manifest(index_uri, published[-1])
     assert manifest.keys == rows
@@ -92,7 +92,7 @@ def test_staged_run_without_its_snapshot_is_listed(api_server, written):
 
     table = get_table({"warehouse": written.warehouse}, written.table)
     ident = CommitIdentity.for_run(written.dag_id, "manual__never-committed", written.table)
-    staging = storage.join(written.warehouse, ".airflow-paimon", "staging", written.table, ident.commit_user)
+    staging = layout.staging_dir(layout.default_root(written.warehouse, "staging"), written.table, ident.commit_user)
     base = table.snapshot_manager().get_latest_snapshot().id
     stage(table, staging, Staged(written.table, base, ident.commit_user, ident.commit_identifier, []), [])
     try:

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.index.store import clean_up
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.commit.run import run_commit
@@ -74,7 +74,7 @@ def test_table_name_escaping_its_staging_is_refused_before_commit(warehouse):
                       staging_uri=storage.join(root, evil, "u"), staging_root=root, staging_retention_seconds=0)
     table_dir = get_table(opts, "db.t").table_path.replace("file://", "")
     before = tree(table_dir)
-    with pytest.raises(storage.EscapeError):
+    with pytest.raises(ValidationError, match="invalid table identifier"):
         run_commit(spec)
     assert tree(table_dir) == before
     assert_table_equals(get_table(opts, "db.t"), expected_upsert([FIRST], "id"), "id")

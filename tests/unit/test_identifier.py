@@ -6,14 +6,17 @@ import os
 import pyarrow as pa
 import pytest
 
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.index.layout import table_index_uri
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 
 BAD = ["demo.orders/../..", "demo.orders/x", "demo\\orders.t", "..", "demo..orders", "demo", "a.b.c", ".orders",
        "demo.", "demo.ord\x00ers", "demo.ord\ners", "demo.orders$branch_dev", "demo.orders$snapshots", " demo.t",
-       "demo.t ", "", "x" * 300 + ".t/.."]
+       "demo.t ", "", "x" * 300 + ".t/..",
+       # pyarrow percent-decodes file:// URIs: this one's index/staging/result paths were the warehouse root
+       "db.t%2F%2E%2E%2F%2E%2E%2F%2E%2E", "db.t%23x", "db.t#x", "db.t?x", "db.t x", "db.t\u00a0x", "db.t\u2028x",
+       "db.-t", "-db.t", "db.tä", "db.t*", "db.t:x"]
 
 
 @pytest.mark.parametrize("name", BAD)
@@ -41,7 +44,14 @@ def test_traversal_never_opens_a_table_nor_derives_a_path(tmp_path):
     w.close()
     before = sorted(os.listdir(os.path.join(warehouse, "demo.db", "orders")))
     for call in (lambda: get_table(options, "demo.orders/../.."), lambda: get_or_create_table(options, "demo.orders/..", spec),
-                 lambda: table_index_uri(warehouse + "/index", "demo.orders/../..")):
+                 lambda: layout.index_dir(warehouse + "/index", "demo.orders/../..")):
         with pytest.raises(ValidationError, match="path separator"):
             call()
     assert sorted(os.listdir(os.path.join(warehouse, "demo.db", "orders"))) == before
+
+
+@pytest.mark.parametrize("name, why", [("db.t%2F%2E%2E", "'%'"), ("db.t#x", "'#'"), ("db.t?x", "'?'"),
+                                       ("db.t x", "whitespace"), ("db.tä", "ASCII letters")])
+def test_refusals_say_why(name, why):
+    with pytest.raises(ValidationError, match=why):
+        validate_identifier(name)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import time
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
-from airflow_paimon.engine.commit.staging import STAGED_FILE, load
+from airflow_paimon.engine.commit.staging import load
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import clean_up, publish_committed, staged_shards
 from airflow_paimon.engine.scan import added_file_count
@@ -29,7 +30,7 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     # refused before anything is committed: a staging URI that does not resolve inside its table's staging
     table_staging = confined_parent(staging_uri, identifier, spec.commit_user, root=spec.staging_root)
     table = get_table(spec.catalog_options, identifier)
-    if not storage.exists(storage.join(staging_uri, STAGED_FILE)):
+    if not storage.exists(layout.staged_file(staging_uri)):
         return _already_done(table, spec)
     staged = load(table, staging_uri)
     index_uri = staged.extra.get("index_uri")
@@ -68,19 +69,16 @@ def _described(table, snapshot) -> dict:
 
 
 def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
-    """For ``uri`` built as join(root, *tail): join(root, *tail[:-1]), after checking that it and ``uri``
-    resolve strictly inside ``root`` (a table name with ``..`` would otherwise aim clean-ups at other files).
+    """For ``uri`` built as layout.under(root, *tail): layout.under(root, *tail[:-1]), after checking that
+    ``uri`` is exactly that (a table name with ``..`` or ``%2F`` would otherwise aim clean-ups at other files).
     Without ``root``, the root is what precedes the tail in ``uri``."""
     uri = uri.rstrip("/")
     suffix = "/" + "/".join(tail)
     if not uri.endswith(suffix) or (root is not None and uri != storage.join(root, *tail)):
         raise PaimonJobError(f"table {tail[0]}: {uri} is not <root>{suffix}; refusing to clean up under it")
     root = uri[: -len(suffix)]
-    parent = storage.join(root, *tail[:-1]) if len(tail) > 1 else root
-    if parent != root:
-        storage.require_within(root, parent)
-    storage.require_within(root, uri)
-    return parent
+    layout.under(root, validate_identifier(tail[0]), *tail[1:])  # every segment safe, and inside the root as the file system resolves it
+    return layout.under(root, *tail[:-1]) if len(tail) > 1 else root
 
 
 def _already_done(table, spec: CommitSpec) -> CommitResult:
@@ -111,7 +109,7 @@ def _drop_abandoned_staging(table_staging: str, retention_seconds: float) -> Non
     now = time.time()
     for name in storage.list_dir(table_staging):
         uri = storage.join(table_staging, name)
-        marker = storage.join(uri, STAGED_FILE)
+        marker = layout.staged_file(uri)
         age_from = storage.mtime(marker) if storage.exists(marker) else storage.mtime(uri)
         if now - age_from > retention_seconds:
             log.info("dropping abandoned staging %s", uri)

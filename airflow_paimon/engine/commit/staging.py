@@ -8,16 +8,7 @@ from dataclasses import dataclass, field
 from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.commit_message_serializer import deserialize_commit_message, serialize_commit_message
 
-from airflow_paimon.engine import storage
-from airflow_paimon.engine.identifier import validate_identifier
-
-STAGED_FILE = "staged.json"
-
-
-def staging_uri_of(staging_root: str, identifier: str, commit_user: str) -> str:
-    """Where one run stages its commit: <staging_root>/<table>/<commit_user>."""
-    return storage.join(staging_root, validate_identifier(identifier), commit_user)
-
+from airflow_paimon.engine import layout, storage
 
 @dataclass
 class Staged:
@@ -42,13 +33,13 @@ def stage(table, staging_uri: str, staged: Staged, encoded_messages: list[bytes]
     doc = {"table": staged.table, "base_snapshot_id": staged.base_snapshot_id, "commit_user": staged.commit_user,
            "commit_identifier": staged.commit_identifier, "extra": staged.extra,
            "messages": [base64.b64encode(m).decode() for m in encoded_messages]}
-    uri = storage.join(staging_uri, STAGED_FILE)
+    uri = layout.staged_file(staging_uri)
     storage.write_bytes_atomic(uri, json.dumps(doc).encode())
     return uri
 
 
 def load(table, staging_uri: str) -> Staged:
-    doc = json.loads(storage.read_bytes(storage.join(staging_uri, STAGED_FILE)))
+    doc = json.loads(storage.read_bytes(layout.staged_file(staging_uri)))
     messages = [decode_message(table, base64.b64decode(m)) for m in doc["messages"]]
     return Staged(doc["table"], doc["base_snapshot_id"], doc["commit_user"], doc["commit_identifier"],
                   messages, doc.get("extra", {}))

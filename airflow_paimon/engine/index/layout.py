@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass, field
 import pyarrow.fs as pafs
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 
 log = logging.getLogger(__name__)
@@ -63,10 +62,6 @@ class IndexManifest:
 
     def files(self) -> list[IndexFile]:
         return [f for s in self.shard_meta for f in s.files]
-
-
-def table_index_uri(index_root: str, identifier: str) -> str:
-    return storage.join(index_root, validate_identifier(identifier))
 
 
 def snapshot_dir(snapshot_id: int | None) -> str:

@@ -17,12 +17,12 @@ import pyarrow as pa
 from airflow_paimon.engine.assign.dynamic import check_dynamic_table
 from airflow_paimon.engine.assign.fixed import check_fixed_table
 from airflow_paimon.engine.bucket_mode import BucketMode
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.bootstrap import (CATCH_UP, NOT_NEEDED, REBUILD, REUSE, catch_up_file,
                                                    catch_up_shard, plan_bootstrap, rebuild_part)
-from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, merge_shard_parts, table_index_uri,
-                                                write_manifest)
+from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, merge_shard_parts, write_manifest
 from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.store import clean_up
@@ -55,7 +55,7 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks) -> BootstrapResult:
     table = get_or_create_table(spec.catalog_options, identifier, table_spec)
     if BucketMode.of(table) is not BucketMode.CROSS_PARTITION:
         return _no_index_needed(table, shards)
-    table_uri = table_index_uri(spec.index_root, identifier)
+    table_uri = layout.index_dir(spec.index_root, identifier)
     plan = plan_bootstrap(table, table_uri, shards)
     log.debug("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.decision, plan.reason)
 

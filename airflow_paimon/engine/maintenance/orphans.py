@@ -15,8 +15,8 @@ import time
 
 import pyarrow.fs as pafs
 
-from airflow_paimon.engine import storage
-from airflow_paimon.engine.commit.staging import STAGED_FILE, data_file_paths, load
+from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.commit.staging import data_file_paths, load
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.maintenance.references import SnapshotReader, normalize
 from airflow_paimon.engine.specs import STAGING_RETENTION_SECONDS
@@ -46,7 +46,7 @@ def staged_references(table, table_staging: str, now_s: float) -> set[str]:
     refs = set()
     for name in storage.list_dir(table_staging):
         uri = storage.join(table_staging, name)
-        marker = storage.join(uri, STAGED_FILE)
+        marker = layout.staged_file(uri)
         if storage.exists(marker) and now_s - storage.mtime(marker) <= STAGING_RETENTION_SECONDS:
             try:
                 staged = load(table, uri)
@@ -95,9 +95,7 @@ def remove_orphan_files(table, older_than_ms: int | None = None, staging_root: s
     if older_than_ms is None:
         older_than_ms = int(time.time() * 1000) - DEFAULT_OLDER_THAN_MS
     identifier, now_s = table.identifier.get_full_name(), time.time()
-    table_staging = storage.join(staging_root, identifier) if staging_root else None
-    if table_staging:
-        storage.require_within(staging_root, table_staging)
+    table_staging = layout.staging_dir(staging_root, identifier) if staging_root else None
     protected = staged_references(table, table_staging, now_s) if table_staging else set()
     orphans = orphan_files(table, older_than_ms, protected)
     # staging goes only once abandoned, however small older_than_ms is

@@ -6,14 +6,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.assign.dynamic import check_dynamic_table
 from airflow_paimon.engine.assign.fixed import check_fixed_table
 from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
-from airflow_paimon.engine.commit.staging import Staged, stage, staging_uri_of
+from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.context import WriteContext, check_cross_partition_table
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
@@ -39,7 +39,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     table = get_table(spec.catalog_options, identifier)
     mode = BucketMode.of(table)
     ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, identifier)
-    staged_at = staging_uri_of(spec.staging_root, identifier, ident.commit_user)
+    staged_at = layout.staging_dir(spec.staging_root, identifier, ident.commit_user)
     result = {"table": identifier, "base_snapshot_id": spec.base_snapshot_id, "commit_user": ident.commit_user,
               "commit_identifier": ident.commit_identifier, "staging_uri": staged_at}
 
