@@ -9,6 +9,7 @@ import pytest
 
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from dag.dagrun import job_errors, run_dag, use_warehouse
+from java_paimon import assert_java_reads_as_pypaimon, missing
 from oracle import assert_table_equals, expected_upsert
 
 pytestmark = pytest.mark.dag
@@ -40,6 +41,9 @@ def test_daily_dag_three_batches_match_oracle(airflow_home, warehouse, monkeypat
         assert xcoms["assign_and_write"]["rows_in"] == len(batch)
         assert_table_equals(get_table({"warehouse": warehouse}, TABLE), expected_upsert(batches[: i + 1], "order_id"),
                             "order_id")
+    if missing() is None:  # Java Paimon, the reference implementation, reads what the Spark jobs wrote
+        assert len(assert_java_reads_as_pypaimon(warehouse, TABLE, ["order_id"])) == len(
+            expected_upsert(batches, "order_id"))
 
 
 def test_commit_twice_in_one_run_gives_one_snapshot(airflow_home, warehouse, monkeypatch, tmp_path):

@@ -9,7 +9,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pypaimon.common.options.core_options import CoreOptions
 from pypaimon.write.commit_message import CommitMessage
-from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
 from airflow_paimon.engine.compact.levels import interval_partition
 from airflow_paimon.engine.compact.merge import RETRACT_KINDS, SEQUENCE, VALUE_KIND, merge_key_values, retract_counts
@@ -18,6 +17,7 @@ from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.write.bucket_writer import file_schema
+from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
 log = logging.getLogger(__name__)
 COMPACT_FILE_SOURCE = 1  # DataFileMeta.file_source: 0 APPEND, 1 COMPACT
@@ -114,7 +114,7 @@ class BucketRewriter:
             self.compact_after.extend(self._write(merged))
 
     def _write(self, kv: pa.Table) -> list:
-        writer = KeyValueDataWriter(table=self.table, partition=tuple(self.work.partition), bucket=self.work.bucket,
+        writer = KeyValueFileWriter(table=self.table, partition=tuple(self.work.partition), bucket=self.work.bucket,
                                     max_seq_number=0, options=CoreOptions.copy(self.table.options))
         try:
             writer._roll_write(kv)  # sorted, key-unique rows; pypaimon rolls them into files by size

@@ -1,8 +1,12 @@
-"""pypaimon's KeyValueDataWriter, with each file's ``delete_row_count`` set to its -U/-D rows as Java does.
+"""pypaimon's KeyValueDataWriter, writing files as Java Paimon writes them:
 
-pypaimon's writer records 0 for every file; a reader then takes a bucket holding one file as
-raw-convertible and returns that file's -D rows as live rows (e.g. a delete of a key that was never
-written, alone in a new dynamic bucket). pypaimon's PostponeDataWriter fixes the same thing the same way.
+- each file's ``delete_row_count`` is its -U/-D rows. pypaimon's writer records 0 for every file; a reader
+  then takes a bucket holding one file as raw-convertible and returns that file's -D rows as live rows (e.g. a
+  delete of a key that was never written, alone in a new dynamic bucket). pypaimon's PostponeDataWriter fixes
+  the same thing the same way.
+- DECIMAL(p ≤ 18) columns are stored as parquet INT32 / INT64 (the parquet spec's choice, and Java's).
+  pyarrow's default, FIXED_LEN_BYTE_ARRAY, makes Java Paimon 1.0 fail on every read of the file
+  (``PlainBinaryDictionary.decodeToLong``: its reader takes the physical type from the precision).
 """
 from __future__ import annotations
 
@@ -15,6 +19,10 @@ from airflow_paimon.engine.data_files import RETRACT_KINDS
 
 class KeyValueFileWriter(KeyValueDataWriter):
     _retracts: int | None = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.parquet_writer_options = {**self.parquet_writer_options, "store_decimal_as_integer": True}
 
     def _write_data_to_file(self, data: pa.Table):
         kinds = np.asarray(data.column("_VALUE_KIND").to_numpy(), dtype=np.int8) if data.num_rows else []

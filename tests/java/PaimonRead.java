@@ -1,0 +1,74 @@
+// Java Paimon (the reference implementation) reads a table: every row of its latest snapshot (or of the
+// snapshot given), one JSON object per line on stdout. Args: warehouse database.table [snapshot-id]
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.paimon.catalog.Catalog;
+import org.apache.paimon.catalog.CatalogContext;
+import org.apache.paimon.catalog.CatalogFactory;
+import org.apache.paimon.catalog.Identifier;
+import org.apache.paimon.data.BinaryString;
+import org.apache.paimon.data.Decimal;
+import org.apache.paimon.data.InternalRow;
+import org.apache.paimon.data.Timestamp;
+import org.apache.paimon.options.Options;
+import org.apache.paimon.reader.RecordReader;
+import org.apache.paimon.table.Table;
+import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.types.DataField;
+
+public class PaimonRead {
+    public static void main(String[] args) throws Exception {
+        Options options = new Options();
+        options.set("warehouse", args[0]);
+        Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options));
+        Table table = catalog.getTable(Identifier.fromString(args[1]));
+        if (args.length > 2) {
+            Map<String, String> dynamic = new HashMap<>();
+            dynamic.put("scan.snapshot-id", args[2]);
+            table = table.copy(dynamic);
+        }
+        List<DataField> fields = table.rowType().getFields();
+        List<InternalRow.FieldGetter> getters = new ArrayList<>();
+        for (int i = 0; i < fields.size(); i++) {
+            getters.add(InternalRow.createFieldGetter(fields.get(i).type(), i));
+        }
+        ReadBuilder builder = table.newReadBuilder();
+        RecordReader<InternalRow> reader = builder.newRead().createReader(builder.newScan().plan());
+        StringBuilder out = new StringBuilder();
+        reader.forEachRemaining(row -> {
+            out.setLength(0);
+            out.append('{');
+            for (int i = 0; i < fields.size(); i++) {
+                if (i > 0) out.append(", ");
+                out.append(quote(fields.get(i).name())).append(": ").append(json(getters.get(i).getFieldOrNull(row)));
+            }
+            System.out.println(out.append('}'));
+        });
+        reader.close();
+    }
+
+    private static String json(Object v) {
+        if (v == null) return "null";
+        if (v instanceof BinaryString) return quote(v.toString());
+        if (v instanceof Decimal) return quote(((Decimal) v).toBigDecimal().toPlainString());
+        if (v instanceof BigDecimal) return quote(((BigDecimal) v).toPlainString());
+        if (v instanceof Timestamp) return Long.toString(((Timestamp) v).toMicros());  // epoch microseconds
+        if (v instanceof Double && (((Double) v).isNaN() || ((Double) v).isInfinite())) return quote(v.toString());
+        if (v instanceof Number || v instanceof Boolean) return v.toString();
+        return quote(v.toString());
+    }
+
+    private static String quote(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') b.append('\\').append(c);
+            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+            else b.append(c);
+        }
+        return b.append('"').toString();
+    }
+}

@@ -1,0 +1,100 @@
+"""Java Paimon 1.0, the reference implementation, as a reader for the tests.
+
+Its bundle jar ships inside the PyPI wheel ``paimon-python-ali==0.1.1``
+(``paimon_python_java/java_dependencies/paimon-python-java-bridge.jar``). The wheel is not a dependency of the
+project (it pins an older py4j than Spark's): ``uv pip install --no-deps --target`` unpacks it once into a cache
+outside the checkout, and ``tests/java/PaimonRead.java`` is compiled against the jar with the machine's javac.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+WHEEL = "paimon-python-ali==0.1.1"
+JAR = "paimon_python_java/java_dependencies/paimon-python-java-bridge.jar"
+SOURCE = Path(__file__).resolve().parent / "java" / "PaimonRead.java"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "airflow-paimon-tests"
+
+
+def missing() -> str | None:
+    """Why Java Paimon cannot run here, or None."""
+    for tool in ("java", "javac"):
+        if not shutil.which(tool):
+            return f"{tool} not found (Java 17 is needed for Java Paimon and for Spark)"
+    if not (os.environ.get("UV") or shutil.which("uv")):
+        return "uv not found (run the tests through `uv run`)"
+    return None
+
+
+def reader_classpath() -> str:
+    """The jar and the compiled reader, built once per machine (keyed by the reader's source); concurrent
+    pytest-xdist workers each build into a temporary directory and the first rename wins."""
+    key = hashlib.sha256(SOURCE.read_bytes() + WHEEL.encode()).hexdigest()[:12]
+    home = CACHE / f"java-paimon-{key}"
+    if not (home / "classes" / "PaimonRead.class").exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(dir=CACHE, prefix=".build-"))
+        uv = os.environ.get("UV") or shutil.which("uv")
+        subprocess.run([uv, "pip", "install", "--quiet", "--no-deps", "--target", str(work / "wheel"), WHEEL],
+                       check=True, timeout=600)
+        subprocess.run(["javac", "-nowarn", "-cp", str(work / "wheel" / JAR), "-d", str(work / "classes"),
+                        str(SOURCE)], check=True, timeout=300)
+        try:
+            work.rename(home)
+        except OSError:  # another worker finished first
+            shutil.rmtree(work, ignore_errors=True)
+    return f"{home / 'classes'}{os.pathsep}{home / 'wheel' / JAR}"
+
+
+def java_read(warehouse: str, table: str = "db.t", snapshot_id: int | None = None) -> pd.DataFrame:
+    """Every row Java Paimon reads from ``table`` (its latest snapshot, or ``snapshot_id``)."""
+    args = ["java", "-cp", reader_classpath(), "PaimonRead", warehouse, table]
+    out = subprocess.run(args + ([str(snapshot_id)] if snapshot_id is not None else []), capture_output=True,
+                         text=True, timeout=300)
+    if out.returncode != 0:
+        raise AssertionError(f"Java Paimon could not read {table}: {out.stderr[-3000:]}")
+    return pd.DataFrame([json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")])
+
+
+def _normal(frame: pd.DataFrame) -> pd.DataFrame:
+    """pypaimon's read in the form the Java reader prints: timestamps as epoch microseconds, dates as epoch days,
+    decimals as text."""
+    import datetime
+    import decimal
+
+    out = frame.copy()
+    for name in out.columns:
+        col = out[name]
+        if pd.api.types.is_datetime64_any_dtype(col):
+            out[name] = col.map(lambda t: None if pd.isna(t) else int(pd.Timestamp(t).value // 1000))
+        elif col.map(lambda v: isinstance(v, decimal.Decimal)).any():
+            out[name] = col.map(lambda v: None if v is None else format(v, "f"))
+        elif col.map(lambda v: type(v) is datetime.date).any():
+            out[name] = col.map(lambda v: None if v is None else (v - datetime.date(1970, 1, 1)).days)
+    return out
+
+
+def assert_java_reads_as_pypaimon(warehouse: str, table: str, keys: list[str], snapshot_id: int | None = None):
+    """Java Paimon reads exactly the rows pypaimon reads (no key twice); returns Java's rows."""
+    from airflow_paimon.engine.table import get_table
+    from oracle import read_table
+
+    ours = get_table({"warehouse": warehouse}, table)
+    if snapshot_id is not None:
+        ours = ours.copy({"scan.snapshot-id": str(snapshot_id)})
+    expected = _normal(read_table(ours))
+    actual = java_read(warehouse, table, snapshot_id)
+    if expected.empty:
+        assert actual.empty, actual.head()
+        return actual
+    assert not actual.duplicated(keys).any(), actual[actual.duplicated(keys)].head()
+    actual = actual[list(expected.columns)].sort_values(keys).reset_index(drop=True)
+    pd.testing.assert_frame_equal(actual, expected.sort_values(keys).reset_index(drop=True), check_dtype=False)
+    return actual
