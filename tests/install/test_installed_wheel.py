@@ -72,11 +72,11 @@ def _run(cmd, **kwargs):
 
 
 def install_wheel(venv: Path, dist: Path) -> None:
-    """What the README's "Install into a fresh environment with uv" does, offline."""
+    """What docs/install.md describes for an existing Airflow (uv with the cachetools override), offline."""
     _run([*_uv(), "build", "--wheel", "-o", str(dist)], cwd=ROOT)
     wheel = next(dist.glob("airflow_paimon-*.whl"))
     # the dependencies at the lock's versions (no dev group, not the project), then the wheel itself, resolved
-    # against them; the cachetools override is the one pyproject's [tool.uv] declares (README, Install).
+    # against them; the cachetools override is the one pyproject's [tool.uv] declares (docs/install.md).
     _run([*_uv(), "sync", "--frozen", "--offline", "--no-dev", "--no-install-project", "--no-compile-bytecode", "-q"],
          cwd=ROOT, env={**os.environ, "UV_PROJECT_ENVIRONMENT": str(venv)})
     overrides = dist / "overrides.txt"

@@ -1,5 +1,5 @@
 """The Paimon page in a real headless Chromium, logged in as an Airflow user: inside the Airflow UI (nav
-entry, iframe) and on its own, with a screenshot for the README."""
+entry, iframe) and on its own, with a screenshot for docs/ui.md."""
 from __future__ import annotations
 
 import os
@@ -65,7 +65,7 @@ def test_paimon_page_in_chromium(browser, api_server, written, tmp_path):
     browser.set_window_size(1280, height + 160)  # + the window's frame
     shot = tmp_path / "ui-paimon-page.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
-    if os.environ.get("UPDATE_SCREENSHOT"):  # the README's picture: refreshed on demand, never by a plain test run
+    if os.environ.get("UPDATE_SCREENSHOT"):  # docs/ui.md's picture: refreshed on demand, never by a plain test run
         shutil.copy(shot, SCREENSHOT)
     print(f"page loaded in Chromium in {loaded * 1000:.0f} ms; screenshot {shot}")
 
