@@ -54,6 +54,8 @@ def run(rows: int, shards: int, spark, repeat: int = 1) -> dict:
     from bench_upsert import PeakRSS, load_average
     from spark.jobs import Jobs
 
+    from airflow_paimon.engine.layout import PROVIDER_DIR
+
     warehouse = tempfile.mkdtemp(prefix="bench-bootstrap-")
     try:
         table = get_or_create_table({"warehouse": warehouse}, "db.t", TableSpec.from_dict(SPEC))
@@ -62,7 +64,7 @@ def run(rows: int, shards: int, spark, repeat: int = 1) -> dict:
         jobs = Jobs(spark, warehouse, "db.t", shards=shards)
         colds = []
         for _ in range(repeat):  # each cold run from no index at all
-            shutil.rmtree(Path(warehouse) / ".airflow-paimon", ignore_errors=True)
+            shutil.rmtree(Path(warehouse) / PROVIDER_DIR, ignore_errors=True)
             load = load_average()
             with PeakRSS(os.getpid()) as rss:
                 cold_s, cold = timed(jobs.bootstrap)

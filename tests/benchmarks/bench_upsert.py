@@ -250,14 +250,16 @@ class Ours:
         self.shards, self.run_id = shards, run_id
 
     def spec(self, job: str, upstream: dict | None = None, source: str | None = None) -> dict:
+        from airflow_paimon.engine.layout import default_root
+
         common = {"catalog_options": self.options, "table": TABLE}
         if job == "bootstrap_index":
             return {**common, "table_spec": CROSS, "shards": self.shards,
-                    "index_root": f"{self.warehouse}/.airflow-paimon/index"}
+                    "index_root": default_root(str(self.warehouse), "index")}
         if job == "assign_and_write":
             return {**common, "source": {"path": source}, "base_snapshot_id": upstream["base_snapshot_id"],
                     "index_uri": upstream["index_uri"], "shards": upstream["shards"],
-                    "staging_root": f"{self.warehouse}/.airflow-paimon/staging",
+                    "staging_root": default_root(str(self.warehouse), "staging"),
                     "dag_id": "bench", "run_id": self.run_id}
         if job == "commit":
             return {**common, **{k: upstream[k] for k in ("staging_uri", "commit_user", "commit_identifier",

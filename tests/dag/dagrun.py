@@ -28,7 +28,9 @@ def run_dag(dag, logical_date: str | None = None, conf: dict | None = None):
 def job_errors(warehouse: str, dag_id: str) -> list[str]:
     """The errors the DAG's Spark jobs reported in their result files."""
     out = []
-    for path in glob.glob(os.path.join(warehouse, ".airflow-paimon", "results", dag_id, "*", "*.json")):
+    from airflow_paimon.engine import layout
+
+    for path in glob.glob(os.path.join(layout.default_root(warehouse, "results"), dag_id, "*", "*.json")):
         with open(path) as f:
             doc = json.load(f)
         if "error" in doc:

@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from dag.dagrun import run_dag, use_warehouse
 from local_runner import bootstrap, upsert
@@ -22,7 +23,7 @@ def seed(warehouse: str, identifier: str, schema: dict, data: pd.DataFrame) -> N
     opts = {"warehouse": warehouse}
     spec = TableSpec.from_dict(schema)
     get_or_create_table(opts, identifier, spec)
-    upsert(bootstrap(opts, identifier, f"{warehouse}/.airflow-paimon/index", 4),
+    upsert(bootstrap(opts, identifier, layout.default_root(warehouse, "index"), 4),
            pa.Table.from_pandas(data, schema=spec.arrow_schema(), preserve_index=False), run_id="seed")
 
 
@@ -80,5 +81,5 @@ def test_upstream_output_of_another_table_and_no_upstream_fail_clearly(airflow_h
     logs = out + err + caplog.text
     assert "assign_and_write_a writes table db.a but its upstream bootstrap_b is for table db.b" in logs
     assert "commit_a (table db.a): no upstream PaimonAssignAndWriteOperator" in logs
-    assert not os.path.exists(f"{warehouse}/.airflow-paimon/staging/db.a")  # nothing staged
+    assert not os.path.exists(layout.staging_dir(layout.default_root(warehouse, "staging"), "db.a"))  # nothing staged
     assert get_table({"warehouse": warehouse}, "db.a").snapshot_manager().get_latest_snapshot() is None

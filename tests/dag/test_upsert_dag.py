@@ -7,6 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from dag.dagrun import job_errors, run_dag, use_warehouse
 from java_paimon import assert_java_reads_as_pypaimon, missing
@@ -99,5 +100,5 @@ def test_bad_input_fails_the_task_and_leaves_the_table(airflow_home, warehouse, 
     assert any("table db.t" in e and "'id'" in e and "null" in e for e in errors), errors
     table = get_table({"warehouse": warehouse}, "db.t")
     assert [s.id for s in table.snapshot_manager().list_snapshots()] == [1]
-    assert not os.path.exists(os.path.join(warehouse, ".airflow-paimon", "staging", "db.t")) or all(
-        "bad_input" not in p for p in os.listdir(os.path.join(warehouse, ".airflow-paimon", "staging", "db.t")))
+    assert not os.path.exists(layout.staging_dir(layout.default_root(warehouse, "staging"), "db.t")) or all(
+        "bad_input" not in p for p in os.listdir(layout.staging_dir(layout.default_root(warehouse, "staging"), "db.t")))

@@ -106,8 +106,8 @@ class Pipeline:
                                                                                 shards)
         self.full_compaction = full_compaction
         self.options = {"warehouse": warehouse}
-        self.index_root = f"{warehouse}/.airflow-paimon/index"
-        self.staging_root = f"{warehouse}/.airflow-paimon/staging"
+        self.index_root = layout.default_root(warehouse, "index")
+        self.staging_root = layout.default_root(warehouse, "staging")
 
     def spec(self, job: str, done: dict, source: str, run_id: str) -> JobSpec:
         """The spec of ``job`` in DAG run ``run_id``, given the results (XCom dicts) of the jobs ``done``."""

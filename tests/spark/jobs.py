@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec, BootstrapSpec, CommitSpec
 from airflow_paimon.spark.assign_write import run_assign_and_write
@@ -15,11 +16,11 @@ class Jobs:
         self.table_spec, self.shards = table_spec, shards
         self.options = {"warehouse": warehouse}
         self.common = {"catalog_options": self.options, "table": table}
-        self.staging_root = f"{warehouse}/.airflow-paimon/staging"
+        self.staging_root = layout.default_root(warehouse, "staging")
 
     def bootstrap(self) -> dict:
         return run_bootstrap(self.spark, BootstrapSpec(**self.common, table_spec=self.table_spec, shards=self.shards,
-                                                       index_root=f"{self.warehouse}/.airflow-paimon/index")).to_dict()
+                                                       index_root=layout.default_root(self.warehouse, "index"))).to_dict()
 
     def assign_and_write(self, boot: dict, source: dict, run_id: str, row_kind_column: str | None = None) -> dict:
         return run_assign_and_write(self.spark, AssignWriteSpec(

@@ -7,6 +7,7 @@ import os
 import pandas as pd
 import pytest
 
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.table import get_table
 from oracle import assert_table_equals, expected_upsert
 from spark.jobs import Jobs
@@ -36,7 +37,7 @@ def test_a_corrupt_manifest_is_rebuilt_by_the_bootstrap(spark, warehouse, tmp_pa
     first = pd.DataFrame({"id": [1, 2], "p": ["a", "b"], "q": ["c", "c"], "v": [1.0, 2.0]})
     jobs.upsert(first, "one", tmp_path)
     jobs.bootstrap()
-    manifests = glob.glob(os.path.join(warehouse, ".airflow-paimon", "index", "db.parts", "*", "manifest.json"))
+    manifests = glob.glob(os.path.join(layout.index_dir(layout.default_root(warehouse, "index"), "db.parts"), "*", "manifest.json"))
     assert manifests
     for m in manifests:
         with open(m, "w") as f:
