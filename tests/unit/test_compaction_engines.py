@@ -343,8 +343,9 @@ def test_unsupported_options_are_refused_before_anything_is_written(warehouse, e
     for i, df in enumerate(data):
         engine_write(reload(warehouse), df, schema, np.zeros(len(df), np.int8), i)
     files = {e.file.file_name for es in bucket_files(reload(warehouse)).values() for e in es}
-    with pytest.raises(ValidationError, match=f"table db.t, option '{option}', .*{message}"):
+    with pytest.raises(ValidationError, match=f"table db.t, option '{option}', value '{value}': ") as err:
         compact(reload(warehouse), full=True, scope="table")
+    assert message in str(err.value)
     table = reload(warehouse)
     assert latest_snapshot(table).id == 2
     assert {e.file.file_name for es in bucket_files(table).values() for e in es} == files
