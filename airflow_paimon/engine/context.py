@@ -19,17 +19,6 @@ def cached_table(options_json: str, identifier: str):
     return get_table(json.loads(options_json), identifier)
 
 
-def check_cross_partition_table(table) -> None:
-    """Refuse, before anything is written, what Paimon refuses for a cross-partition table."""
-    from airflow_paimon.engine.errors import ValidationError
-
-    fields = MergeRules.of(table.table_schema.options, table.identifier.get_full_name()).sequence_fields
-    if fields:  # Paimon's own rule (SchemaValidation); pypaimon refuses to read such a table
-        raise ValidationError(table.identifier.get_full_name(), "You can not use sequence.field in cross partition "
-                              f"update case (primary keys {list(table.primary_keys)} do not include all partition "
-                              f"fields {list(table.partition_keys)})", column="sequence.field", value=",".join(fields))
-
-
 @dataclass
 class WriteContext:
     catalog_options: dict
@@ -80,7 +69,7 @@ class WriteContext:
     @property
     def index_options(self):
         from airflow_paimon.engine.index.shard import IndexOptions
-        return IndexOptions.from_table_options(dict(self.table().table_schema.options))
+        return IndexOptions.from_table_options(dict(self.table().table_schema.options), self.identifier)
 
     @property
     def bucket_mode(self) -> BucketMode:

@@ -15,14 +15,16 @@ class PaimonJobError(Exception):
 
 
 class ValidationError(PaimonJobError):
-    """The input or the declared schema does not fit the table."""
+    """The input, the declared schema or a table option does not fit the table (or this provider)."""
 
-    def __init__(self, table: str, message: str, column: str | None = None, value=None):
-        self.table, self.column, self.value = table, column, value
+    def __init__(self, table: str, message: str, column: str | None = None, value=None, option: str | None = None):
+        self.table, self.column, self.value, self.option = table, column, value, option
         where = f"table {table}"
         if column is not None:
             where += f", column {shown(column)}"
-        if value is not None or column is not None:
+        if option is not None:
+            where += f", option {shown(option)}"
+        if value is not None or column is not None or option is not None:
             where += f", value {shown(value)}"
         super().__init__(f"{where}: {message}")
 

@@ -9,8 +9,9 @@ from pypaimon.catalog.catalog_exception import TableNotExistException
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.errors import ValidationError, shown
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
+from airflow_paimon.engine.table_options import TableShape, check_options, check_table
 
 
 @dataclass(frozen=True)
@@ -82,48 +83,22 @@ def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec 
         table = catalog.get_table(identifier)
     if spec is not None:
         _check_matches(identifier, table, spec)
-    check_options(identifier, table.table_schema.options)
+    check_table(table)  # its own options, maybe set by another engine
     return table
 
 
-# Integer table options this provider reads, with the smallest value Paimon accepts; bucket also takes -1.
-_INT_OPTIONS = {"bucket": 1, "dynamic-bucket.target-row-num": 1, "dynamic-bucket.initial-buckets": 1,
-                "num-sorted-run.compaction-trigger": 1, "num-sorted-run.stop-trigger": 1,
-                "compaction.max-size-amplification-percent": 0, "compaction.size-ratio": 0,
-                "num-levels": 2}
-
-
-def check_options(identifier: str, options: dict) -> None:
-    """Refuse an unparsable or out-of-range table option, naming it and its value, before anything is
-    created or written."""
-    for key, smallest in _INT_OPTIONS.items():
-        if options.get(key) is None:
-            continue
-        raw = str(options[key]).strip()
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValidationError(identifier, f"table option {key!r} must be an integer, not {shown(options[key])}"
-                                  ) from None
-        if value < smallest and not (key == "bucket" and value == -1):
-            allowed = "-1 (dynamic) or at least 1" if key == "bucket" else f"at least {smallest}"
-            raise ValidationError(identifier, f"table option {key!r} must be {allowed}, not {shown(options[key])}")
-    from airflow_paimon.engine.commit.manifest_merge import check_manifest_options
-
-    check_manifest_options(identifier, options)
-
-
 def _check_spec(identifier: str, spec: TableSpec) -> None:
-    check_options(identifier, spec.options)
     names = [c for c, _ in spec.columns]
     for key in spec.primary_keys + spec.partition_keys:
         if key not in names:
             raise ValidationError(identifier, "declared key is not a declared column", column=key)
+    types = {}
     for name, type_sql in spec.columns:
         try:
-            DataTypeParser.parse_atomic_type_sql_string(type_sql)
+            types[name] = str(DataTypeParser.parse_atomic_type_sql_string(type_sql))
         except Exception as e:
             raise ValidationError(identifier, f"unknown Paimon type: {e}", column=name, value=type_sql) from None
+    check_options(identifier, spec.options, TableShape(types, tuple(spec.primary_keys), tuple(spec.partition_keys)))
 
 
 def _check_matches(identifier: str, table, spec: TableSpec) -> None:

@@ -175,11 +175,13 @@ def test_first_row_merge_engine_keeps_the_first_version(warehouse):
 
 def test_unsupported_merge_engine_option_is_refused():
     # end to end (nothing written, nothing committed): tests/unit/test_compaction_engines.py
-    from airflow_paimon.engine.compact.merge import check_supported
-    with pytest.raises(PaimonJobError, match="merge-engine 'partial-update' with option fields.v.sequence-group"):
-        check_supported("db.t", {"merge-engine": "partial-update", "fields.v.sequence-group": "dt"})
-    with pytest.raises(PaimonJobError, match="merge-engine 'lookup' is not supported"):
-        check_supported("db.t", {"merge-engine": "lookup"})
+    from airflow_paimon.engine.table_options import TableShape, check_options
+    shape = TableShape({"id": "BIGINT", "v": "DOUBLE", "dt": "STRING"}, ("id",), ())
+    with pytest.raises(PaimonJobError, match="option 'fields.v.sequence-group', value 'dt': merge-engine "
+                                             "partial-update with sequence groups"):
+        check_options("db.t", {"merge-engine": "partial-update", "fields.v.sequence-group": "dt"}, shape)
+    with pytest.raises(PaimonJobError, match="option 'merge-engine', value 'lookup': is not supported"):
+        check_options("db.t", {"merge-engine": "lookup"}, shape)
 
 
 def test_retry_of_the_same_run_returns_the_same_snapshot(warehouse):

@@ -8,6 +8,7 @@ from pypaimon.write.row_key_extractor import DynamicBucketRowKeyExtractor
 
 from airflow_paimon.engine.assign.dynamic import (PartitionIndex, assigner_of, check_dynamic_table, key_hashes,
                                                   partition_hashes)
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.hash_index import read_hashes, write_hashes
 
 rng = np.random.default_rng(11)
@@ -86,12 +87,12 @@ def test_hash_index_file_round_trip_is_big_endian_ints(tmp_path):
     assert sorted(read_hashes(table, entry).tolist()) == sorted({5, -1, 2**31 - 1, -2**31})
 
 
-@pytest.mark.parametrize("primary_keys,options,message", [
-    (["id"], {"bucket": "-1"}, "cross-partition"),
-    (["id", "dt"], {"bucket": "-1", "bucket-key": "id"}, "bucket-key"),
-    (["id", "dt"], {"bucket": "4"}, "bucket = -1"),
+@pytest.mark.parametrize("primary_keys,options,error,message", [
+    (["id"], {"bucket": "-1"}, ValueError, "cross-partition"),
+    (["id", "dt"], {"bucket": "-1", "bucket-key": "id"}, ValidationError, "option 'bucket-key', value 'id'"),
+    (["id", "dt"], {"bucket": "4"}, ValueError, "bucket = -1"),
 ])
-def test_not_dynamic_tables_are_refused(tmp_path, primary_keys, options, message):
+def test_not_dynamic_tables_are_refused(tmp_path, primary_keys, options, error, message):
     table = _table(tmp_path, primary_keys, ["dt"], options)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         check_dynamic_table(table)

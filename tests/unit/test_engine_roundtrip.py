@@ -110,13 +110,3 @@ def test_bootstrap_catches_up_another_writers_files_as_a_rebuild_would(warehouse
 
 def arrow_of(df):
     return pa.Table.from_pandas(df, schema=SCHEMA, preserve_index=False)
-
-
-def test_sequence_field_on_a_cross_partition_table_is_refused_as_paimon_does(warehouse):
-    from airflow_paimon.engine.context import check_cross_partition_table
-    from airflow_paimon.engine.errors import ValidationError
-
-    spec = TableSpec(SPEC.columns, SPEC.primary_keys, SPEC.partition_keys, {"bucket": "-1", "sequence.field": "v"})
-    table = get_or_create_table({"warehouse": warehouse}, "db.s", spec)
-    with pytest.raises(ValidationError, match="table db.s, column 'sequence.field', value 'v': You can not use"):
-        check_cross_partition_table(table)

@@ -13,6 +13,7 @@ from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor, RowKeyE
 from airflow_paimon.engine.assign.binary_row import binary_rows
 from airflow_paimon.engine.assign.fixed import base_snapshot_id, check_fixed_table, fixed_buckets
 from airflow_paimon.engine.assign.murmur import hash_codes
+from airflow_paimon.engine.errors import ValidationError
 
 N = 10_000
 rng = np.random.default_rng(20261122)
@@ -164,13 +165,13 @@ def test_bucket_key_option_and_mod_function(tmp_path):
     assert fixed_buckets(mod, data).tolist() == np.mod(data.column("a").to_numpy().astype(np.int64), 5).tolist()
 
 
-@pytest.mark.parametrize("options,message", [
-    ({"bucket": "-1"}, "needs option bucket > 0"),
-    ({"bucket": "4", "bucket-function.type": "hive"}, "hive"),
-    ({"bucket": "4", "bucket-key": "b", "bucket-function.type": "mod"}, "exactly one INT or BIGINT"),
+@pytest.mark.parametrize("options,error,message", [
+    ({"bucket": "-1"}, ValueError, "needs option bucket > 0"),  # not a fixed-bucket table at all
+    ({"bucket": "4", "bucket-function.type": "hive"}, ValidationError, "option 'bucket-function.type', value 'hive'"),
+    ({"bucket": "4", "bucket-key": "b", "bucket-function.type": "mod"}, ValidationError, "exactly one INT or BIGINT"),
 ])
-def test_unsupported_fixed_bucket_options_are_refused(tmp_path, options, message):
+def test_unsupported_fixed_bucket_options_are_refused(tmp_path, options, error, message):
     schema = pa.schema([pa.field("a", pa.int32(), False), pa.field("b", pa.string(), False)])
     table = _table(tmp_path, "bad", schema, ["a", "b"], options)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         check_fixed_table(table)

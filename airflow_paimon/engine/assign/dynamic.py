@@ -18,12 +18,11 @@ import pyarrow as pa
 from airflow_paimon.engine.assign.binary_row import RowBytes
 from airflow_paimon.engine.assign.murmur import hash_by_words, hash_codes
 from airflow_paimon.engine.index.hash_index import hash_index_entries, read_hashes, write_hashes
-
-MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
+from airflow_paimon.engine.table_options import MAX_DYNAMIC_BUCKETS, check_table
 
 
 def check_dynamic_table(table) -> None:
-    """Refuse what Paimon refuses for a dynamic-bucket write."""
+    """Refuse what Paimon refuses for a dynamic-bucket write (options: engine/table_options.py)."""
     opts, ident = table.table_schema.options, table.identifier
     if int(opts.get("bucket", -1)) != -1:
         raise ValueError(f"table {ident}: dynamic bucket needs bucket = -1, got {opts.get('bucket')}")
@@ -33,11 +32,7 @@ def check_dynamic_table(table) -> None:
     if missing:
         raise ValueError(f"table {ident}: primary key lacks partition fields {missing}: that is a cross-partition "
                          "table, not a dynamic-bucket one")
-    if opts.get("bucket-key") is not None:
-        raise ValueError(f"table {ident}: cannot define 'bucket-key' in dynamic bucket mode")
-    max_buckets = int(opts.get("dynamic-bucket.max-buckets", -1))
-    if max_buckets != -1 and not 1 <= max_buckets <= MAX_DYNAMIC_BUCKETS:
-        raise ValueError(f"table {ident}: 'dynamic-bucket.max-buckets' must be -1 or 1..{MAX_DYNAMIC_BUCKETS}")
+    check_table(table)  # bucket-key, dynamic-bucket.* and every other option
 
 
 def key_hashes(table, rows: pa.Table | pa.RecordBatch) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_paimon.engine.assign.murmur import hash_codes
+from airflow_paimon.engine.table_options import check_table
 
 BUCKET_FUNCTION = "bucket-function.type"
 
@@ -26,28 +27,12 @@ def bucket_function(table) -> str:
 
 
 def check_fixed_table(table) -> None:
-    """Refuse what Paimon refuses for a fixed-bucket write, before anything is read or written."""
-    ident = table.identifier
+    """Refuse what Paimon refuses for a fixed-bucket write (bucket, bucket-key and bucket-function.type are
+    checked with every table option: engine/table_options.py), before anything is read or written."""
     n = num_buckets(table)
     if n <= 0:
-        raise ValueError(f"table {ident}: fixed-bucket write needs option bucket > 0, got {n}")
-    keys = bucket_keys(table)
-    if not keys:
-        raise ValueError(f"table {ident}: fixed bucket needs a bucket key: set 'bucket-key' or a primary key")
-    in_partition = sorted(set(keys) & set(table.partition_keys))
-    if in_partition:
-        raise ValueError(f"table {ident}: bucket-key {keys} must not contain partition fields {in_partition}")
-    if table.primary_keys and not set(keys) <= set(table.primary_keys):
-        raise ValueError(f"table {ident}: bucket-key {keys} must be a subset of primary key "
-                         f"{list(table.primary_keys)}")
-    fn = bucket_function(table)
-    if fn not in ("default", "mod"):
-        raise ValueError(f"table {ident}: {BUCKET_FUNCTION}={fn!r} is not supported (default, mod)")
-    if fn == "mod":
-        types = [f.type for f in table.table_schema.logical_bucket_key_fields]
-        if len(keys) != 1 or str(types[0].type).split()[0].upper() not in ("INT", "INTEGER", "BIGINT"):
-            raise ValueError(f"table {ident}: {BUCKET_FUNCTION}=mod needs exactly one INT or BIGINT bucket key, "
-                             f"got {keys}")
+        raise ValueError(f"table {table.identifier}: fixed-bucket write needs option bucket > 0, got {n}")
+    check_table(table)
 
 
 def bucket_of_hash(hashes: np.ndarray, buckets: int) -> np.ndarray:

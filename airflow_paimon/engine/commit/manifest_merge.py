@@ -25,7 +25,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.file_entry import FileEntry
 
-from airflow_paimon.engine.errors import ValidationError, shown
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 
 log = logging.getLogger(__name__)
@@ -48,14 +48,23 @@ class ManifestMergeOptions:
         return cls.from_options(table.identifier.get_full_name(), table.options)
 
     @classmethod
+    def from_dict(cls, identifier: str, options: dict) -> "ManifestMergeOptions":
+        from pypaimon.common.options.core_options import CoreOptions
+        from pypaimon.common.options.options import Options
+
+        return cls.from_options(identifier, CoreOptions(Options(dict(options))))
+
+    @classmethod
     def from_options(cls, identifier: str, core_options) -> "ManifestMergeOptions":
-        """From pypaimon's CoreOptions; ValidationError naming the option and its value if unusable."""
+        """From pypaimon's CoreOptions; ValidationError naming the option and its value if unusable (checked
+        with every table option before anything is written: engine/table_options.py)."""
+        given = core_options.options.to_map()
+
         def read(key, get):
             try:
                 return get()
             except (ValueError, TypeError) as e:
-                raise ValidationError(identifier, f"table option {key!r}: {e}",
-                                      value=core_options.options.to_map().get(key)) from None
+                raise ValidationError(identifier, str(e), option=key, value=given.get(key)) from None
 
         options = cls(read("manifest.target-file-size", core_options.manifest_target_size),
                       read("manifest.merge-min-count", lambda: core_options.options.get(MANIFEST_MERGE_MIN_COUNT)),
@@ -65,17 +74,9 @@ class ManifestMergeOptions:
                                      ("manifest.merge-min-count", options.min_count, 1),
                                      ("manifest.full-compaction-threshold-size", options.full_compaction_size, 1)):
             if value < smallest:
-                raise ValidationError(identifier, f"table option {key!r} must be at least {smallest}, "
-                                      f"not {shown(value)}")
+                raise ValidationError(identifier, f"must be at least {smallest}", option=key,
+                                      value=given.get(key, value))
         return options
-
-
-def check_manifest_options(identifier: str, options: dict) -> None:
-    """Refuse unusable manifest merge options of a table (before anything is written)."""
-    from pypaimon.common.options.core_options import CoreOptions
-    from pypaimon.common.options.options import Options
-
-    ManifestMergeOptions.from_options(identifier, CoreOptions(Options(dict(options))))
 
 
 class ManifestMerger:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 
 DEFAULT_FUNCTION = "last_non_null_value"
 ALIASES = {"first_not_null_value": "first_non_null_value"}  # Paimon's legacy name
@@ -36,8 +36,7 @@ def check_function(identifier: str, option: str, name: str) -> None:
         why = "compaction does not implement it"
     else:
         why = "unknown aggregate function"
-    raise PaimonJobError(f"table {identifier}: {option} = {name!r}: {why} "
-                         f"(supported: {', '.join(IMPLEMENTED)})")
+    raise ValidationError(identifier, f"{why} (supported: {', '.join(IMPLEMENTED)})", option=option, value=name)
 
 
 def field_function(name: str, options: dict, primary_keys, sequence_fields) -> str:

@@ -12,57 +12,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.rowkind import merge_partial_update
-from airflow_paimon.engine.compact.aggregate import aggregate, check_function
+from airflow_paimon.engine.compact.aggregate import aggregate
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.data_files import RETRACT_KINDS as RETRACT, is_last_of_key
 
 SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
 RETRACT_KINDS = pa.array(RETRACT, pa.int8())  # -U and -D
-
-
-def _true(options: dict, key: str) -> bool:
-    return str(options.get(key, "false")).strip().lower() == "true"
-
-
-def check_supported(identifier: str, options: dict) -> None:
-    """Refuse what this compaction cannot merge correctly, before anything is written."""
-    engine = MergeRules.of(options, identifier).engine  # every merge engine Paimon has is supported
-    if str(options.get("deletion-vectors.enabled", "false")).lower() == "true":
-        raise PaimonJobError(f"table {identifier}: compaction with deletion vectors is not supported")
-    producer = options.get("changelog-producer", "none")
-    if producer not in ("none", "input"):
-        raise PaimonJobError(f"table {identifier}: changelog-producer {producer!r} needs changelog from "
-                             "compaction, which is not supported")
-    if engine is MergeEngine.PARTIAL_UPDATE:
-        _check_partial_update(identifier, options)
-    elif engine is MergeEngine.AGGREGATE:
-        _check_aggregation(identifier, options)
-
-
-def _refuse(identifier: str, engine: str, option: str, value) -> None:
-    raise PaimonJobError(f"table {identifier}: compaction of merge-engine {engine!r} with option "
-                         f"{option} = {value!r} is not supported")
-
-
-def _check_partial_update(identifier: str, options: dict) -> None:
-    for key, value in sorted(options.items()):
-        if key.startswith("fields.") and key.endswith((".sequence-group", ".aggregate-function")):
-            _refuse(identifier, "partial-update", key, value)
-        if key == "fields.default-aggregate-function" or (
-                key == "partial-update.remove-record-on-sequence-group" and str(value).strip()):
-            _refuse(identifier, "partial-update", key, value)
-
-
-def _check_aggregation(identifier: str, options: dict) -> None:
-    if _true(options, "aggregation.remove-record-on-delete"):
-        _refuse(identifier, "aggregation", "aggregation.remove-record-on-delete", "true")
-    for key, value in sorted(options.items()):
-        if key.startswith("fields.") and key.endswith(".sequence-group"):
-            _refuse(identifier, "aggregation", key, value)
-        if key == "fields.default-aggregate-function" or (key.startswith("fields.")
-                                                         and key.endswith(".aggregate-function")):
-            check_function(identifier, key, value)
 
 
 def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_delete: bool,

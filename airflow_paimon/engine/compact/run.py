@@ -10,13 +10,13 @@ from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.staging import decode_message, encode_message
 from airflow_paimon.engine.compact.commit import (commit_compaction, counters_from_snapshot, counters_of,
                                                  discard_outputs)
-from airflow_paimon.engine.compact.merge import check_supported
 from airflow_paimon.engine.compact.plan import BucketCompaction, plan_compaction, writes_since_compaction
 from airflow_paimon.engine.compact.rewrite import rewrite_bucket
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import SCOPES
+from airflow_paimon.engine.table_options import check_table
 
 log = logging.getLogger(__name__)
 
@@ -75,4 +75,4 @@ def _validate(table, scope: str, partition_filter: dict | None) -> None:
         if key not in table.partition_keys:
             raise ValidationError(identifier, "partition filter names a column that is not a partition key",
                                   column=key)
-    check_supported(identifier, dict(table.table_schema.options))
+    check_table(table, compaction=True)  # its own options, maybe set by another engine

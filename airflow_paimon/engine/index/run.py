@@ -144,7 +144,8 @@ def _catch_up(table, plan, table_uri: str, tasks: IndexTasks) -> IndexManifest:
     files = [(file_path(table, e), tuple(e.partition.values), e.bucket, sid) for sid, e in plan.added_files]
     read = functools.partial(catch_up_file, files=files, shards=base.shards, **_key_facts(table))
     apply = functools.partial(catch_up_shard, base=base, table_uri=table_uri, target=target,
-                              options=IndexOptions.from_table_options(dict(table.table_schema.options)))
+                              options=IndexOptions.from_table_options(dict(table.table_schema.options),
+                                                                     table.identifier.get_full_name()))
     metas = {m.shard: m for m in tasks.catch_up(read, len(files), apply, base.shards)}
     manifest = replace(base, snapshot_id=target, origin=CATCH_UP,
                        shard_meta=[metas.get(m.shard, m) for m in base.shard_meta])

@@ -25,6 +25,7 @@ from rocksdict import (BlockBasedOptions, Cache, DBCompressionType, IngestExtern
                        SstFileWriter)
 
 from airflow_paimon.engine.index.keys import sort_keys
+from airflow_paimon.engine.table_options import duration_ms, memory_bytes
 
 HEADER = 8  # bucket + written_at
 
@@ -38,32 +39,12 @@ class IndexOptions:
     ttl_seconds: int | None = None
 
     @classmethod
-    def from_table_options(cls, options: dict) -> "IndexOptions":
-        return cls(_bytes(options.get("rocksdb.block.cache-size"), cls.block_cache_bytes),
-                   _bytes(options.get("rocksdb.writebuffer.size"), cls.write_buffer_bytes),
-                   _duration_seconds(options.get("cross-partition-upsert.index-ttl")))
-
-
-def _bytes(text: str | None, default: int) -> int:
-    if not text:
-        return default
-    t = str(text).strip().lower().replace(" ", "")
-    for suffix, mult in (("kb", 1 << 10), ("mb", 1 << 20), ("gb", 1 << 30), ("k", 1 << 10), ("m", 1 << 20),
-                         ("g", 1 << 30), ("b", 1)):
-        if t.endswith(suffix):
-            return int(float(t[: -len(suffix)]) * mult)
-    return int(t)
-
-
-def _duration_seconds(text: str | None) -> int | None:
-    """Paimon durations: '30 d', '12h', '15 min', '10s', '500 ms' (a bare number is milliseconds)."""
-    if not text:
-        return None
-    t = str(text).strip().lower().replace(" ", "")
-    for suffix, mult in (("ms", 0.001), ("min", 60), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if t.endswith(suffix) and t[: -len(suffix)].replace(".", "", 1).isdigit():
-            return int(float(t[: -len(suffix)]) * mult)
-    return int(int(t) / 1000)
+    def from_table_options(cls, options: dict, identifier: str = "?") -> "IndexOptions":
+        """Parsed as Paimon parses them (memory sizes, durations); a bad value fails naming the option."""
+        ttl_ms = duration_ms(identifier, options, "cross-partition-upsert.index-ttl", None)
+        return cls(memory_bytes(identifier, options, "rocksdb.block.cache-size", cls.block_cache_bytes),
+                   memory_bytes(identifier, options, "rocksdb.writebuffer.size", cls.write_buffer_bytes),
+                   None if ttl_ms is None else ttl_ms // 1000)
 
 
 def now_seconds() -> int:

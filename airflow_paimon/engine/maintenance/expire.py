@@ -16,13 +16,11 @@ import logging
 import time
 from dataclasses import dataclass
 
-from pypaimon.common.time_utils import parse_duration
-
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.maintenance.references import DELETE, SnapshotReader
+from airflow_paimon.engine.table_options import JAVA_INT_MAX, duration_ms, integer
 
 log = logging.getLogger(__name__)
-JAVA_INT_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -34,15 +32,16 @@ class ExpireOptions:
 
     @classmethod
     def of(cls, identifier: str, options: dict, overrides: dict | None = None) -> "ExpireOptions":
-        merged = {**options, **{k: v for k, v in (overrides or {}).items() if v is not None}}
-        get = lambda key, default: default if merged.get(key) in (None, "") else merged[key]  # noqa: E731
-        result = cls(int(get("snapshot.num-retained.min", 10)), int(get("snapshot.num-retained.max", JAVA_INT_MAX)),
-                     parse_duration(str(get("snapshot.time-retained", "1 h"))), int(get("snapshot.expire.limit", 50)))
-        if result.retain_min < 1:
-            raise ValidationError(identifier, "snapshot.num-retained.min must be at least 1", value=result.retain_min)
+        """The table's options, ``overrides`` (the operator's arguments) winning; parsed and range-checked as
+        every table option is (engine/table_options.py)."""
+        merged = {**options, **{k: str(v) for k, v in (overrides or {}).items() if v is not None}}
+        result = cls(integer(identifier, merged, "snapshot.num-retained.min", 10),
+                     integer(identifier, merged, "snapshot.num-retained.max", JAVA_INT_MAX),
+                     duration_ms(identifier, merged, "snapshot.time-retained", 3_600_000),
+                     integer(identifier, merged, "snapshot.expire.limit", 50))
         if result.retain_max < result.retain_min:
-            raise ValidationError(identifier, "snapshot.num-retained.max must not be below snapshot.num-retained.min",
-                                  value=result.retain_max)
+            raise ValidationError(identifier, f"must not be below snapshot.num-retained.min ({result.retain_min})",
+                                  option="snapshot.num-retained.max", value=merged.get("snapshot.num-retained.max"))
         return result
 
 

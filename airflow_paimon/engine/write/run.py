@@ -14,7 +14,7 @@ from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
-from airflow_paimon.engine.context import WriteContext, check_cross_partition_table
+from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.keys import encode_partition_values
@@ -23,6 +23,7 @@ from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.scan import buckets_at
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table_options import check_table
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +79,13 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
 def check_writable(table, mode: BucketMode, spec: AssignWriteSpec) -> int:
     """Refuse what cannot be written before reading the source; returns the shard / assigner count."""
     identifier = spec.table
+    check_table(table)  # its own options, maybe set by another engine since the bootstrap
     if mode is BucketMode.APPEND:
         if spec.row_kind_column:
             raise ValidationError(identifier, "an append-only table takes no row kinds (no primary key)",
                                   column=spec.row_kind_column)
         return 1
     if mode is BucketMode.CROSS_PARTITION:
-        check_cross_partition_table(table)
         manifest = read_manifest(spec.index_uri, spec.base_snapshot_id) if spec.index_uri else None
         if manifest is None:
             raise ValidationError(identifier, f"no published index at {spec.index_uri} for snapshot "
