@@ -12,9 +12,9 @@ import pytest
 
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.commit.snapshot_commit import ExclusiveSnapshotCommit
-from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
-from airflow_paimon.engine.maintenance.references import SnapshotReader, normalize
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.maintenance.orphans import _check_paths_line_up, remove_orphan_files
+from airflow_paimon.engine.maintenance.references import References, SnapshotReader, normalize
 from airflow_paimon.engine.specs import OrphansSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
@@ -166,3 +166,17 @@ def test_file_uri_warehouse_has_no_orphans_when_healthy_and_loses_only_true_ones
     assert done["orphan_files"] == 2
     assert sorted(os.path.join(d, f) for d, _, fs in os.walk(warehouse + "/db.db/t") for f in fs) == files
     assert_reads(get_table({"warehouse": uri}, "db.t"), warehouse, expected, ["id"], rust=False)
+
+
+def test_a_file_referenced_under_another_spelling_stops_the_removal(warehouse):
+    """The guard behind the file:// fix: had the spellings still differed, every live data file would have
+    looked unreferenced; the same (unique) file name under two paths refuses instead."""
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", SPEC)
+    table = get_table(opts, "db.t")
+    live = "/w/db.db/t/dt=a/bucket-0/data-1b4e28ba-2fa1-11d2-883f-0016d3cca427-0.parquet"
+    refs = References(data={"file:" + live})
+    with pytest.raises(PaimonJobError, match=r"table db.t: listed file /w/db.db/t/dt=a/bucket-0/data-1b4e.* is "
+                                             r"referenced as file:/w/db.db/t/.*; paths do not line up"):
+        _check_paths_line_up(table, [live, "/w/db.db/t/manifest/manifest-x-0"], refs)
+    _check_paths_line_up(table, [live], References(data={live}))  # the same spelling: nothing to refuse
