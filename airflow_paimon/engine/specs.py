@@ -19,6 +19,10 @@ T = TypeVar("T", bound="Wire")
 # the constants the operators check at parse time live here.
 STAGING_RETENTION_SECONDS = 7 * 86400  # staging of a run that never committed is abandoned after this
 SCOPES = ("snapshot", "table")  # what a compaction covers: the buckets written since the last one, or all
+# Orphan removal's floor: no younger file is an orphan, whatever older_than says. A commit writes its manifests
+# moments before its snapshot, a write or compaction its data files minutes before their commit (Paimon itself
+# only refuses a cut-off in the future).
+MIN_ORPHAN_AGE_MS = 3600 * 1000
 
 
 class SpecError(PaimonJobError):
@@ -196,7 +200,7 @@ class ExpireResult(Wire):
 @dataclass(frozen=True, kw_only=True)
 class OrphansSpec(JobSpec):
     what: ClassVar[str] = "remove-orphan-files spec"
-    older_than_ms: int | None = None  # None: the default margin (engine/maintenance/orphans.py); 0: now
+    older_than_ms: int | None = None  # None: the default margin (engine/maintenance/orphans.py); at least 1 h
     staging_root: str | None = None
     dry_run: bool = False
 

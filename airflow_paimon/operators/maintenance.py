@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow_paimon.engine.specs import ExpireSpec, OrphansSpec
+from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, ExpireSpec, OrphansSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.paimon import PaimonSparkJobOperator
+
+MIN_OLDER_THAN = timedelta(milliseconds=MIN_ORPHAN_AGE_MS)
 
 
 class PaimonExpireSnapshotsOperator(PaimonSparkJobOperator):
@@ -37,8 +39,12 @@ class PaimonExpireSnapshotsOperator(PaimonSparkJobOperator):
 
 class PaimonRemoveOrphanFilesOperator(PaimonSparkJobOperator):
     """Delete files in the table directory that no snapshot or tag references and that are older than
-    ``older_than`` (default one day: anything younger may belong to a write in flight), plus staged commits
-    of runs that never finished. Use ``dry_run=True`` to only report.
+    ``older_than``, plus staged commits of runs that never finished. Use ``dry_run=True`` to only report.
+
+    ``older_than`` (default one day) must exceed the longest write or compaction of the table: their files
+    exist before the commit that references them. It is at least one hour: a commit writes its manifests
+    moments before its snapshot, and a younger margin could delete them in between. Data files of a staged
+    run are kept whatever their age until it commits or is abandoned.
 
     Returns ``{"table", "orphan_files", "orphan_bytes", "stale_staging_dirs", "dry_run", "sample"}``.
     """
@@ -47,10 +53,10 @@ class PaimonRemoveOrphanFilesOperator(PaimonSparkJobOperator):
 
     def __init__(self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
-        if not isinstance(older_than, timedelta) or older_than < timedelta(0):
-            raise ValueError(f"table {kwargs.get('table')}: older_than must be a non-negative timedelta, "
-                             f"got {older_than!r}")
-        self.older_than = older_than  # timedelta(0): every unreferenced file, staged runs still protected
+        if not isinstance(older_than, timedelta) or older_than < MIN_OLDER_THAN:
+            raise ValueError(f"table {kwargs.get('table')}: older_than must be a timedelta of at least 1 hour "
+                             f"(younger files may belong to a commit in flight), got {older_than!r}")
+        self.older_than = older_than
         self.dry_run = dry_run
 
     def job_spec(self, context, hook: PaimonHook) -> OrphansSpec:

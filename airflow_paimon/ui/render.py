@@ -1,4 +1,8 @@
-"""HTML of the Paimon page: plain server-side markup and an inline SVG chart (no script, no CDN)."""
+"""HTML of the Paimon page: plain server-side markup and an inline SVG chart (no script, no CDN).
+
+Every value shown is escaped (``_text``, ``_n``, ``_bytes``), whatever its type: names, options, snapshot
+fields, index manifests and staged commits are files anyone with write access to the warehouse may have
+written, and the page is served to every Airflow user."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -42,11 +46,11 @@ def overview(connections: list[dict], root: str) -> str:
         parts.append("<div class='card'>No connection of type <code>paimon</code>.</div>")
     for c in connections:
         rows = "".join(
-            f"<tr><td><a href='{escape(table_url(c['conn_id'], t['identifier'], root))}'>{escape(t['identifier'])}</a>"
-            f"</td><td>{escape(t['bucket_mode'])}</td><td class='n'>{_n(t['snapshot_id'])}</td>"
+            f"<tr><td><a href='{escape(table_url(c['conn_id'], t['identifier'], root))}'>{_text(t['identifier'])}</a>"
+            f"</td><td>{_text(t['bucket_mode'])}</td><td class='n'>{_n(t['snapshot_id'])}</td>"
             f"<td>{_kind(t['commit_kind'])}</td><td class='n'>{_n(t['records'])}</td></tr>" for t in c["tables"])
-        error = f"<p class='warn'>{escape(c['error'])}</p>" if c.get("error") else ""
-        parts.append(f"<div class='card'><h2>{escape(c['conn_id'])} <span class='muted'>{escape(c['warehouse'])}</span>"
+        error = f"<p class='warn'>{_text(c['error'])}</p>" if c.get("error") else ""
+        parts.append(f"<div class='card'><h2>{_text(c['conn_id'])} <span class='muted'>{_text(c['warehouse'])}</span>"
                      f"</h2>{error}<table><tr><th>table</th><th>bucket mode</th><th class='n'>latest snapshot</th>"
                      f"<th>kind</th><th class='n'>records in data files</th></tr>{rows}</table></div>")
     return page("Paimon", "".join(parts))
@@ -57,13 +61,14 @@ def table_page(v: TableView, root: str) -> str:
     index = v.indexes[0] if v.indexes else None
     stats = [("latest snapshot", _n(latest.id if latest else None), ""),
              ("records in data files", _n(latest.total_records if latest else 0), ""),
-             ("buckets / files", f"{v.bucket_count:,} / {v.file_count:,}", ""),
-             ("buckets ≥ compaction trigger", str(v.indebted), "warn" if v.indebted else "ok"),
+             ("buckets / files", f"{_n(v.bucket_count)} / {_n(v.file_count)}", ""),
+             ("buckets ≥ compaction trigger", _n(v.indebted), "warn" if v.indebted else "ok"),
              ("index keys", _n(index.keys) if index else "—", ""),
-             ("staged, not committed", str(len(v.staged)), "warn" if v.staged else "ok")]
-    head = (f"<p><a href='{escape(root)}/'>Paimon</a> / {escape(v.conn_id)}</p><h1>{escape(v.identifier)}</h1>"
-            f"<p class='muted'>{escape(v.bucket_mode)} · merge engine {escape(v.merge_engine)} · primary key "
-            f"({escape(', '.join(v.primary_keys)) or '—'}) · partitioned by ({escape(', '.join(v.partition_keys)) or '—'})"
+             ("staged, not committed", _n(len(v.staged)), "warn" if v.staged else "ok")]
+    head = (f"<p><a href='{escape(root)}/'>Paimon</a> / {_text(v.conn_id)}</p><h1>{_text(v.identifier)}</h1>"
+            f"<p class='muted'>{_text(v.bucket_mode)} · merge engine {_text(v.merge_engine)} · primary key "
+            f"({_text(', '.join(map(str, v.primary_keys))) or '—'}) · partitioned by "
+            f"({_text(', '.join(map(str, v.partition_keys))) or '—'})"
             "</p><div class='grid'>"
             + "".join(f"<div class='stat'><b class='{cls}'>{value}</b><span>{escape(name)}</span></div>"
                       for name, value, cls in stats)
@@ -94,12 +99,12 @@ def records_chart(snaps: list[SnapshotRow], width: int = 900, height: int = 220)
     for i, s in enumerate(snaps):
         cx = left + step * (i + 0.5)
         bh = (s.delta_records or 0) / top_delta * h
-        colour = KIND_COLOURS.get(s.commit_kind, "#5b6b7b")
+        colour = _colour(s.commit_kind)
         out.append(f"<rect x='{cx - bar / 2:.1f}' y='{top + h - bh:.1f}' width='{bar:.1f}' height='{bh:.1f}' "
-                   f"fill='{colour}' opacity='0.85'><title>snapshot {s.id} {escape(s.commit_kind)}: "
-                   f"{s.delta_records or 0:,} records</title></rect>")
+                   f"fill='{colour}' opacity='0.85'><title>snapshot {_n(s.id)} {_text(s.commit_kind)}: "
+                   f"{_n(s.delta_records or 0)} records</title></rect>")
         if len(snaps) <= 30 or i % (len(snaps) // 15 + 1) == 0:
-            out.append(f"<text x='{cx:.1f}' y='{top + h + 16}' text-anchor='middle' fill='#66727f'>{s.id}</text>")
+            out.append(f"<text x='{cx:.1f}' y='{top + h + 16}' text-anchor='middle' fill='#66727f'>{_n(s.id)}</text>")
         points.append(f"{cx:.1f},{top + h - (s.total_records or 0) / top_total * h:.1f}")
     out.append(f"<polyline points='{' '.join(points)}' fill='none' stroke='#1f2933' stroke-width='2'/>")
     out += [f"<circle cx='{p.split(',')[0]}' cy='{p.split(',')[1]}' r='3' fill='#1f2933'/>" for p in points]
@@ -115,9 +120,9 @@ def _snapshots(v: TableView) -> str:
         run = "<span class='muted'>another writer</span>"
         if s.dag_run:
             dag_id, run_id = s.dag_run
-            run = f"<a target='_top' href='{escape(dag_run_url(dag_id, run_id))}'>{escape(dag_id)} / {escape(run_id)}</a>"
-        rows.append(f"<tr><td class='n'>{s.id}</td><td>{_kind(s.commit_kind)}</td><td>{_time(s.time_millis)}</td>"
-                    f"<td>{run}<br><code class='muted'>{escape(s.commit_user)}</code></td>"
+            run = f"<a target='_top' href='{escape(dag_run_url(dag_id, run_id))}'>{_text(dag_id)} / {_text(run_id)}</a>"
+        rows.append(f"<tr><td class='n'>{_n(s.id)}</td><td>{_kind(s.commit_kind)}</td><td>{_time(s.time_millis)}</td>"
+                    f"<td>{run}<br><code class='muted'>{_text(s.commit_user)}</code></td>"
                     f"<td class='n'>{_n(s.delta_records)}</td><td class='n'>{_n(s.total_records)}</td></tr>")
     return ("<div class='card'><h2>Snapshots</h2><table id='snapshots'><tr><th class='n'>id</th><th>kind</th>"
             "<th>time (UTC)</th><th>written by</th><th class='n'>delta records</th><th class='n'>total records</th></tr>"
@@ -125,10 +130,10 @@ def _snapshots(v: TableView) -> str:
 
 
 def _schema(v: TableView) -> str:
-    rows = "".join(f"<tr><td>{escape(n)}</td><td><code>{escape(t)}</code></td><td>"
+    rows = "".join(f"<tr><td>{_text(n)}</td><td><code>{_text(t)}</code></td><td>"
                    f"{'PK ' if n in v.primary_keys else ''}{'partition' if n in v.partition_keys else ''}</td></tr>"
                    for n, t in v.columns)
-    opts = ", ".join(f"<code>{escape(k)}={escape(val)}</code>" for k, val in sorted(v.options.items()))
+    opts = ", ".join(f"<code>{_text(k)}={_text(val)}</code>" for k, val in sorted(v.options.items()))
     return (f"<div class='card'><h2>Schema</h2><table><tr><th>column</th><th>type</th><th>key</th></tr>{rows}</table>"
             f"<p class='muted'>options: {opts or '—'}</p></div>")
 
@@ -137,12 +142,13 @@ def _index(v: TableView) -> str:
     if not v.indexes:
         return "<div class='card'><h2>Global key index</h2><p class='muted'>No published index.</p></div>"
     latest = v.latest.id if v.latest else None
-    rows = "".join(f"<tr><td class='n'>{i.snapshot_id}</td><td>{escape(i.origin)}</td><td class='n'>{i.shards}</td>"
-                   f"<td class='n'>{i.keys:,}</td><td class='n'>{i.files}</td><td class='n'>{_bytes(i.size)}</td></tr>"
+    rows = "".join(f"<tr><td class='n'>{_n(i.snapshot_id)}</td><td>{_text(i.origin)}</td>"
+                   f"<td class='n'>{_n(i.shards)}</td><td class='n'>{_n(i.keys)}</td><td class='n'>{_n(i.files)}</td>"
+                   f"<td class='n'>{_bytes(i.size)}</td></tr>"
                    for i in v.indexes)
     newest = v.indexes[0].snapshot_id
     state = ("<span class='ok'>of the latest snapshot</span>" if newest == latest
-             else f"<span class='muted'>newest is of snapshot {newest}, the table is at {latest}</span>")
+             else f"<span class='muted'>newest is of snapshot {_n(newest)}, the table is at {_n(latest)}</span>")
     return (f"<div class='card'><h2>Global key index</h2><p>{state}</p><table id='index'><tr><th class='n'>snapshot</th>"
             "<th>origin</th><th class='n'>shards</th><th class='n'>keys</th><th class='n'>files</th>"
             f"<th class='n'>size</th></tr>{rows}</table></div>")
@@ -150,13 +156,14 @@ def _index(v: TableView) -> str:
 
 def _buckets(v: TableView) -> str:
     rows = "".join(
-        f"<tr><td>{escape(', '.join(map(str, b.partition)) or '—')}</td><td class='n'>{b.bucket}</td>"
-        f"<td class='n'>{b.files}</td><td class='n {'warn' if b.sorted_runs >= v.compaction_trigger else ''}'>"
-        f"{b.sorted_runs}</td><td class='n'>{b.records:,}</td><td class='n'>{_bytes(b.size)}</td></tr>" for b in v.buckets)
-    more = (f"<p class='muted'>the {len(v.buckets)} buckets with the most sorted runs of {v.bucket_count}</p>"
+        f"<tr><td>{_text(', '.join(map(str, b.partition)) or '—')}</td><td class='n'>{_n(b.bucket)}</td>"
+        f"<td class='n'>{_n(b.files)}</td><td class='n {'warn' if b.sorted_runs >= v.compaction_trigger else ''}'>"
+        f"{_n(b.sorted_runs)}</td><td class='n'>{_n(b.records)}</td><td class='n'>{_bytes(b.size)}</td></tr>"
+        for b in v.buckets)
+    more = (f"<p class='muted'>the {_n(len(v.buckets))} buckets with the most sorted runs of {_n(v.bucket_count)}</p>"
             if v.bucket_count > len(v.buckets) else "")
-    return (f"<div class='card'><h2>Compaction debt</h2><p>{v.indebted} of {v.bucket_count} buckets have at least "
-            f"<code>num-sorted-run.compaction-trigger</code> = {v.compaction_trigger} sorted runs.</p>{more}"
+    return (f"<div class='card'><h2>Compaction debt</h2><p>{_n(v.indebted)} of {_n(v.bucket_count)} buckets have at "
+            f"least <code>num-sorted-run.compaction-trigger</code> = {_n(v.compaction_trigger)} sorted runs.</p>{more}"
             "<table id='buckets'><tr><th>partition</th><th class='n'>bucket</th><th class='n'>files</th>"
             "<th class='n'>sorted runs</th><th class='n'>records</th><th class='n'>size</th></tr>" + rows + "</table></div>")
 
@@ -166,22 +173,34 @@ def _staged(v: TableView) -> str:
         return "<div class='card'><h2>Staged, not committed</h2><p class='muted'>Nothing staged.</p></div>"
     rows = []
     for s in v.staged:
-        run = (f"<a target='_top' href='{escape(dag_run_url(*s.dag_run))}'>{escape(' / '.join(s.dag_run))}</a>"
+        run = (f"<a target='_top' href='{escape(dag_run_url(*s.dag_run))}'>{_text(' / '.join(s.dag_run))}</a>"
                if s.dag_run else "<span class='muted'>unknown run</span>")
-        rows.append(f"<tr><td>{run}<br><code class='muted'>{escape(s.commit_user)}</code></td>"
-                    f"<td class='n'>{_n(s.base_snapshot_id)}</td><td class='n'>{s.messages}</td></tr>")
+        rows.append(f"<tr><td>{run}<br><code class='muted'>{_text(s.commit_user)}</code></td>"
+                    f"<td class='n'>{_n(s.base_snapshot_id)}</td><td class='n'>{_n(s.messages)}</td></tr>")
     return ("<div class='card'><h2>Staged, not committed</h2><table id='staged'><tr><th>run</th>"
             "<th class='n'>base snapshot</th><th class='n'>commit messages</th></tr>" + "".join(rows) + "</table></div>")
+
+
+def _text(value) -> str:
+    """Any value as HTML text (or a quoted attribute's value): escaped, whatever its type."""
+    return escape(str(value))
+
+
+def _colour(kind) -> str:
+    return KIND_COLOURS.get(kind, "#5b6b7b") if isinstance(kind, str) else "#5b6b7b"
 
 
 def _kind(kind: str | None) -> str:
     if not kind:
         return "—"
-    return f"<span class='tag' style='background:{KIND_COLOURS.get(kind, '#5b6b7b')}'>{escape(kind)}</span>"
+    return f"<span class='tag' style='background:{_colour(kind)}'>{_text(kind)}</span>"
 
 
 def _n(value) -> str:
-    return "—" if value is None else f"{value:,}"
+    """A count with thousands separators; anything else a file held instead, escaped as text."""
+    if value is None:
+        return "—"
+    return f"{value:,}" if isinstance(value, int) else _text(value)
 
 
 def _short(x: float) -> str:
@@ -192,6 +211,8 @@ def _short(x: float) -> str:
 
 
 def _bytes(n: int) -> str:
+    if not isinstance(n, int):
+        return _text(n)
     for div, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
         if n >= div:
             return f"{n / div:.1f} {unit}"

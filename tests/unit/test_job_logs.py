@@ -17,6 +17,7 @@ from airflow_paimon.engine.specs import CommitSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.spark.job import LOG4J2_CONFIG, SHORT_JOB_JAVA_OPTIONS, submit_conf
 from compaction_tables import COLUMNS, compact
+from file_age import age
 from local_runner import bootstrap, bootstrap_result, write_run
 
 def batch(ids, dts) -> pa.Table:
@@ -87,6 +88,7 @@ def test_progress_lines_of_real_results(warehouse):
 
     orphan = Path(table.table_path) / "dt=a" / "bucket-0" / "data-never-committed-0.parquet"
     orphan.write_bytes(b"x" * 1234)
+    age(str(orphan))
     found = remove_orphan_files(get_table(opts, "db.t"), int(time.time() * 1000) + 60_000, dry_run=True)
     assert progress_line("remove_orphan_files", found, 0.5) == (
         "remove-orphan-files db.t: found 1 orphan files (1,234 bytes), 0 stale staging dirs, 0.5 s")

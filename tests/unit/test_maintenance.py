@@ -16,8 +16,9 @@ from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.table import get_table
 from oracle import read_table
 from compaction_tables import batches, compact, cross_partition_table
+from file_age import age
 
-NOW_PLUS = lambda: int(time.time() * 1000) + 60_000  # noqa: E731  (everything counts as old)
+NOW_PLUS = lambda: int(time.time() * 1000) + 60_000  # noqa: E731  (everything past the one-hour floor counts as old)
 
 
 def at(table, **options) -> pd.DataFrame:
@@ -42,6 +43,7 @@ def history(warehouse):
     compact(get_table({"warehouse": warehouse}, "db.t"), run_id="f", full=True, scope="table")
     table = get_table({"warehouse": warehouse}, "db.t")
     assert len(table.snapshot_manager().list_snapshots()) == 8
+    age(table.table_path)  # past orphan removal's one-hour floor: every file gets judged
     return table, expected
 
 
@@ -115,6 +117,8 @@ def test_orphan_removal_deletes_uncommitted_writes_and_stale_staging_only(wareho
     stray_manifest = os.path.join(table.table_path, "manifest", "manifest-crashed-commit-0")
     with open(stray_manifest, "wb") as f:
         f.write(b"x")
+    age(uncommitted)
+    age(stray_manifest)
     staging = os.path.join(warehouse, ".airflow-paimon", "staging", "db.t", "airflow-paimon-dead")
     os.makedirs(staging)
     with open(os.path.join(staging, "staged.json"), "w") as f:
@@ -124,7 +128,7 @@ def test_orphan_removal_deletes_uncommitted_writes_and_stale_staging_only(wareho
     os.utime(staging, (abandoned, abandoned))
     staging_root = os.path.join(warehouse, ".airflow-paimon", "staging")
 
-    # default margin: the files are too young; the abandoned staging is not
+    # default margin (a day): the files are too young; the abandoned staging is not
     fresh = remove_orphan_files(table, staging_root=staging_root, dry_run=True)
     assert (fresh["orphan_files"], fresh["stale_staging_dirs"]) == (0, 1)
     dry = remove_orphan_files(table, NOW_PLUS(), staging_root=staging_root, dry_run=True)

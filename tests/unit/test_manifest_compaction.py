@@ -25,13 +25,14 @@ from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from compaction_tables import COLUMNS, compact
 from faults.harness import attempt
+from file_age import age
 from local_runner import bootstrap, stage_run, upsert
 from oracle import expected_upsert, read_table
 
 CROSS = {"primary_keys": ["id"], "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "60"}}
 FIXED = {"primary_keys": ["dt", "id"], "options": {"bucket": "2"}}
 COMPACT_EVERY = 10
-NOW_PLUS = lambda: int(time.time() * 1000) + 60_000  # noqa: E731  (every file counts as old)
+NOW_PLUS = lambda: int(time.time() * 1000) + 60_000  # noqa: E731  (every aged file counts as old)
 
 
 def table_spec(shape: dict, options: dict) -> TableSpec:
@@ -212,6 +213,7 @@ def test_expiry_deletes_manifests_only_expired_snapshots_listed(warehouse):
     after = set(os.listdir(manifest_dir))
     assert gone and not gone & after, sorted(gone & after)[:5]  # replaced manifests really deleted
     assert needed <= after and len(after) < len(before) / 3, (len(after), len(before))
+    age(table.table_path)  # past orphan removal's one-hour floor
     assert remove_orphan_files(table, NOW_PLUS(), dry_run=True)["orphan_files"] == 0
     for s in retained:
         assert_reads_at(h, s.id)
@@ -242,7 +244,8 @@ def test_commit_killed_during_merge_lands_once_after_retry(warehouse, tmp_path, 
     h.expected[before + 1] = oracle(h.batches, h.key)
     assert manifest_count(table, h.latest()) <= 2  # merged: one base manifest and the delta
     assert_reads_at(h, before + 1)
-    # a killed attempt's manifests are orphans (no snapshot lists them): removed, the table reads the same
+    # a killed attempt's manifests are orphans (no snapshot lists them): removed once old, the table reads the same
+    age(table.table_path)
     orphans = remove_orphan_files(table, NOW_PLUS())
     assert orphans["orphan_files"] == (len(leftovers) if merged_only else 0), orphans
     assert not leftovers & set(os.listdir(manifest_dir)) if merged_only else leftovers <= set(os.listdir(manifest_dir))

@@ -1,5 +1,5 @@
-"""A staged run's data files survive orphan removal until the run commits or is abandoned; a commit whose
-staged files are gone anyway is refused with nothing committed."""
+"""A staged run's data files survive orphan removal until the run commits or is abandoned, however old they
+are; a commit whose staged files are gone anyway is refused with nothing committed."""
 import os
 from datetime import timedelta
 
@@ -8,13 +8,14 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.commit.staging import load
-from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
 from airflow_paimon.engine.commit.run import run_commit
-from airflow_paimon.engine.specs import OrphansSpec
+from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, OrphansSpec
 from airflow_paimon.spark.maintenance import run_remove_orphan_files
+from file_age import age
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
 
@@ -41,11 +42,12 @@ def staged(warehouse):
     return opts, spec, f"{warehouse}/staging", files
 
 
-def test_orphan_removal_with_zero_margin_keeps_staged_files(staged):
+def test_orphan_removal_keeps_staged_files_whatever_their_age(staged):
     opts, spec, staging_root, files = staged
-    result = run_remove_orphan_files(OrphansSpec(catalog_options=opts, table="db.t", older_than_ms=0,
-                                      staging_root=staging_root))
-    assert result.stale_staging_dirs == 0
+    age(get_table(opts, "db.t").table_path)  # the staged data files too: old, still protected by the staging
+    result = run_remove_orphan_files(OrphansSpec(catalog_options=opts, table="db.t", older_than_ms=MIN_ORPHAN_AGE_MS,
+                                                 staging_root=staging_root))
+    assert (result.orphan_files, result.stale_staging_dirs) == (0, 0)
     assert all(os.path.exists(f.replace("file://", "")) for f in files)
     assert run_commit(spec).snapshot_id == 2
     assert_table_equals(get_table(opts, "db.t"), expected_upsert([FIRST, SECOND], "id"), "id")
@@ -61,23 +63,24 @@ def test_commit_refuses_when_a_staged_file_is_gone(staged):
     assert_table_equals(table, expected_upsert([FIRST], "id"), "id")
 
 
-def test_zero_margin_is_not_the_default_and_negative_is_refused(staged):
+def test_the_floor_is_not_the_default(staged):
     opts, spec, staging_root, files = staged
     stray = os.path.join(get_table(opts, "db.t").table_path.replace("file://", ""), "dt=a", "bucket-0",
                          "data-stray-0.parquet")
     with open(stray, "wb") as f:
         f.write(b"PAR1")
-    older = os.path.getmtime(stray) - 1  # a moment old: only a zero margin reaches it
-    os.utime(stray, (older, older))
-    result = run_remove_orphan_files(OrphansSpec(catalog_options=opts, table="db.t", older_than_ms=0,
-                                      staging_root=staging_root))
+    age(stray, 2 * 3600)  # past the floor, younger than the default day: only a margin near the floor reaches it
+    result = run_remove_orphan_files(OrphansSpec(catalog_options=opts, table="db.t", staging_root=staging_root))
+    assert result.orphan_files == 0 and os.path.exists(stray)
+    result = run_remove_orphan_files(OrphansSpec(catalog_options=opts, table="db.t", older_than_ms=MIN_ORPHAN_AGE_MS,
+                                                 staging_root=staging_root))
     assert result.orphan_files == 1 and not os.path.exists(stray)
-    with pytest.raises(ValidationError, match="older_than_ms must not be negative"):
-        run_remove_orphan_files(OrphansSpec(catalog_options=opts, table="db.t", older_than_ms=-1))
+    assert all(os.path.exists(f.replace("file://", "")) for f in files)
 
 
 def test_operator_older_than():
-    op = PaimonRemoveOrphanFilesOperator(task_id="o", table="db.t", older_than=timedelta(0))
-    assert op.older_than == timedelta(0)
-    with pytest.raises(ValueError, match="table db.t: older_than must be a non-negative timedelta"):
+    op = PaimonRemoveOrphanFilesOperator(task_id="o", table="db.t", older_than=timedelta(hours=1))
+    assert op.older_than == timedelta(hours=1)
+    assert PaimonRemoveOrphanFilesOperator(task_id="o1", table="db.t").older_than == timedelta(days=1)
+    with pytest.raises(ValueError, match="table db.t: older_than must be a timedelta of at least 1 hour"):
         PaimonRemoveOrphanFilesOperator(task_id="o2", table="db.t", older_than=timedelta(seconds=-1))

@@ -3,10 +3,14 @@ and no tag references and that are older than a safety margin — data of writes
 outputs of failed compactions, leftovers of interrupted expiries — plus this project's staged commits
 of runs that never finished.
 
-The margin protects work in flight: a write stages files before its commit references them, so only files
-older than any write could still be pending (default one day, as Paimon's ``older_than``). A staged run
-(``staged.json`` under the staging of the table) protects its data files whatever their age, until it is
-committed or abandoned (older than the staging retention); its staging is dropped only then.
+The margin protects work in flight: a write stages files before its commit references them, a compaction
+rewrites files before its COMPACT commit names them, and every commit writes its manifests, manifest lists
+and index files before the snapshot that names them; only files older than any of these could still be
+pending (default one day, as Paimon's ``older_than``). The margin never drops below a floor of one hour,
+whatever the caller asks: a zero margin once deleted a commit's fresh manifest lists in the moment before
+its snapshot landed, and the table named files that were gone. A staged run (``staged.json`` under the
+staging of the table) protects its data files whatever their age, until it is committed or abandoned
+(older than the staging retention); its staging is dropped only then.
 """
 from __future__ import annotations
 
@@ -18,8 +22,8 @@ import pyarrow.fs as pafs
 from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.staging import data_file_paths, load
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.maintenance.references import SnapshotReader, normalize
-from airflow_paimon.engine.specs import STAGING_RETENTION_SECONDS
+from airflow_paimon.engine.maintenance.references import References, SnapshotReader, normalize
+from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, STAGING_RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
 DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
@@ -27,17 +31,18 @@ DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
 PROTECTED_DIRS = ("schema", "snapshot", "tag", "branch", "consumer", "statistics", "changelog")
 
 
-def _files(uri: str, older_than_s: float) -> list[tuple[str, int]]:
-    """(path, size) of every file under ``uri`` last modified before ``older_than_s``."""
+def _files(uri: str) -> list[tuple[str, int, float | None]]:
+    """(path, size, mtime in epoch seconds) of every file under the table directory ``uri`` outside its metadata
+    directories; each path spelled as ``uri`` is (plain, file://, s3://), so deletes stay confined to it."""
     fs, root = storage.filesystem(uri)
     if fs.get_file_info(root).type == pafs.FileType.NotFound:
         return []
     found = []
     for info in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
-        if info.type == pafs.FileType.File and info.mtime is not None and info.mtime.timestamp() < older_than_s:
-            relative = info.path[len(root):].lstrip("/")
-            if relative.split("/", 1)[0] not in PROTECTED_DIRS:
-                found.append((info.path, info.size or 0))
+        relative = info.path[len(root):].lstrip("/")
+        if info.type == pafs.FileType.File and relative.split("/", 1)[0] not in PROTECTED_DIRS:
+            found.append((storage.join(uri, relative), info.size or 0,
+                          info.mtime.timestamp() if info.mtime is not None else None))
     return found
 
 
@@ -57,21 +62,33 @@ def staged_references(table, table_staging: str, now_s: float) -> set[str]:
     return refs
 
 
+def _check_paths_line_up(table, listed: list[str], referenced: References) -> None:
+    """Refuse when a listed file bears the name of a referenced one under another spelling (scheme, prefix): the
+    listing and the snapshots disagree on paths, and every live file would pass for an orphan. Paimon's file
+    names are unique (UUIDs), so the same name is the same file."""
+    by_name = {p.rsplit("/", 1)[-1]: p for p in referenced.data | referenced.metadata}
+    for path in listed:
+        named = by_name.get(path.rsplit("/", 1)[-1])
+        if named is not None and named != path:
+            raise PaimonJobError(f"table {table.identifier.get_full_name()}: listed file {path} is referenced as "
+                                 f"{named}; paths do not line up, refusing to delete")
+
+
 def orphan_files(table, older_than_ms: int, staged: set[str] = frozenset()) -> list[tuple[str, int]]:
-    """Unreferenced files of the table older than ``older_than_ms`` (epoch millis); ``staged``: data files of
-    staged runs, referenced too."""
+    """Unreferenced files of the table last modified before ``older_than_ms`` (epoch millis), and before the
+    floor (MIN_ORPHAN_AGE_MS ago) whatever ``older_than_ms`` is; ``staged``: data files of staged runs,
+    referenced too."""
     if table.branch_manager().branches():
         raise PaimonJobError(f"table {table.identifier.get_full_name()}: has branches; orphan removal here only "
                              "knows the main branch")
-    reader = SnapshotReader(table)
+    reader = SnapshotReader(table)  # snapshots first: a file a later commit adds is young, hence kept
     referenced = reader.needed_by(table.snapshot_manager().list_snapshots()) | reader.needed_by_tags()
-    files = _files(table.table_path, older_than_ms / 1000)
-    orphans = [(p, size) for p, size in files if normalize(p) not in referenced and normalize(p) not in staged]
-    if files and len(orphans) == len(files) and referenced.data:
-        # Every old file unreferenced while snapshots reference files: paths do not line up; delete nothing.
-        raise PaimonJobError(f"table {table.identifier.get_full_name()}: no listed file matches a referenced "
-                             f"path (e.g. {files[0][0]} vs {next(iter(referenced.data))}); refusing to delete")
-    return orphans
+    files = _files(table.table_path)
+    listed = [normalize(p) for p, _, _ in files]
+    _check_paths_line_up(table, listed, referenced)
+    cut_off_s = min(older_than_ms, time.time() * 1000 - MIN_ORPHAN_AGE_MS) / 1000
+    return [(p, size) for (p, size, mtime), key in zip(files, listed)
+            if mtime is not None and mtime < cut_off_s and key not in referenced and key not in staged]
 
 
 def stale_staging(table_staging: str, older_than_ms: int) -> list[str]:

@@ -18,7 +18,10 @@ ADD, DELETE = 0, 1
 
 
 def normalize(path: str) -> str:
-    """A path without its scheme, as pyarrow's file systems list it ("s3://b/k" -> "b/k", "file:///x" -> "/x")."""
+    """A path without its scheme, as pyarrow's file systems list it: "s3://b/k" -> "b/k"; a local file as an
+    absolute path however it is spelled ("/x", Hadoop's "file:/x" as pypaimon names data files, "file:///x")."""
+    if path.startswith("file:"):
+        return "/" + path[len("file:"):].strip("/")
     return re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*://", "", path).rstrip("/")
 
 

@@ -22,4 +22,4 @@ with DAG("test_compact", schedule=None, start_date=pendulum.datetime(2026, 1, 1,
     (commit
      >> PaimonCompactOperator(task_id="compact", table=table, full=True, scope="table")
      >> PaimonExpireSnapshotsOperator(task_id="expire_snapshots", table=table, retain_min=2, time_retained="0 ms")
-     >> PaimonRemoveOrphanFilesOperator(task_id="remove_orphan_files", table=table, older_than=timedelta(0)))
+     >> PaimonRemoveOrphanFilesOperator(task_id="remove_orphan_files", table=table, older_than=timedelta(hours=1)))

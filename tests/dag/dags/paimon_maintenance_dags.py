@@ -20,7 +20,7 @@ with DAG("test_maintenance", params={"table": "db.t"}, **ARGS) as maintenance:
     table = "{{ params.table }}"
     (PaimonCompactOperator(task_id="compact", table=table, full=True, scope="table")
      >> PaimonExpireSnapshotsOperator(task_id="expire_snapshots", table=table, retain_min=1, time_retained="0 ms")
-     >> PaimonRemoveOrphanFilesOperator(task_id="remove_orphan_files", table=table, older_than=timedelta(0)))
+     >> PaimonRemoveOrphanFilesOperator(task_id="remove_orphan_files", table=table, older_than=timedelta(hours=1)))
 
 with DAG("test_miswired", params={"source": ""}, **ARGS) as miswired:
     (PaimonBootstrapIndexOperator(task_id="bootstrap_index", table="db.t", shards=2)
