@@ -182,6 +182,10 @@ def write_bytes_if_absent(uri: str, data: bytes) -> bool:
     hard link creates the name (it fails if the name exists); on S3 a conditional PUT (``If-None-Match: *``)
     does, which the store refuses (412) if the key exists. Any other store raises NoExclusiveCreateError
     with nothing written: a check-then-write there would let two creators both believe they won."""
+    if not creates_exclusively(uri):
+        raise NoExclusiveCreateError(
+            f"{uri}: {urlparse(uri).scheme}:// has no create-if-absent this provider can use (local paths, "
+            f"file:// and {'/'.join(S3_SCHEMES)}:// with a conditional PUT have); nothing written")
     fs, path = filesystem(uri)
     if isinstance(fs, pafs.LocalFileSystem):
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -196,11 +200,7 @@ def write_bytes_if_absent(uri: str, data: bytes) -> bool:
             return False
         finally:
             os.unlink(tmp)
-    if urlparse(uri).scheme in S3_SCHEMES:
-        return _s3_put_if_absent(fs, path, data)
-    raise NoExclusiveCreateError(
-        f"{uri}: {urlparse(uri).scheme}:// has no create-if-absent this provider can use (local paths, file:// "
-        f"and {'/'.join(S3_SCHEMES)}:// with a conditional PUT have); refusing to write it, nothing written")
+    return _s3_put_if_absent(fs, path, data)
 
 
 _CONFLICT_RETRIES = 10  # S3's 409 ConditionalRequestConflict: another conditional write of the key in flight
