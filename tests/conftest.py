@@ -42,6 +42,7 @@ def warehouse(tmp_path):
 @pytest.fixture
 def s3_catalog_options(monkeypatch, tmp_path):
     """A moto S3 server on 127.0.0.1 with one bucket (``lake``); the catalog options that reach it."""
+    import logging
     import threading
 
     from moto.s3.responses import S3Response
@@ -61,6 +62,8 @@ def s3_catalog_options(monkeypatch, tmp_path):
             return put_object(self)
 
     monkeypatch.setattr(S3Response, "put_object", atomic_put_object)
+    access_log = logging.getLogger("werkzeug")  # a line per request, thousands per test: only its errors
+    monkeypatch.setattr(access_log, "level", logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
