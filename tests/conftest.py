@@ -37,3 +37,43 @@ def airflow_home():
 @pytest.fixture
 def warehouse(tmp_path):
     return str(tmp_path / "warehouse")
+
+
+@pytest.fixture
+def s3_catalog_options(monkeypatch, tmp_path):
+    """A moto S3 server on 127.0.0.1 with one bucket (``lake``); the catalog options that reach it."""
+    import logging
+    import threading
+
+    from moto.s3.responses import S3Response
+    from moto.server import ThreadedMotoServer
+
+    from airflow_paimon.engine import storage
+
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.aws of this machine either
+    # moto checks If-None-Match and then stores the object, unlocked, on its threaded server; S3 does the
+    # two atomically: one lock around moto's PutObject keeps S3's contract on this stand-in
+    put_object, lock = S3Response.put_object, threading.Lock()
+
+    def atomic_put_object(self):
+        with lock:
+            return put_object(self)
+
+    monkeypatch.setattr(S3Response, "put_object", atomic_put_object)
+    access_log = logging.getLogger("werkzeug")  # a line per request, thousands per test: only its errors
+    monkeypatch.setattr(access_log, "level", logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    options = {"warehouse": "s3://lake/warehouse", "fs.s3.endpoint": f"http://{host}:{port}",
+               "fs.s3.accessKeyId": "paimon-test-key", "fs.s3.accessKeySecret": "paimon-test-secret",
+               "fs.s3.region": "us-east-1", "fs.s3.path-style-access": "true"}
+    import boto3
+    boto3.client("s3", endpoint_url=options["fs.s3.endpoint"], region_name="us-east-1",
+                 aws_access_key_id=options["fs.s3.accessKeyId"],
+                 aws_secret_access_key=options["fs.s3.accessKeySecret"]).create_bucket(Bucket="lake")
+    yield options
+    storage.configure({})
+    server.stop()

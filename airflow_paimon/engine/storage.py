@@ -9,6 +9,9 @@ Python worker) calls ``configure(catalog_options)``, and a URI of a scheme pypai
 (s3, s3a, oss, gs, hdfs, ...) gets the pyarrow filesystem pypaimon builds from the same options
 (``fs.s3.endpoint``, ``fs.s3.accessKeyId``, ``fs.s3.accessKeySecret``, ``fs.s3.path-style-access``, ...).
 Before any ``configure`` call, ``FileSystem.from_uri`` (the environment's defaults) is the fallback.
+
+``write_bytes_if_absent`` (snapshot files, index manifests) is the one operation pyarrow cannot do on an
+object store: on S3 it is a conditional PUT through boto3, with the settings of the same pyarrow filesystem.
 """
 from __future__ import annotations
 
@@ -16,10 +19,16 @@ import functools
 import json
 import os
 import posixpath
+import time
 import uuid
 from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pafs
+
+from airflow_paimon.engine.errors import PaimonJobError
+
+# URI schemes pypaimon serves with pyarrow's S3FileSystem (pyarrow_file_io.py): S3 and S3-compatible stores
+S3_SCHEMES = ("s3", "s3a", "s3n")
 
 _catalog_options: dict[str, str] = {}
 
@@ -169,16 +178,32 @@ def delete_file(uri: str) -> None:
         fs.delete_file(path)
 
 
+class NoExclusiveCreateError(PaimonJobError):
+    """The store has no create-if-absent this provider can use: nothing was written."""
+
+
+def creates_exclusively(uri: str) -> bool:
+    """True if ``write_bytes_if_absent(uri, ...)`` lets exactly one of any number of racing creators win."""
+    scheme = urlparse(uri).scheme if "://" in uri else ""
+    return scheme in ("", "file") or scheme in S3_SCHEMES
+
+
 def write_bytes_if_absent(uri: str, data: bytes) -> bool:
     """Create ``uri`` with ``data`` unless it exists; False if it did (the existing file is left alone).
 
-    On a local file system a hard link creates the name atomically across processes. Elsewhere (object
-    stores have no create-if-absent in pyarrow) the file is written when absent and read back: a writer
-    that finds other bytes there lost the race and reports False."""
+    Exactly one of any number of concurrent creators, in any process, gets True: on a local file system a
+    hard link creates the name (it fails if the name exists); on S3 a conditional PUT (``If-None-Match: *``)
+    does, which the store refuses (412) if the key exists. Any other store raises NoExclusiveCreateError
+    with nothing written: a check-then-write there would let two creators both believe they won."""
+    if not creates_exclusively(uri):
+        raise NoExclusiveCreateError(
+            f"{uri}: {urlparse(uri).scheme}:// has no create-if-absent this provider can use (local paths, "
+            f"file:// and {'/'.join(S3_SCHEMES)}:// with a conditional PUT have); nothing written")
     fs, path = filesystem(uri)
     if isinstance(fs, pafs.LocalFileSystem):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        # hidden: a directory listing (pypaimon's of snapshot-N files) never parses it
+        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
         with open(tmp, "wb") as f:
             f.write(data)
         try:
@@ -188,10 +213,59 @@ def write_bytes_if_absent(uri: str, data: bytes) -> bool:
             return False
         finally:
             os.unlink(tmp)
-    if exists(uri):
-        return False
-    write_bytes_atomic(uri, data)
-    return read_bytes(uri) == data
+    return _s3_put_if_absent(fs, path, data)
+
+
+_CONFLICT_RETRIES = 10  # S3's 409 ConditionalRequestConflict: another conditional write of the key in flight
+
+
+def _s3_put_if_absent(fs: pafs.S3FileSystem, path: str, data: bytes) -> bool:
+    from botocore.exceptions import ClientError
+
+    bucket, key = path.split("/", 1)
+    client = _s3_client(fs)
+    for attempt in range(_CONFLICT_RETRIES + 1):
+        try:
+            client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+            return True
+        except ClientError as e:
+            status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            code = e.response.get("Error", {}).get("Code")
+            if status == 412 or code == "PreconditionFailed":
+                # the key exists. Ours only if botocore re-sent a PUT that had landed (its response lost):
+                # then the object holds exactly our bytes, which no other creator writes
+                with fs.open_input_stream(path) as f:
+                    return f.read() == data
+            if (status == 409 or code == "ConditionalRequestConflict") and attempt < _CONFLICT_RETRIES:
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            raise
+
+
+def _s3_client(fs: pafs.S3FileSystem):
+    """A boto3 S3 client with the settings of ``fs`` (endpoint, keys, region, addressing): the arguments
+    pyarrow rebuilds ``fs`` from when pickling it."""
+    settings = fs.__reduce__()[1][0]
+    names = ("access_key", "secret_key", "session_token", "region", "scheme", "endpoint_override",
+             "force_virtual_addressing")
+    return _s3_client_of(json.dumps({n: settings.get(n) for n in names}, sort_keys=True), os.getpid())
+
+
+@functools.lru_cache(maxsize=16)
+def _s3_client_of(settings_json: str, pid: int):  # pid: a forked worker builds its own (no shared sockets)
+    import boto3
+    from botocore.config import Config
+
+    s = json.loads(settings_json)
+    endpoint = s["endpoint_override"] or None
+    if endpoint and "://" not in endpoint:
+        endpoint = f"{s['scheme'] or 'https'}://{endpoint}"
+    # as pyarrow: virtual-hosted addressing on AWS, path style on another endpoint unless forced virtual
+    addressing = "virtual" if (endpoint is None or s["force_virtual_addressing"]) else "path"
+    return boto3.session.Session().client(
+        "s3", endpoint_url=endpoint, region_name=s["region"] or None, aws_access_key_id=s["access_key"] or None,
+        aws_secret_access_key=s["secret_key"] or None, aws_session_token=s["session_token"] or None,
+        config=Config(s3={"addressing_style": addressing}, retries={"mode": "standard"}))
 
 
 class EscapeError(ValueError):

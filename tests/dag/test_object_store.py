@@ -17,30 +17,7 @@ from oracle import assert_table_equals, expected_upsert
 
 pytestmark = [pytest.mark.dag, pytest.mark.s3]
 
-BUCKET = "lake"
-
-
-@pytest.fixture
-def s3_catalog_options(monkeypatch, tmp_path):
-    """A moto S3 server on 127.0.0.1 with one bucket; the catalog options that reach it."""
-    from moto.server import ThreadedMotoServer
-
-    for name in [n for n in os.environ if n.startswith("AWS_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.aws of this machine either
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    options = {"warehouse": f"s3://{BUCKET}/warehouse", "fs.s3.endpoint": f"http://{host}:{port}",
-               "fs.s3.accessKeyId": "paimon-test-key", "fs.s3.accessKeySecret": "paimon-test-secret",
-               "fs.s3.region": "us-east-1", "fs.s3.path-style-access": "true"}
-    import boto3
-    boto3.client("s3", endpoint_url=options["fs.s3.endpoint"], region_name="us-east-1",
-                 aws_access_key_id=options["fs.s3.accessKeyId"],
-                 aws_secret_access_key=options["fs.s3.accessKeySecret"]).create_bucket(Bucket=BUCKET)
-    yield options
-    storage.configure({})
-    server.stop()
+BUCKET = "lake"  # the s3_catalog_options fixture's (tests/conftest.py)
 
 
 def test_whole_dag_on_s3_with_the_connections_credentials(airflow_home, s3_catalog_options, monkeypatch, tmp_path):

@@ -2,19 +2,18 @@
 or not at all.
 
 pypaimon's FileStoreCommit retries a failed snapshot creation on top of whatever is latest then, without a
-conflict check for APPEND commits; and its RenamingSnapshotCommit on a local file system checks-then-renames
-under an in-process lock, so a second process can replace the first one's snapshot file. Here every attempt
-first passes ``guard(latest)`` (which raises to refuse the snapshot it would build on), and on a local file
-system the snapshot file is created with a hard link, which fails if the name exists in any process.
+conflict check for APPEND commits; and its RenamingSnapshotCommit checks-then-renames (under an in-process lock
+on a local file system; on an object store a rename is a copy that replaces the target), so a second process
+can replace the first one's snapshot file and both are told they committed. Here every attempt first passes
+``guard(latest)`` (which raises to refuse the snapshot it would build on), and the snapshot file is created only
+if absent, in any process (storage.write_bytes_if_absent: a hard link on a local file system, a conditional
+PUT on S3); a warehouse where that cannot be done is refused before the commit builds anything.
 
 Each attempt also compacts the manifests it carries into the new base manifest list (manifest_merge.py).
 """
 from __future__ import annotations
 
-import errno
 import logging
-import os
-import uuid
 
 from pypaimon.common.json_util import JSON
 from pypaimon.filesystem.local_file_io import LocalFileIO
@@ -22,31 +21,24 @@ from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
 from pypaimon.snapshot.snapshot_commit import SnapshotCommit
 from pypaimon.write.file_store_commit import FileStoreCommit
 
+from airflow_paimon.engine import storage
 from airflow_paimon.engine.commit.manifest_merge import ManifestMergeOptions, ManifestMerger, MergingManifestList
+from airflow_paimon.engine.errors import ValidationError
 
 log = logging.getLogger(__name__)
 
 
 class ExclusiveSnapshotCommit(SnapshotCommit):
-    """Creates ``snapshot-N`` only if no process has: write a temporary file, hard-link it to the name."""
+    """Creates ``snapshot-N`` only if no process has (storage.write_bytes_if_absent)."""
 
     def __init__(self, snapshot_manager):
         self.snapshot_manager = snapshot_manager
         self.file_io = snapshot_manager.file_io
 
     def commit(self, base_snapshot_uuid, snapshot, statistics) -> bool:
-        target = self.file_io._to_file(self.snapshot_manager.get_snapshot_path(snapshot.id))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-        tmp.write_text(JSON.to_json(snapshot, indent=2), encoding="utf-8")
-        try:
-            os.link(tmp, target)
-        except OSError as e:
-            if e.errno != errno.EEXIST:
-                raise
+        path = snapshot_path(self.snapshot_manager, snapshot.id)
+        if not storage.write_bytes_if_absent(path, JSON.to_json(snapshot, indent=2).encode("utf-8")):
             return False
-        finally:
-            tmp.unlink(missing_ok=True)
         RenamingSnapshotCommit(self.snapshot_manager)._commit_latest_hint(snapshot.id)  # a hint only
         return True
 
@@ -54,12 +46,28 @@ class ExclusiveSnapshotCommit(SnapshotCommit):
         pass
 
 
+def snapshot_path(snapshot_manager, snapshot_id: int) -> str:
+    path = snapshot_manager.get_snapshot_path(snapshot_id)
+    if isinstance(snapshot_manager.file_io, LocalFileIO):  # file:// URIs and FUSE mounts: the local path
+        return str(snapshot_manager.file_io._to_file(path))
+    return path
+
+
 def exclusive_snapshot_commit(table) -> SnapshotCommit:
-    """The table's snapshot commit, made exclusive across processes where pypaimon's is not."""
+    """The table's snapshot commit, made exclusive across processes where pypaimon's is not; a warehouse whose
+    snapshot files cannot be created exclusively is refused (a commit there could not know that it won)."""
     inner = table.new_snapshot_commit()
-    if isinstance(inner, RenamingSnapshotCommit) and isinstance(table.file_io, LocalFileIO):
-        return ExclusiveSnapshotCommit(table.snapshot_manager())
-    return inner  # a catalog's commit (REST) is a server-side compare-and-swap on the base snapshot
+    if not isinstance(inner, RenamingSnapshotCommit):
+        return inner  # a catalog's commit (REST) is a server-side compare-and-swap on the base snapshot
+    manager = table.snapshot_manager()
+    path = snapshot_path(manager, 1)
+    if not storage.creates_exclusively(path):
+        raise ValidationError(
+            table.identifier.get_full_name(),
+            f"snapshot files under {path.rsplit('/', 2)[0]} cannot be created exclusively ({path.split(':', 1)[0]}:// "
+            f"has no create-if-absent; local paths, file:// and {'/'.join(storage.S3_SCHEMES)}:// do), so a commit "
+            "could not tell whether another writer's snapshot replaced its own; nothing committed")
+    return ExclusiveSnapshotCommit(manager)
 
 
 class GuardedCommit(FileStoreCommit):
