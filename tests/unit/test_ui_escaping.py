@@ -12,7 +12,8 @@ import pyarrow as pa
 from airflow.models.connection import Connection
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, table_index_uri, write_manifest
+from airflow_paimon.engine import layout
+from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, write_manifest
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.links import PAGE_PREFIX
 from airflow_paimon.ui import render
@@ -61,7 +62,7 @@ def test_table_page_escapes_options_commit_users_manifest_and_staged_fields(ware
     write.close()
     hook = _LoadedHook(Connection(conn_id="p", conn_type="paimon", extra=json.dumps({"warehouse": warehouse})))
     # an index manifest whose fields are markup (the issue: shards went into the page as it was)
-    write_manifest(table_index_uri(hook.index_root(), "db.t"),
+    write_manifest(layout.index_dir(hook.index_root(), "db.t"),
                    IndexManifest(table="db.t", snapshot_id=1, schema_id=0, shards=SCRIPT, key_hash_scheme=SCRIPT,
                                  shard_meta=[ShardMeta(0, [], 2)], origin=BREAKOUT))
     staged = storage.join(hook.staging_root(), "db.t", "airflow-paimon-dead", "staged.json")

@@ -106,13 +106,20 @@ def write_manifest(table_uri: str, manifest: IndexManifest) -> None:
     storage.write_bytes_atomic(uri, manifest_to_json(manifest).encode())
 
 
-def write_manifest_if_absent(table_uri: str, manifest: IndexManifest) -> IndexManifest:
-    """Publish ``manifest`` unless the snapshot's index is already published; returns the one in place (a
-    second publisher of the same snapshot never replaces the first one's manifest)."""
+def publish_manifest(table_uri: str, manifest: IndexManifest) -> IndexManifest:
+    """Publish ``manifest`` as the index of its snapshot unless an intact, compatible one is in place already;
+    returns the index in place. Two publishers of one snapshot (a run's commit, another run's bootstrap catching
+    up on it) race: the first manifest stays, so the files it names are the ones every clean-up keeps — the loser
+    never replaces it with one naming files a clean-up may have judged unreferenced. A corrupt or incompatible
+    manifest (other shard count, schema or hash scheme) is replaced."""
     uri = storage.join(table_uri, snapshot_dir(manifest.snapshot_id), MANIFEST)
     if storage.write_bytes_if_absent(uri, manifest_to_json(manifest).encode()):
         return manifest
-    return read_manifest(table_uri, manifest.snapshot_id)
+    existing = read_manifest(table_uri, manifest.snapshot_id)
+    if compatible(existing, manifest.schema_id, manifest.shards) and verify(table_uri, existing) is None:
+        return existing
+    write_manifest(table_uri, manifest)
+    return manifest
 
 
 def read_manifest(table_uri: str, snapshot_id: int | None) -> IndexManifest | None:

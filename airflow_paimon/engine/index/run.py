@@ -22,7 +22,7 @@ from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.bootstrap import (CATCH_UP, NOT_NEEDED, REBUILD, REUSE, catch_up_file,
                                                    catch_up_shard, plan_bootstrap, rebuild_part)
-from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, merge_shard_parts, write_manifest
+from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, merge_shard_parts, publish_manifest
 from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.store import clean_up
@@ -63,8 +63,7 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks) -> BootstrapResult:
     if plan.decision == REUSE:
         manifest = plan.base
         if manifest.snapshot_id != plan.snapshot_id:  # only COMPACT snapshots since: same keys, newer snapshot
-            manifest = replace(manifest, snapshot_id=plan.snapshot_id, origin=REUSE)
-            write_manifest(table_uri, manifest)
+            manifest = publish_manifest(table_uri, replace(manifest, snapshot_id=plan.snapshot_id, origin=REUSE))
     elif plan.decision == CATCH_UP:
         files_read = len(plan.added_files)
         manifest = _catch_up(table, plan, table_uri, tasks)
@@ -118,9 +117,9 @@ def _rebuild(table, snapshot_id, bucket_files, shards: int, table_uri: str, task
     parts = sorted(tasks.rebuild(build, len(groups)), key=lambda m: [f.path for f in m.files]) if groups else []
     crash_point("bootstrap.before_manifest")
     name = table.identifier.get_full_name()
-    manifest = IndexManifest(name, snapshot_id, table.table_schema.id, shards, KEY_HASH_SCHEME,
-                             merge_shard_parts(shards, parts), origin=REBUILD)
-    write_manifest(table_uri, manifest)
+    manifest = publish_manifest(table_uri, IndexManifest(name, snapshot_id, table.table_schema.id, shards,
+                                                         KEY_HASH_SCHEME, merge_shard_parts(shards, parts),
+                                                         origin=REBUILD))
     log.debug("rebuilt the index of %s at snapshot %s: %s keys in %s tasks", name, snapshot_id, manifest.keys,
               len(groups))
     return manifest
@@ -150,8 +149,7 @@ def _catch_up(table, plan, table_uri: str, tasks: IndexTasks) -> IndexManifest:
     manifest = replace(base, snapshot_id=target, origin=CATCH_UP,
                        shard_meta=[metas.get(m.shard, m) for m in base.shard_meta])
     crash_point("bootstrap.before_manifest")
-    write_manifest(table_uri, manifest)
-    return manifest
+    return publish_manifest(table_uri, manifest)
 
 
 def shards_in(rows: pa.Table) -> list[tuple[int, pa.Table]]:

@@ -12,7 +12,7 @@ import pyarrow.fs as pafs
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.index.layout import (_SNAPSHOT_DIR, MANIFEST, MAX_SHARD_FILES, IndexFile, IndexManifest, ShardMeta,
                                                 describe_file, published_snapshots, read_manifest, snapshot_dir,
-                                                write_manifest_if_absent)
+                                                publish_manifest)
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def publish_committed(table_uri: str, base: IndexManifest, staged: dict[int, dic
                     if doc["file"] else None)
         metas.append(advance(meta, new_file, file_type, doc["keys"], doc["bucket_counts"]))
     manifest = replace(base, snapshot_id=snapshot_id, shard_meta=metas, origin="committed")
-    return write_manifest_if_absent(table_uri, manifest)
+    return publish_manifest(table_uri, manifest)
 
 
 def clean_up(table_uri: str, keep: int = 2) -> list[str]:
