@@ -172,6 +172,15 @@ def mtime(uri: str) -> float:
     return info.mtime.timestamp() if info.mtime else 0.0
 
 
+def newest_mtime(uri: str) -> float:
+    """Epoch seconds of the newest modification under ``uri`` (the directory itself and everything below it)."""
+    fs, path = filesystem(uri)
+    infos = [fs.get_file_info(path)]
+    if infos[0].type == pafs.FileType.Directory:
+        infos += fs.get_file_info(pafs.FileSelector(path, recursive=True))
+    return max((i.mtime.timestamp() for i in infos if i.mtime is not None), default=0.0)
+
+
 def delete_file(uri: str) -> None:
     fs, path = filesystem(uri)
     if fs.get_file_info(path).type != pafs.FileType.NotFound:

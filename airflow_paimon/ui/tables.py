@@ -1,11 +1,11 @@
 """What the page shows of one table, read with pypaimon and the index manifest only (no Spark, no writes)."""
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine import layout
+from airflow_paimon.engine.commit.staging import read_staged, runs
 from airflow_paimon.engine.compact.levels import level_sorted_runs
 from airflow_paimon.engine.compact.strategy import CompactOptions
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
@@ -155,12 +155,11 @@ def _indexes(index_uri: str) -> list[IndexRow]:
 
 def _staged(table_staging_uri: str, runs_by_commit_user) -> list[StagedRow]:
     rows = []
-    for commit_user in storage.list_dir(table_staging_uri):
-        uri = layout.staged_file(storage.join(table_staging_uri, commit_user))
-        if not storage.exists(uri):
+    for uri in runs(table_staging_uri):
+        doc = read_staged(uri)
+        if doc is None:
             continue
-        doc = json.loads(storage.read_bytes(uri))
-        rows.append(StagedRow(doc.get("commit_user", commit_user), doc.get("commit_identifier"),
-                              doc.get("base_snapshot_id"), len(doc.get("messages", [])),
-                              runs_by_commit_user.get(doc.get("commit_user", commit_user))))
+        commit_user = doc.get("commit_user", uri.rsplit("/", 1)[-1])
+        rows.append(StagedRow(commit_user, doc.get("commit_identifier"), doc.get("base_snapshot_id"),
+                              len(doc.get("messages", [])), runs_by_commit_user.get(commit_user)))
     return rows

@@ -84,3 +84,36 @@ def test_operator_older_than():
     assert PaimonRemoveOrphanFilesOperator(task_id="o1", table="db.t").older_than == timedelta(days=1)
     with pytest.raises(ValueError, match="table db.t: older_than must be a timedelta of at least 1 hour"):
         PaimonRemoveOrphanFilesOperator(task_id="o2", table="db.t", older_than=timedelta(seconds=-1))
+
+
+def test_commit_and_orphan_removal_agree_on_what_is_abandoned(tmp_path):
+    """One definition (engine/commit/staging.abandoned): the newest file under a run's staging counts — a run
+    whose staged.json is old but that still writes shard files is not abandoned, for either clean-up."""
+    import time
+
+    from airflow_paimon.engine.commit.run import _drop_abandoned_staging
+    from airflow_paimon.engine.commit.staging import abandoned
+    from airflow_paimon.engine.maintenance.orphans import stale_staging
+    from airflow_paimon.engine.specs import STAGING_RETENTION_SECONDS
+
+    old = time.time() - STAGING_RETENTION_SECONDS - 3600
+    runs = {}
+    for name, fresh in (("dead", None), ("still-writing", "index/shard-00001.json"), ("empty-old", None)):
+        run = tmp_path / "db.t" / name
+        (run / "index").mkdir(parents=True)
+        if name != "empty-old":
+            (run / "staged.json").write_text("{}")
+            (run / "index" / "shard-00000.json").write_text("{}")
+        if fresh:
+            (run / fresh).write_text("{}")
+        for p in [run, *run.rglob("*")]:
+            if not (fresh and p == run / fresh):
+                os.utime(p, (old, old))
+        runs[name] = run
+    now = time.time()
+    judged = {name: abandoned(str(run), now, STAGING_RETENTION_SECONDS) for name, run in runs.items()}
+    assert judged == {"dead": True, "still-writing": False, "empty-old": True}
+    assert sorted(p.rsplit("/", 1)[-1] for p in stale_staging(str(tmp_path / "db.t"), now, int(now * 1000))) == [
+        "dead", "empty-old"]
+    _drop_abandoned_staging(str(tmp_path / "db.t"), STAGING_RETENTION_SECONDS)
+    assert sorted(p.name for p in (tmp_path / "db.t").iterdir()) == ["still-writing"]

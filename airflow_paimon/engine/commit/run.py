@@ -12,7 +12,7 @@ import time
 
 from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
-from airflow_paimon.engine.commit.staging import load
+from airflow_paimon.engine.commit.staging import abandoned, load, runs
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.identifier import validate_identifier
@@ -104,14 +104,11 @@ def publish_index(table_uri: str, staged, staging_uri: str, snapshot_id: int) ->
 
 
 def _drop_abandoned_staging(table_staging: str, retention_seconds: float) -> None:
-    """Staging of other runs of this table untouched for longer than the retention never committed: drop it
-    (its data files are orphans for the orphan-file cleanup)."""
+    """Staging of other runs of this table that is abandoned never committed: drop it (its data files are
+    orphans for the orphan-file cleanup)."""
     now = time.time()
-    for name in storage.list_dir(table_staging):
-        uri = storage.join(table_staging, name)
-        marker = layout.staged_file(uri)
-        age_from = storage.mtime(marker) if storage.exists(marker) else storage.mtime(uri)
-        if now - age_from > retention_seconds:
+    for uri in runs(table_staging):
+        if abandoned(uri, now, retention_seconds):
             log.info("dropping abandoned staging %s", uri)
             storage.delete_dir_within(table_staging, uri)
 

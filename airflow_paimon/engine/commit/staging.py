@@ -20,6 +20,20 @@ class Staged:
     extra: dict = field(default_factory=dict)  # counters and index hand-over, for the commit task
 
 
+def runs(table_staging: str) -> list[str]:
+    """The staging directory of each run of a table (``layout.staging_dir(root, table)``)."""
+    return [storage.join(table_staging, name) for name in storage.list_dir(table_staging)
+            if storage.is_dir(storage.join(table_staging, name))]
+
+
+def abandoned(run_staging: str, now_s: float, retention_s: float) -> bool:
+    """The one definition: a run's staging is abandoned when nothing under it (its staged.json, written last,
+    or the shard files a run still writing has put there) changed for longer than the retention. Its commit
+    task would have run by then; the commit drops such staging, orphan removal too, and stops protecting the
+    data files it names."""
+    return now_s - storage.newest_mtime(run_staging) > retention_s
+
+
 def encode_message(table, message: CommitMessage) -> bytes:
     return serialize_commit_message(message, table.partition_keys_fields)
 
@@ -38,8 +52,16 @@ def stage(table, staging_uri: str, staged: Staged, encoded_messages: list[bytes]
     return uri
 
 
+def read_staged(staging_uri: str) -> dict | None:
+    """The run's staged.json as written (messages still encoded); None if the run staged nothing (yet)."""
+    uri = layout.staged_file(staging_uri)
+    return json.loads(storage.read_bytes(uri)) if storage.exists(uri) else None
+
+
 def load(table, staging_uri: str) -> Staged:
-    doc = json.loads(storage.read_bytes(layout.staged_file(staging_uri)))
+    doc = read_staged(staging_uri)
+    if doc is None:
+        raise FileNotFoundError(f"nothing staged at {staging_uri}")
     messages = [decode_message(table, base64.b64decode(m)) for m in doc["messages"]]
     return Staged(doc["table"], doc["base_snapshot_id"], doc["commit_user"], doc["commit_identifier"],
                   messages, doc.get("extra", {}))

@@ -20,7 +20,7 @@ import time
 import pyarrow.fs as pafs
 
 from airflow_paimon.engine import layout, storage
-from airflow_paimon.engine.commit.staging import data_file_paths, load
+from airflow_paimon.engine.commit.staging import abandoned, data_file_paths, load, runs
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.maintenance.references import References, SnapshotReader, normalize
 from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, STAGING_RETENTION_SECONDS
@@ -49,10 +49,8 @@ def _files(uri: str) -> list[tuple[str, int, float | None]]:
 def staged_references(table, table_staging: str, now_s: float) -> set[str]:
     """Data files of the runs staged under ``table_staging`` that are not abandoned yet."""
     refs = set()
-    for name in storage.list_dir(table_staging):
-        uri = storage.join(table_staging, name)
-        marker = layout.staged_file(uri)
-        if storage.exists(marker) and now_s - storage.mtime(marker) <= STAGING_RETENTION_SECONDS:
+    for uri in runs(table_staging):
+        if storage.exists(layout.staged_file(uri)) and not abandoned(uri, now_s, STAGING_RETENTION_SECONDS):
             try:
                 staged = load(table, uri)
             except (KeyError, ValueError) as e:
@@ -91,19 +89,10 @@ def orphan_files(table, older_than_ms: int, staged: set[str] = frozenset()) -> l
             if mtime is not None and mtime < cut_off_s and key not in referenced and key not in staged]
 
 
-def stale_staging(table_staging: str, older_than_ms: int) -> list[str]:
-    """Staged-commit directories of this table not touched since ``older_than_ms``."""
-    fs, root = storage.filesystem(table_staging)
-    if fs.get_file_info(root).type != pafs.FileType.Directory:
-        return []
-    stale = []
-    for d in fs.get_file_info(pafs.FileSelector(root)):
-        if d.type == pafs.FileType.Directory:
-            newest = max((f.mtime.timestamp() for f in fs.get_file_info(pafs.FileSelector(d.path, recursive=True))
-                          if f.mtime is not None), default=0)
-            if newest * 1000 < older_than_ms:
-                stale.append(d.path)
-    return stale
+def stale_staging(table_staging: str, now_s: float, older_than_ms: int) -> list[str]:
+    """Staged-commit directories of this table that are abandoned and not touched since ``older_than_ms``."""
+    return [uri for uri in runs(table_staging) if abandoned(uri, now_s, STAGING_RETENTION_SECONDS)
+            and storage.newest_mtime(uri) * 1000 < older_than_ms]
 
 
 def remove_orphan_files(table, older_than_ms: int | None = None, staging_root: str | None = None,
@@ -115,9 +104,7 @@ def remove_orphan_files(table, older_than_ms: int | None = None, staging_root: s
     table_staging = layout.staging_dir(staging_root, identifier) if staging_root else None
     protected = staged_references(table, table_staging, now_s) if table_staging else set()
     orphans = orphan_files(table, older_than_ms, protected)
-    # staging goes only once abandoned, however small older_than_ms is
-    abandoned_ms = min(older_than_ms, int((now_s - STAGING_RETENTION_SECONDS) * 1000))
-    staged = stale_staging(table_staging, abandoned_ms) if table_staging else []
+    staged = stale_staging(table_staging, now_s, older_than_ms) if table_staging else []  # only once abandoned
     if not dry_run:
         for path, _ in orphans:
             storage.require_within(table.table_path, path)
