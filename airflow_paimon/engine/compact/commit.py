@@ -16,6 +16,7 @@ from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.maintenance.references import SnapshotReader
+from airflow_paimon.engine.paimon_compat import try_commit
 from airflow_paimon.engine.scan import file_path
 
 log = logging.getLogger(__name__)
@@ -101,9 +102,8 @@ def commit_compaction(table, plan, messages, commit_user: str, commit_identifier
     # every commit attempt re-checks the snapshots up to the one it builds on, and lands right after it
     committer = GuardedCommit(table, commit_user, lambda latest: check_no_conflict(table, plan, messages, latest))
     try:
-        committer._try_commit(commit_kind=COMPACT, commit_identifier=commit_identifier,
-                              commit_entries_plan=lambda _latest: entries, detect_conflicts=True,
-                              snapshot_properties=props)
+        try_commit(committer, commit_kind=COMPACT, commit_identifier=commit_identifier,
+                   commit_entries_plan=lambda _latest: entries, detect_conflicts=True, snapshot_properties=props)
     except RuntimeError as e:
         if "conflict" not in str(e).lower():
             raise

@@ -18,6 +18,7 @@ from airflow_paimon.engine.compact.merge import merge_key_values, retract_counts
 from airflow_paimon.engine.compact.plan import BucketCompaction
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.write.bucket_writer import file_schema
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
@@ -119,7 +120,7 @@ class BucketRewriter:
         writer = KeyValueFileWriter(table=self.table, partition=tuple(self.work.partition), bucket=self.work.bucket,
                                     max_seq_number=0, options=CoreOptions.copy(self.table.options))
         try:
-            writer._roll_write(kv)  # sorted, key-unique rows; pypaimon rolls them into files by size
+            roll_write(writer, kv)  # sorted, key-unique rows; pypaimon rolls them into files by size
         except Exception:
             writer.abort()
             raise

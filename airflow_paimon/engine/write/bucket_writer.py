@@ -15,6 +15,7 @@ from pypaimon.write.commit_message import CommitMessage
 
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, key_column, key_columns
 from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.data_files import is_last_of_key
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
@@ -49,7 +50,7 @@ def write_bucket(table, partition: tuple, bucket: int, rows: pa.Table, kinds: pa
     writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket,
                                 max_seq_number=max_sequence_number, options=CoreOptions.copy(table.options))
     try:
-        writer._roll_write(kv)  # pypaimon's size-based roll of key-unique sorted rows into files
+        roll_write(writer, kv)  # pypaimon's size-based roll of key-unique sorted rows into files
     except Exception:
         writer.abort()
         raise
