@@ -45,7 +45,7 @@ REQUIRED = (
     Private("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter", "_create_data_file_meta", (),
             "override: KeyValueFileWriter (engine/write/kv_writer.py), called by _write_data_to_file"),
     Private("pypaimon.filesystem.local_file_io:LocalFileIO", "_to_file", ("path",),
-            "call local_file: ExclusiveSnapshotCommit (engine/commit/snapshot_commit.py)"),
+            "call local_file: the snapshot file's local path (engine/commit/snapshot_commit.py)"),
     Private("pypaimon.snapshot.renaming_snapshot_commit:RenamingSnapshotCommit", "_commit_latest_hint",
             ("snapshot_id",), "call commit_latest_hint: ExclusiveSnapshotCommit (engine/commit/snapshot_commit.py)"),
 )
