@@ -13,7 +13,7 @@ from airflow_paimon.engine.assign.task import assign_task
 from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.index.keys import encode_keys
+from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.index.run import bootstrap_index, shards_in
 from airflow_paimon.engine.index.sharding import shard_of
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,

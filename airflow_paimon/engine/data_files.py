@@ -7,22 +7,22 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_paimon.engine import storage
-
-RETRACT_KINDS = (1, 3)  # the _VALUE_KIND of -U and -D: the row removes its key
+from airflow_paimon.engine.codec.kinds import retracts
+from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND, is_key_column, value_column
 
 
 def read_key_rows(path: str, key_fields: list[str]) -> pa.Table:
     """Key columns, _SEQUENCE_NUMBER and _VALUE_KIND of one data file, newest row per key."""
-    rows = read_columns(path, list(dict.fromkeys(key_fields)) + ["_SEQUENCE_NUMBER", "_VALUE_KIND"])
+    rows = read_columns(path, list(dict.fromkeys(key_fields)) + [SEQUENCE_NUMBER, VALUE_KIND])
     if rows.num_rows < 2:
         return rows
-    rows = rows.sort_by([(k, "ascending") for k in key_fields] + [("_SEQUENCE_NUMBER", "ascending")])
+    rows = rows.sort_by([(k, "ascending") for k in key_fields] + [(SEQUENCE_NUMBER, "ascending")])
     return rows.filter(is_last_of_key(rows, key_fields))
 
 
 def read_live_keys(paths: list[str], key_fields: list[str]) -> pa.Table:
     """The primary keys alive in one bucket: newest version per key (all levels), retractions dropped."""
-    columns = list(dict.fromkeys(key_fields)) + ["_SEQUENCE_NUMBER", "_VALUE_KIND"]
+    columns = list(dict.fromkeys(key_fields)) + [SEQUENCE_NUMBER, VALUE_KIND]
     parts = [read_columns(p, columns) for p in paths]
     if not parts:
         return pa.table({k: pa.array([]) for k in columns})
@@ -30,18 +30,18 @@ def read_live_keys(paths: list[str], key_fields: list[str]) -> pa.Table:
     if data.num_rows == 0:
         return data.select(key_fields)
     if len(parts) == 1:  # one file is one sorted run: every key once already (5M keys read in 0.20 s, not 0.27)
-        return data.filter(is_alive(data.column("_VALUE_KIND"))).select(key_fields)
-    sort_keys = [(k, "ascending") for k in key_fields] + [("_SEQUENCE_NUMBER", "ascending")]
+        return data.filter(is_alive(data.column(VALUE_KIND))).select(key_fields)
+    sort_keys = [(k, "ascending") for k in key_fields] + [(SEQUENCE_NUMBER, "ascending")]
     order = pc.sort_indices(data, sort_keys=sort_keys)
     data = data.take(order)
     last = is_last_of_key(data, key_fields)
     newest = data.filter(last)
-    return newest.filter(is_alive(newest.column("_VALUE_KIND"))).select(key_fields)
+    return newest.filter(is_alive(newest.column(VALUE_KIND))).select(key_fields)
 
 
 def is_alive(kinds) -> pa.Array:
     """Per row: whether its _VALUE_KIND leaves the key alive (+I, +U)."""
-    return pc.invert(pc.is_in(kinds, pa.array(RETRACT_KINDS, pa.int8())))
+    return pc.invert(retracts(kinds))
 
 
 def is_last_of_key(data: pa.Table, key_fields: list[str]) -> pa.Array:
@@ -70,7 +70,7 @@ def read_columns(path: str, columns: list[str]) -> pa.Table:
         names, read = file.schema_arrow.names, lambda cols: file.read(columns=cols)
     else:
         raise NotImplementedError(f"reading {path}: only parquet and orc data files are supported")
-    physical = [c[len("_KEY_"):] if c.startswith("_KEY_") and c not in names else c for c in columns]
+    physical = [value_column(c) if is_key_column(c) and c not in names else c for c in columns]
     data = read(list(dict.fromkeys(physical)))
     return pa.table([data.column(p) for p in physical], names=columns)
 

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_paimon.engine.codec.system_fields import key_columns
 from airflow_paimon.engine.compact.merge import merge_key_values
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.data_files import read_columns
@@ -79,7 +80,7 @@ def bucket_rows(table, paths: tuple[str, ...]) -> pa.Table:
     if not paths:
         return row_schema.empty_table()
     kv = pa.concat_tables([read_columns(p, schema.names).cast(schema) for p in paths])
-    keys = [f"_KEY_{k}" for k in table.trimmed_primary_keys]
+    keys = key_columns(table.trimmed_primary_keys)
     merged = merge_key_values(kv, keys, table.table_schema.options, drop_delete=True,
                               table=table.identifier.get_full_name())
     return merged.select(row_schema.names)

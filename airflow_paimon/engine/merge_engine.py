@@ -20,11 +20,10 @@ import numpy as np
 import pyarrow as pa
 from pypaimon.common.options.core_options import CoreOptions, MergeEngine
 
+from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.errors import PaimonJobError
 
 __all__ = ["MergeEngine", "ExistingProcessor", "MergeRules"]
-
-UPDATE_BEFORE, DELETE = 1, 3  # Paimon's RowKind bytes of the retractions
 
 
 class ExistingProcessor(Enum):
@@ -104,7 +103,7 @@ class MergeRules:
         kinds = np.asarray(kinds, dtype=np.int8)
         if not self.ignore_delete:
             return rows, kinds
-        kept = ~((kinds == UPDATE_BEFORE) | (kinds == DELETE))
+        kept = ~is_retract(kinds)
         return (rows, kinds) if kept.all() else (rows.filter(pa.array(kept)), kinds[kept])
 
     def check_retractions(self, kinds: np.ndarray, table: str) -> None:
@@ -112,7 +111,7 @@ class MergeRules:
         if not self.refuses_retractions:
             return
         kinds = np.asarray(kinds)
-        count = int(((kinds == UPDATE_BEFORE) | (kinds == DELETE)).sum())
+        count = int(is_retract(kinds).sum())
         if count:
             raise ValueError(f"table {table}: merge-engine {self.name} cannot accept -U/-D records ({count} in this "
                              f"batch); {self.retraction_advice}")

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from airflow_paimon.engine.codec.kinds import FileKind
+
 
 @dataclass(frozen=True)
 class BucketFiles:
@@ -56,7 +58,7 @@ def added_entries(table, snapshot) -> list:
     manifests = ManifestListManager(table)
     entries = FileScanner(table, lambda: (manifests.read_delta(snapshot), snapshot)).read_manifest_entries(
         manifests.read_delta(snapshot))
-    return [e for e in entries if e.kind == 0]
+    return [e for e in entries if e.kind == FileKind.ADD]
 
 
 def added_file_count(table, snapshot) -> int:

@@ -76,7 +76,7 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
     separate pass over the source. Run the pipeline inside ``validation_errors()``.
     """
     from airflow_paimon.engine.assign.assigner import ROW_KIND, ORDER
-    from airflow_paimon.engine.assign.rowkind import ROW_KINDS
+    from airflow_paimon.engine.codec.kinds import ROW_KINDS
     from airflow_paimon.spark.types import spark_type
 
     columns = {c.lower(): c for c in df.columns}

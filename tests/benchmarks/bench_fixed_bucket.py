@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.fixed import bucket_of_hash
-from airflow_paimon.engine.assign.murmur import hash_codes
+from airflow_paimon.engine.codec.murmur import hash_codes
 
 
 def _keys(n: int, rng) -> dict[str, tuple[list, list]]:

@@ -10,9 +10,9 @@ from pypaimon.table.row.generic_row import GenericRow, GenericRowSerializer
 from pypaimon.table.row.internal_row import RowKind
 from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor, RowKeyExtractor
 
-from airflow_paimon.engine.assign.binary_row import binary_rows
+from airflow_paimon.engine.codec.binary_row import binary_rows
 from airflow_paimon.engine.assign.fixed import base_snapshot_id, check_fixed_table, fixed_buckets
-from airflow_paimon.engine.assign.murmur import hash_codes
+from airflow_paimon.engine.codec.murmur import hash_codes
 from airflow_paimon.engine.errors import ValidationError
 
 N = 10_000

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.index.keys import encode_keys
+from airflow_paimon.engine.codec.keys import encode_keys
 import airflow_paimon.engine.index.shard as shard_module
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.index.layout import IndexFile, IndexManifest, ShardMeta, describe_file, verify

@@ -4,7 +4,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.index.keys import (decode_partition, encode_keys, encode_partition_values,
+from airflow_paimon.engine.codec.keys import (decode_partition, encode_keys, encode_partition_values,
                                               encode_partitions, sort_keys)
 
 

@@ -15,6 +15,7 @@ import pytest
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
+from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.commit.manifest_merge import ManifestMergeOptions
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.errors import ValidationError
@@ -148,7 +149,7 @@ def test_full_compaction_drops_delete_entries(warehouse):
         base = ManifestListManager(table).read_base(s)
         assert len(base) == 1 and base[0].num_deleted_files == 0, (s.id, base)
         entries = base_entries(table, s)
-        assert all(e.kind == 0 for e in entries) and len(entries) == base[0].num_added_files
+        assert all(e.kind == FileKind.ADD for e in entries) and len(entries) == base[0].num_added_files
     # the base holds exactly the live files of the snapshot before: no deleted file left behind
     latest = h.latest()
     previous = table.snapshot_manager().get_snapshot_by_id(latest.id - 1)
@@ -178,7 +179,7 @@ def test_full_compaction_keeps_a_big_manifest_without_deleted_partitions(warehou
     base = ManifestListManager(table).read_base(h.latest())
     assert seed.file_name in {m.file_name for m in base}  # a..d only: listed on
     assert sum(m.num_deleted_files for m in base) == 0
-    assert all(e.kind == 0 for e in base_entries(table, h.latest()))
+    assert all(e.kind == FileKind.ADD for e in base_entries(table, h.latest()))
     compact(table, run_id="ca", full=True, scope="table", partition_filter={"dt": "a"})  # deletes in a
     h.expected[h.latest().id] = oracle(h.batches, h.key)
     h.upsert(new_rows(4), "e4")

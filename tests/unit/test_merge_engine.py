@@ -7,7 +7,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.assign.rowkind import DELETE, INSERT, resolve_duplicates
+from airflow_paimon.engine.assign.rowkind import resolve_duplicates
+from airflow_paimon.engine.codec.kinds import DELETE, INSERT
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import ExistingProcessor, MergeEngine, MergeRules
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
@@ -112,7 +113,7 @@ def test_aggregation_with_ignore_delete_writes_no_retraction():
     handed to the aggregate functions."""
     from airflow_paimon.engine.assign.assigner import KEY, ROW_KIND, ORDER, assign_shard
     from airflow_paimon.engine.assign.buckets import BucketAssigner
-    from airflow_paimon.engine.index.keys import encode_keys
+    from airflow_paimon.engine.codec.keys import encode_keys
     from airflow_paimon.engine.index.shard import ShardIndex
 
     batch = pa.table({"id": pa.array([1, 1, 2], pa.int64()), "dt": ["a", "a", "a"], "v": [1.0, 5.0, 2.0]})

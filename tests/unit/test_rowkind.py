@@ -4,8 +4,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.assign.rowkind import (DELETE, INSERT, occurrence_rounds, resolve_duplicates,
-                                                   row_kinds)
+from airflow_paimon.engine.assign.rowkind import occurrence_rounds, resolve_duplicates, row_kinds
+from airflow_paimon.engine.codec.kinds import DELETE, INSERT
 from airflow_paimon.engine.merge_engine import MergeRules
 
 FIRST_ROW = MergeRules.of({"merge-engine": "first-row"})

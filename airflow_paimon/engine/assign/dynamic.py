@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from airflow_paimon.engine.assign.binary_row import RowBytes
-from airflow_paimon.engine.assign.murmur import hash_by_words, hash_codes
+from airflow_paimon.engine.codec.binary_row import RowBytes
+from airflow_paimon.engine.codec.murmur import hash_by_words, hash_codes
 from airflow_paimon.engine.index.hash_index import hash_index_entries, read_hashes, write_hashes
 from airflow_paimon.engine.table_options import MAX_DYNAMIC_BUCKETS, check_table
 

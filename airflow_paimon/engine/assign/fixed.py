@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from airflow_paimon.engine.assign.murmur import hash_codes
+from airflow_paimon.engine.codec.murmur import hash_codes
 from airflow_paimon.engine.table_options import check_table
 
 BUCKET_FUNCTION = "bucket-function.type"

@@ -1,6 +1,7 @@
 """Row kinds and in-batch merging, columnar, the way Paimon's write buffer merges one key's records.
 
-- An operation column holds +I, -U, +U, -D; Paimon's RowKind bytes are 0, 1, 2, 3 (-U and -D retract).
+- An operation column holds +I, -U, +U, -D; Paimon's RowKind bytes are 0, 1, 2, 3 (-U and -D retract:
+  engine/codec/kinds.py).
 - Paimon orders one key's records by the table's ``sequence.field`` columns (reversed when
   ``sequence.field.sort-order`` = descending; nulls first either way), then by sequence number (input order
   here), and hands them to the merge function: deduplicate keeps the last, first-row the first,
@@ -17,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_paimon.engine.codec.kinds import DELETE, INSERT, ROW_KINDS, is_retract
 from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
 
-INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
-ROW_KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+_KIND_BYTES = np.array(list(ROW_KINDS.values()), dtype=np.int8)
 _ORDER = "__input_order"
 
 
@@ -32,11 +33,7 @@ def row_kinds(op: pa.Array | pa.ChunkedArray, *, table: str = "?", column: str =
         bad = pc.filter(op, pc.is_null(codes)).to_pylist()[0]
         raise ValueError(f"table {table}, column {column!r}, value {bad!r}: operation must be one of "
                          f"{list(ROW_KINDS)}")
-    return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int8)
-
-
-def is_retract(kinds: np.ndarray) -> np.ndarray:
-    return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+    return _KIND_BYTES[np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)]
 
 
 def merge_order(rows: pa.Table, key_fields: list[str], seq_fields: list[str] = (), ascending: bool = True

@@ -25,11 +25,11 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.file_entry import FileEntry
 
+from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 
 log = logging.getLogger(__name__)
-DELETE = 1
 
 # Paimon's CoreOptions; pypaimon's CoreOptions has manifest.target-file-size (8 MB) but not these two.
 MANIFEST_MERGE_MIN_COUNT = ConfigOptions.key("manifest.merge-min-count").int_type().default_value(30)
@@ -144,7 +144,7 @@ class ManifestMerger:
         if delta_size < self.options.full_compaction_size:
             return None
         deleted = {e.identifier() for m in manifests if m.num_deleted_files > 0
-                   for e in self._read(m) if e.kind == DELETE}
+                   for e in self._read(m) if e.kind == FileKind.DELETE}
         partitions = {i.partition for i in deleted}
         result, to_merge = [], []
         for meta in manifests:  # a manifest that need not change and holds no deleted file's partition stays
@@ -154,7 +154,7 @@ class ManifestMerger:
             return None
         entries = []
         for meta in to_merge:
-            live = [e for e in self._read(meta) if e.kind != DELETE and e.identifier() not in deleted]
+            live = [e for e in self._read(meta) if e.kind != FileKind.DELETE and e.identifier() not in deleted]
             if self._must_change(meta) or len(live) < len(self._read(meta)):
                 entries += live
             else:

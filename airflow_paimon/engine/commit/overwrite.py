@@ -13,6 +13,8 @@ table (engine/index/run.py rebuilds past any OVERWRITE snapshot), so it is right
 """
 from __future__ import annotations
 
+from airflow_paimon.engine.paimon_compat import overwrite_changes_provider, overwrite_hash_index_deletes, try_commit
+
 WRITE_MODES = ("upsert", "overwrite")
 
 
@@ -44,9 +46,9 @@ def commit_overwrite(committer, table, messages, commit_identifier: int) -> None
         committer.commit(messages, commit_identifier)
         return
     where = partition_filter(table, partitions)
-    committer._try_commit(commit_kind="OVERWRITE", commit_identifier=commit_identifier,
-                          commit_entries_plan=committer._overwrite_changes_provider(where, messages).provide,
-                          changelog_entries=[], detect_conflicts=True, allow_rollback=False,
-                          index_deletes=committer._overwrite_hash_index_deletes(where, []),
-                          index_adds=[e for m in messages for e in m.index_adds], snapshot_properties=None,
-                          allow_empty_commit=True)
+    try_commit(committer, commit_kind="OVERWRITE", commit_identifier=commit_identifier,
+               commit_entries_plan=overwrite_changes_provider(committer, where, messages).provide,
+               changelog_entries=[], detect_conflicts=True, allow_rollback=False,
+               index_deletes=overwrite_hash_index_deletes(committer, where),
+               index_adds=[e for m in messages for e in m.index_adds], snapshot_properties=None,
+               allow_empty_commit=True)

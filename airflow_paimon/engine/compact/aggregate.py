@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 
 DEFAULT_FUNCTION = "last_non_null_value"
@@ -53,7 +54,7 @@ def aggregate(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, options: 
               sequence_fields, table: str) -> pa.Table:
     """One row per key (each key's records contiguous, in merge order, starting at ``starts``)."""
     n, groups = values.num_rows, len(starts)
-    retract = (kinds == 1) | (kinds == 3)
+    retract = is_retract(kinds)
     group = np.repeat(np.arange(groups), np.diff(np.append(starts, n)))
     columns = {}
     for name in values.column_names:

@@ -14,7 +14,9 @@ from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from airflow_paimon.engine.commit.committer import COMPACT, find_commit
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.maintenance.references import ADD, DELETE, SnapshotReader
+from airflow_paimon.engine.codec.kinds import FileKind
+from airflow_paimon.engine.maintenance.references import SnapshotReader
+from airflow_paimon.engine.paimon_compat import try_commit
 from airflow_paimon.engine.scan import file_path
 
 log = logging.getLogger(__name__)
@@ -35,10 +37,10 @@ def compact_entries(plan, messages) -> list[ManifestEntry]:
     for m in messages:
         partition = tuple(m.partition)
         planned = [plan.entries[(partition, m.bucket, f.file_name, f.level)] for f in m.compact_before]
-        entries += [ManifestEntry(kind=DELETE, partition=e.partition, bucket=e.bucket,
+        entries += [ManifestEntry(kind=FileKind.DELETE, partition=e.partition, bucket=e.bucket,
                                   total_buckets=e.total_buckets, file=e.file) for e in planned]
         template = planned[0]
-        entries += [ManifestEntry(kind=ADD, partition=template.partition, bucket=m.bucket,
+        entries += [ManifestEntry(kind=FileKind.ADD, partition=template.partition, bucket=m.bucket,
                                   total_buckets=template.total_buckets, file=f) for f in m.compact_after]
     return entries
 
@@ -47,7 +49,7 @@ def discard_outputs(table, plan, messages) -> None:
     """Delete the files a failed compaction wrote (never a re-levelled input: it is still live)."""
     inputs = {f.file_name for m in messages for f in m.compact_before}
     for e in compact_entries(plan, messages):
-        if e.kind == ADD and e.file.file_name not in inputs:
+        if e.kind == FileKind.ADD and e.file.file_name not in inputs:
             table.file_io.delete_quietly(file_path(table, e))
 
 
@@ -79,8 +81,8 @@ def check_no_conflict(table, plan, messages, latest=None) -> None:
                                        "nothing committed, re-run to plan again")
         for e in reader.delta_entries(snap):
             where = (tuple(e.partition.values), e.bucket)
-            removed = e.kind == DELETE and (*where, e.file.file_name, e.file.level) in picked
-            stacked = e.kind == ADD and where in buckets and e.file.level > 0
+            removed = e.kind == FileKind.DELETE and (*where, e.file.file_name, e.file.level) in picked
+            stacked = e.kind == FileKind.ADD and where in buckets and e.file.level > 0
             if removed or stacked:
                 what = (f"removed input file {e.file.file_name} of" if removed
                         else f"added a level-{e.file.level} file to")
@@ -100,9 +102,8 @@ def commit_compaction(table, plan, messages, commit_user: str, commit_identifier
     # every commit attempt re-checks the snapshots up to the one it builds on, and lands right after it
     committer = GuardedCommit(table, commit_user, lambda latest: check_no_conflict(table, plan, messages, latest))
     try:
-        committer._try_commit(commit_kind=COMPACT, commit_identifier=commit_identifier,
-                              commit_entries_plan=lambda _latest: entries, detect_conflicts=True,
-                              snapshot_properties=props)
+        try_commit(committer, commit_kind=COMPACT, commit_identifier=commit_identifier,
+                   commit_entries_plan=lambda _latest: entries, detect_conflicts=True, snapshot_properties=props)
     except RuntimeError as e:
         if "conflict" not in str(e).lower():
             raise

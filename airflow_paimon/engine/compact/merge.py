@@ -12,13 +12,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.rowkind import merge_partial_update
+from airflow_paimon.engine.codec.kinds import INSERT, is_retract, retracts
+from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND, value_column
 from airflow_paimon.engine.compact.aggregate import aggregate
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
-from airflow_paimon.engine.data_files import RETRACT_KINDS as RETRACT, is_last_of_key
-
-SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
-RETRACT_KINDS = pa.array(RETRACT, pa.int8())  # -U and -D
+from airflow_paimon.engine.data_files import is_last_of_key
 
 
 def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_delete: bool,
@@ -29,13 +28,13 @@ def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_d
     ``rules``: the table's MergeRules (read from ``options`` when not given)."""
     rules = rules or MergeRules.of(options, table)
     if rules.engine is MergeEngine.FIRST_ROW:
-        kv = kv.filter(pc.invert(pc.is_in(kv.column(VALUE_KIND), RETRACT_KINDS)))
+        kv = kv.filter(pc.invert(retracts(kv.column(VALUE_KIND))))
     if kv.num_rows == 0:
         return kv
     seq, ascending = list(rules.sequence_fields), rules.sequence_ascending
     order = [(k, "ascending") for k in key_columns]
     order += [(f, "ascending" if ascending else "descending") for f in seq]
-    order.append((SEQUENCE, "ascending"))
+    order.append((SEQUENCE_NUMBER, "ascending"))
     kv = kv.take(pc.sort_indices(kv, sort_keys=order, null_placement="at_start"))
     if rules.engine is MergeEngine.DEDUPLICATE:
         kv = kv.filter(is_last_of_key(kv, key_columns))
@@ -44,7 +43,7 @@ def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_d
     else:
         kv = _merge_versions(kv, key_columns, options, rules, table)
     if drop_delete:
-        kv = kv.filter(pc.invert(pc.is_in(kv.column(VALUE_KIND), RETRACT_KINDS)))
+        kv = kv.filter(pc.invert(retracts(kv.column(VALUE_KIND))))
     return kv
 
 
@@ -64,17 +63,17 @@ def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: 
     sub_starts = np.concatenate([[0], np.cumsum(sub_sizes)[:-1]])
     sub_ends = sub_starts + sub_sizes - 1
     kinds = np.asarray(sub.column(VALUE_KIND).to_numpy(), dtype=np.int8)
-    value_names = [n for n in kv.column_names if n not in key_columns and n not in (SEQUENCE, VALUE_KIND)]
+    value_names = [n for n in kv.column_names if n not in key_columns and n not in (SEQUENCE_NUMBER, VALUE_KIND)]
     values = sub.select(value_names)
     if rules.engine is MergeEngine.PARTIAL_UPDATE:
         merged, out_kinds = _partial_update(values, kinds, sub_starts, rules, table)
     else:
-        primary_keys = [k[len("_KEY_"):] for k in key_columns]
+        primary_keys = [value_column(k) for k in key_columns]
         merged = aggregate(values, kinds, sub_starts, options, primary_keys, list(rules.sequence_fields), table)
-        out_kinds = np.zeros(len(sub_starts), dtype=np.int8)  # Paimon's aggregate is always an INSERT
-    top = np.maximum.reduceat(np.asarray(sub.column(SEQUENCE).to_numpy(), dtype=np.int64), sub_starts)
+        out_kinds = np.full(len(sub_starts), INSERT, dtype=np.int8)  # Paimon's aggregate is always an INSERT
+    top = np.maximum.reduceat(np.asarray(sub.column(SEQUENCE_NUMBER).to_numpy(), dtype=np.int64), sub_starts)
     columns = {k: sub.column(k).take(pa.array(sub_ends)) for k in key_columns}
-    columns.update({SEQUENCE: pa.array(top, pa.int64()), VALUE_KIND: pa.array(out_kinds, pa.int8())})
+    columns.update({SEQUENCE_NUMBER: pa.array(top, pa.int64()), VALUE_KIND: pa.array(out_kinds, pa.int8())})
     columns.update({n: merged.column(n) for n in value_names})
     merged = pa.table([columns[n] for n in kv.column_names], schema=kv.schema)
     both = pa.concat_tables([kv.filter(pa.array(~rows_of_several)), merged])
@@ -83,7 +82,7 @@ def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: 
 
 
 def _partial_update(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, rules: MergeRules, table: str):
-    retract = (kinds == 1) | (kinds == 3)
+    retract = is_retract(kinds)
     if retract.any() and rules.refuses_retractions:
         raise PaimonJobError(
             f"table {table}: merge-engine partial-update cannot merge the {int(retract.sum())} -U/-D records "
@@ -96,7 +95,7 @@ def _partial_update(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, rul
 
 def retract_counts(kv: pa.Table, row_counts: list[int]) -> list[int]:
     """Retraction rows per consecutive slice of ``kv`` (one slice per written file)."""
-    retract = pc.is_in(kv.column(VALUE_KIND), RETRACT_KINDS).to_numpy(zero_copy_only=False)
+    retract = retracts(kv.column(VALUE_KIND)).to_numpy(zero_copy_only=False)
     bounds = np.cumsum([0, *row_counts])
     cumulative = np.concatenate([[0], np.cumsum(retract, dtype=np.int64)])
     return [int(cumulative[e] - cumulative[s]) for s, e in zip(bounds[:-1], bounds[1:])]

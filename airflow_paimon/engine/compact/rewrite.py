@@ -11,10 +11,14 @@ from pypaimon.common.options.core_options import CoreOptions
 from pypaimon.write.commit_message import CommitMessage
 
 from airflow_paimon.engine.compact.levels import interval_partition
-from airflow_paimon.engine.compact.merge import RETRACT_KINDS, SEQUENCE, VALUE_KIND, merge_key_values, retract_counts
+from airflow_paimon.engine.codec.kinds import retracts
+from airflow_paimon.engine.codec.system_fields import (SEQUENCE_NUMBER_FIELD, VALUE_KIND, VALUE_KIND_FIELD,
+                                                      key_column, key_columns)
+from airflow_paimon.engine.compact.merge import merge_key_values, retract_counts
 from airflow_paimon.engine.compact.plan import BucketCompaction
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.write.bucket_writer import file_schema
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
@@ -31,9 +35,8 @@ def min_file_size(table) -> int:
 def key_value_schema(table) -> pa.Schema:
     """The physical layout of a primary-key data file: _KEY_ columns, sequence number, value kind, row."""
     row = file_schema(table)
-    keys = [pa.field(f"_KEY_{k}", row.field(k).type, nullable=False) for k in table.trimmed_primary_keys]
-    return pa.schema(keys + [pa.field(SEQUENCE, pa.int64(), nullable=False),
-                             pa.field(VALUE_KIND, pa.int8(), nullable=False), *row])
+    keys = [pa.field(key_column(k), row.field(k).type, nullable=False) for k in table.trimmed_primary_keys]
+    return pa.schema(keys + [SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, *row])
 
 
 class BucketRewriter:
@@ -42,7 +45,7 @@ class BucketRewriter:
     def __init__(self, table, work: BucketCompaction):
         self.table, self.work = table, work
         self.schema = key_value_schema(table)
-        self.key_columns = [f"_KEY_{k}" for k in table.trimmed_primary_keys]
+        self.key_columns = key_columns(table.trimmed_primary_keys)
         self.options = dict(table.table_schema.options)
         self.rules = MergeRules.of(self.options, table.identifier.get_full_name())
         self.compact_before: list = []
@@ -98,12 +101,12 @@ class BucketRewriter:
         if f.level == level:
             return
         kinds = self._read(f, [VALUE_KIND]).column(VALUE_KIND)
-        retracts = int(pc.sum(pc.is_in(kinds, RETRACT_KINDS).cast(pa.int64())).as_py() or 0)
-        if level == self.work.max_level and retracts and self.work.drop_delete:
+        retracted = int(pc.sum(retracts(kinds).cast(pa.int64())).as_py() or 0)
+        if level == self.work.max_level and retracted and self.work.drop_delete:
             self._merge_and_write([f])
             return
         self.compact_before.append(f)
-        self.compact_after.append(dataclasses.replace(f, level=level, delete_row_count=retracts))
+        self.compact_after.append(dataclasses.replace(f, level=level, delete_row_count=retracted))
 
     def _merge_and_write(self, files: list) -> None:
         kv = pa.concat_tables([self._read(f) for f in files])
@@ -117,7 +120,7 @@ class BucketRewriter:
         writer = KeyValueFileWriter(table=self.table, partition=tuple(self.work.partition), bucket=self.work.bucket,
                                     max_seq_number=0, options=CoreOptions.copy(self.table.options))
         try:
-            writer._roll_write(kv)  # sorted, key-unique rows; pypaimon rolls them into files by size
+            roll_write(writer, kv)  # sorted, key-unique rows; pypaimon rolls them into files by size
         except Exception:
             writer.abort()
             raise

@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.buckets import BucketAssigner
-from airflow_paimon.engine.index.keys import encode_keys, encode_partition_values
+from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_values
+from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, compatible, newest_published, verify
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex, decode_values, encode_values, write_sst
@@ -173,10 +174,10 @@ def change_rows_of_file(path: str, partition: tuple, bucket: int, snapshot_id: i
     rows = read_key_rows(path, primary_keys)
     keys = encode_keys(rows, primary_keys)
     n = len(keys)
-    alive = is_alive(rows.column("_VALUE_KIND"))
+    alive = is_alive(rows.column(VALUE_KIND))
     return pa.table([pa.array(shard_of(rows, primary_keys, shards), pa.int32()), keys,
                      _place_values(n, partition, bucket, partition_types),
-                     pa.array(np.full(n, snapshot_id, dtype=np.int64)), rows.column("_SEQUENCE_NUMBER"), alive],
+                     pa.array(np.full(n, snapshot_id, dtype=np.int64)), rows.column(SEQUENCE_NUMBER), alive],
                     schema=CHANGE_ROWS)
 
 

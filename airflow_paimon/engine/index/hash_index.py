@@ -16,8 +16,9 @@ from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.table.row.generic_row import GenericRow
 
+from airflow_paimon.engine.codec.kinds import FileKind
+
 HASH_INDEX = "HASH"
-ADD = 0
 
 
 def hash_index_entries(table, snapshot) -> dict[tuple, dict[int, IndexManifestEntry]]:
@@ -61,5 +62,5 @@ def write_hashes(table, partition: tuple, bucket: int, hashes: np.ndarray) -> In
     meta = IndexFileMeta(index_type=HASH_INDEX, file_name=path.rsplit("/", 1)[-1],
                          file_size=table.file_io.get_file_size(path), row_count=len(hashes),
                          external_path=path if external else None)
-    return IndexManifestEntry(kind=ADD, partition=GenericRow(list(partition), table.partition_keys_fields),
+    return IndexManifestEntry(kind=FileKind.ADD, partition=GenericRow(list(partition), table.partition_keys_fields),
                               bucket=bucket, index_file=meta)

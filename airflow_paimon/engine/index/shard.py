@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from rocksdict import (BlockBasedOptions, Cache, DBCompressionType, IngestExternalFileOptions, Options, Rdict,
                        SstFileWriter)
 
-from airflow_paimon.engine.index.keys import sort_keys
+from airflow_paimon.engine.codec.keys import sort_keys
 from airflow_paimon.engine.table_options import duration_ms, memory_bytes
 
 HEADER = 8  # bucket + written_at

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from airflow_paimon.engine.assign.binary_row import copy_segments
-from airflow_paimon.engine.assign.murmur import DEFAULT_SEED, fmix, mix, mix_words
-from airflow_paimon.engine.index.keys import binary_buffers
+from airflow_paimon.engine.codec.binary_row import copy_segments
+from airflow_paimon.engine.codec.murmur import DEFAULT_SEED, fmix, mix, mix_words
+from airflow_paimon.engine.codec.keys import binary_buffers
 
 # Recorded with every index so a change of scheme (key bytes, partition encoding, shard hash) forces a
 # rebuild instead of a wrong lookup.

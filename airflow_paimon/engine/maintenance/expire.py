@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass
 
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
-from airflow_paimon.engine.maintenance.references import DELETE, SnapshotReader
+from airflow_paimon.engine.codec.kinds import FileKind
+from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.table_options import JAVA_INT_MAX, duration_ms, integer
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ def expire_snapshots(table, options: ExpireOptions, now_ms: int | None = None, d
     data = set()
     for snap in snapshots:
         if expired[0].id < snap.id <= end:
-            data |= {p for e in reader.delta_entries(snap) if e.kind == DELETE for p in reader.data_paths(e)}
+            data |= {p for e in reader.delta_entries(snap) if e.kind == FileKind.DELETE for p in reader.data_paths(e)}
     for snap in expired:
         data |= {p for e in reader.changelog_entries(snap) for p in reader.data_paths(e)}
     metadata = set().union(*(reader.metadata_files(s) for s in expired))

@@ -12,9 +12,8 @@ from pypaimon.manifest.index_manifest_file import IndexManifestFile
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
+from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.scan import file_path, live_entries
-
-ADD, DELETE = 0, 1
 
 
 def normalize(path: str) -> str:
@@ -93,7 +92,7 @@ class SnapshotReader:
             return refs
         refs.data = {p for e in live_entries(self.table, snapshots[0]) for p in self.data_paths(e)}
         for snap in snapshots:
-            added = [e for e in self.delta_entries(snap) if e.kind == ADD] if snap is not snapshots[0] else []
+            added = [e for e in self.delta_entries(snap) if e.kind == FileKind.ADD] if snap is not snapshots[0] else []
             refs.data |= {p for e in added + self.changelog_entries(snap) for p in self.data_paths(e)}
             refs.metadata |= self.metadata_files(snap)
         return refs

@@ -13,11 +13,11 @@ import pyarrow.compute as pc
 from pypaimon.common.options.core_options import CoreOptions
 from pypaimon.write.commit_message import CommitMessage
 
+from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, key_column, key_columns
 from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.data_files import is_last_of_key
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
-
-SEQUENCE, VALUE_KIND = "_SEQUENCE_NUMBER", "_VALUE_KIND"
 
 
 def key_value_layout(table, rows: pa.Table, kinds: pa.Array, max_sequence_number: int) -> pa.Table:
@@ -30,11 +30,11 @@ def key_value_layout(table, rows: pa.Table, kinds: pa.Array, max_sequence_number
     for k in keys:
         f = rows.schema.field(k)
         arrays.append(rows.column(k))
-        fields.append(pa.field(f"_KEY_{k}", f.type, nullable=f.nullable))
+        fields.append(pa.field(key_column(k), f.type, nullable=f.nullable))
     arrays.append(pa.array(np.arange(max_sequence_number + 1, max_sequence_number + 1 + n, dtype=np.int64)))
-    fields.append(pa.field(SEQUENCE, pa.int64(), nullable=False))
+    fields.append(SEQUENCE_NUMBER_FIELD)
     arrays.append(kinds.cast(pa.int8()))
-    fields.append(pa.field(VALUE_KIND, pa.int8(), nullable=False))
+    fields.append(VALUE_KIND_FIELD)
     for f in rows.schema:
         arrays.append(rows.column(f.name))
         fields.append(f)
@@ -50,7 +50,7 @@ def write_bucket(table, partition: tuple, bucket: int, rows: pa.Table, kinds: pa
     writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket,
                                 max_seq_number=max_sequence_number, options=CoreOptions.copy(table.options))
     try:
-        writer._roll_write(kv)  # pypaimon's size-based roll of key-unique sorted rows into files
+        roll_write(writer, kv)  # pypaimon's size-based roll of key-unique sorted rows into files
     except Exception:
         writer.abort()
         raise
@@ -66,7 +66,7 @@ def _check_unique(table, kv: pa.Table) -> None:
     """Rows are sorted by key: a key written twice would sit next to itself."""
     if kv.num_rows < 2:
         return
-    duplicates = kv.num_rows - pc.sum(is_last_of_key(kv, [f"_KEY_{k}" for k in table.trimmed_primary_keys])
+    duplicates = kv.num_rows - pc.sum(is_last_of_key(kv, key_columns(table.trimmed_primary_keys))
                                       .cast(pa.int64())).as_py()
     if duplicates:
         raise PaimonJobError(f"table {table.identifier.get_full_name()}: {duplicates} duplicate keys in one bucket "

@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
-from airflow_paimon.engine.data_files import RETRACT_KINDS
+from airflow_paimon.engine.codec.kinds import is_retract
+from airflow_paimon.engine.codec.system_fields import VALUE_KIND
 
 
 class KeyValueFileWriter(KeyValueDataWriter):
@@ -25,8 +26,8 @@ class KeyValueFileWriter(KeyValueDataWriter):
         self.parquet_writer_options = {**self.parquet_writer_options, "store_decimal_as_integer": True}
 
     def _write_data_to_file(self, data: pa.Table):
-        kinds = np.asarray(data.column("_VALUE_KIND").to_numpy(), dtype=np.int8) if data.num_rows else []
-        self._retracts = int(np.isin(kinds, RETRACT_KINDS).sum())
+        kinds = np.asarray(data.column(VALUE_KIND).to_numpy(), dtype=np.int8) if data.num_rows else np.zeros(0, np.int8)
+        self._retracts = int(is_retract(kinds).sum())
         try:
             super()._write_data_to_file(data)
         finally:

@@ -17,7 +17,7 @@ from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.index.keys import encode_partition_values
+from airflow_paimon.engine.codec.keys import encode_partition_values
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.scan import buckets_at

@@ -14,11 +14,12 @@ import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.assigner import BUCKET, ROW_KIND, ORDER
 from airflow_paimon.engine.assign.dynamic import bucket_index_update, key_hashes
-from airflow_paimon.engine.assign.rowkind import is_retract, occurrence_rounds, resolve_duplicates
+from airflow_paimon.engine.assign.rowkind import occurrence_rounds, resolve_duplicates
+from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.commit.staging import encode_message
 from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.index.keys import encode_partitions
+from airflow_paimon.engine.codec.keys import encode_partitions
 from airflow_paimon.engine.write.bucket_writer import write_bucket
 from pypaimon.write.commit_message import CommitMessage
 

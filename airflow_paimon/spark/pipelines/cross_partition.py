@@ -10,7 +10,7 @@ from airflow_paimon.engine.assign.task import assign_task
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.index.keys import encode_keys
+from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.index.sharding import shard_of
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.pipelines.common import WRITTEN, writer

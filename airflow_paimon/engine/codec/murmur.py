@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from airflow_paimon.engine.assign.binary_row import RowBytes, binary_rows
+from airflow_paimon.engine.codec.binary_row import RowBytes, binary_rows
 
 DEFAULT_SEED = 42
 _C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
