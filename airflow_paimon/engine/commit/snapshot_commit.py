@@ -21,7 +21,7 @@ from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
 from pypaimon.snapshot.snapshot_commit import SnapshotCommit
 from pypaimon.write.file_store_commit import FileStoreCommit
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine import paimon_compat, storage
 from airflow_paimon.engine.commit.manifest_merge import ManifestMergeOptions, ManifestMerger, MergingManifestList
 from airflow_paimon.engine.errors import ValidationError
 
@@ -39,7 +39,7 @@ class ExclusiveSnapshotCommit(SnapshotCommit):
         path = snapshot_path(self.snapshot_manager, snapshot.id)
         if not storage.write_bytes_if_absent(path, JSON.to_json(snapshot, indent=2).encode("utf-8")):
             return False
-        RenamingSnapshotCommit(self.snapshot_manager)._commit_latest_hint(snapshot.id)  # a hint only
+        paimon_compat.commit_latest_hint(self.snapshot_manager, snapshot.id)  # a hint only
         return True
 
     def close(self):
@@ -49,7 +49,7 @@ class ExclusiveSnapshotCommit(SnapshotCommit):
 def snapshot_path(snapshot_manager, snapshot_id: int) -> str:
     path = snapshot_manager.get_snapshot_path(snapshot_id)
     if isinstance(snapshot_manager.file_io, LocalFileIO):  # file:// URIs and FUSE mounts: the local path
-        return str(snapshot_manager.file_io._to_file(path))
+        return str(paimon_compat.local_file(snapshot_manager.file_io, path))
     return path
 
 
