@@ -10,12 +10,12 @@ import pyarrow.compute as pc
 from airflow_paimon.engine.assign.assigner import BUCKET, KEY, ORDER, ROW_KIND
 from airflow_paimon.engine.assign.fixed import fixed_buckets
 from airflow_paimon.engine.assign.task import assign_task
-from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.index.run import bootstrap_index, shards_in
 from airflow_paimon.engine.index.sharding import shard_of
+from airflow_paimon.engine.shapes import CROSS_PARTITION, HASH_FIXED, TableShape
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitSpec)
 from airflow_paimon.engine.write.run import assign_and_write
@@ -76,17 +76,26 @@ def write_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kind
     return assign_and_write(spec, read=read, write=_assign_then_write)
 
 
-def _assign_then_write(source: pa.Table, ctx: WriteContext, mode: BucketMode) -> list[dict]:
-    """Cross-partition: assign per shard against the index; fixed bucket: the bucket key's hash, as the
-    Spark pipelines do; then write per (partition, bucket)."""
-    if mode is BucketMode.HASH_FIXED:
-        assigned = source.append_column(BUCKET, pa.array(fixed_buckets(ctx.table(), source), pa.int32()))
-    elif mode is BucketMode.CROSS_PARTITION:
-        shard = shard_of(source, ctx.primary_keys, ctx.shards)
-        assigned = pa.concat_tables([assign_task(ctx, s, source.filter(pa.array(shard == s)))[0]
-                                     for s in range(ctx.shards) if (shard == s).any()])
-    else:
-        raise NotImplementedError(f"the local runner writes cross-partition and fixed-bucket tables, not {mode}")
+def _fixed_buckets(source: pa.Table, ctx: WriteContext) -> pa.Table:
+    """The bucket key's hash, as spark/pipelines/fixed.py."""
+    return source.append_column(BUCKET, pa.array(fixed_buckets(ctx.table(), source), pa.int32()))
+
+
+def _cross_partition(source: pa.Table, ctx: WriteContext) -> pa.Table:
+    """Assigned per shard against the index, as spark/pipelines/cross_partition.py."""
+    shard = shard_of(source, ctx.primary_keys, ctx.shards)
+    return pa.concat_tables([assign_task(ctx, s, source.filter(pa.array(shard == s)))[0]
+                             for s in range(ctx.shards) if (shard == s).any()])
+
+
+ASSIGNERS = {HASH_FIXED.name: _fixed_buckets, CROSS_PARTITION.name: _cross_partition}  # by shape, as PIPELINES
+
+
+def _assign_then_write(source: pa.Table, ctx: WriteContext, shape: TableShape) -> list[dict]:
+    """The shape's assignment, as the Spark pipelines do it; then write per (partition, bucket)."""
+    if shape.name not in ASSIGNERS:
+        raise NotImplementedError(f"the local runner writes {', '.join(ASSIGNERS)} tables, not {shape.name}")
+    assigned = ASSIGNERS[shape.name](source, ctx)
     written = []
     for group in assigned.group_by(ctx.partition_keys + [BUCKET]).aggregate([]).to_pylist():
         mask = None

@@ -9,8 +9,8 @@ import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.table import get_table
 
 
@@ -72,8 +72,8 @@ class WriteContext:
         return IndexOptions.from_table_options(dict(self.table().table_schema.options), self.identifier)
 
     @property
-    def bucket_mode(self) -> BucketMode:
-        return BucketMode.of(self.table())
+    def shape(self) -> TableShape:
+        return shape_of(self.table())
 
     def base_snapshot(self):
         return self.table().snapshot_manager().get_snapshot_by_id(self.base_snapshot_id) \

@@ -11,7 +11,7 @@ from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.table_options import TableShape, check_options, check_table
+from airflow_paimon.engine.table_options import TableColumns, check_options, check_table
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def _check_spec(identifier: str, spec: TableSpec) -> None:
             types[name] = str(DataTypeParser.parse_atomic_type_sql_string(type_sql))
         except Exception as e:
             raise ValidationError(identifier, f"unknown Paimon type: {e}", column=name, value=type_sql) from None
-    check_options(identifier, spec.options, TableShape(types, tuple(spec.primary_keys), tuple(spec.partition_keys)))
+    check_options(identifier, spec.options, TableColumns(types, tuple(spec.primary_keys), tuple(spec.partition_keys)))
 
 
 def _check_matches(identifier: str, table, spec: TableSpec) -> None:

@@ -126,14 +126,14 @@ def choice(identifier: str, options: dict, key: str, allowed: tuple[str, ...], d
 # --- the table the options belong to -------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class TableShape:
+class TableColumns:
     """What the option rules need to know of a table: its columns (name -> Paimon type) and keys."""
     columns: dict[str, str]
     primary_keys: tuple[str, ...]
     partition_keys: tuple[str, ...]
 
     @classmethod
-    def of_table(cls, table) -> "TableShape":
+    def of_table(cls, table) -> "TableColumns":
         return cls({f.name: str(f.type) for f in table.table_schema.fields}, tuple(table.primary_keys),
                    tuple(table.partition_keys))
 
@@ -147,12 +147,12 @@ def check_table(table, *, compaction: bool = False) -> None:
     """Check an existing table's own options (``compaction``: also what only compaction needs)."""
     identifier = table.identifier.get_full_name()
     options = dict(table.table_schema.options)
-    check_options(identifier, options, TableShape.of_table(table))
+    check_options(identifier, options, TableColumns.of_table(table))
     if compaction:
         check_compaction_options(identifier, options)
 
 
-def check_options(identifier: str, options: dict, shape: TableShape) -> None:
+def check_options(identifier: str, options: dict, shape: TableColumns) -> None:
     """Refuse an unparsable, out-of-range or unsupported table option before anything is created or written."""
     options = {str(k): str(v) for k, v in dict(options or {}).items() if v is not None}
     for key in INT_OPTIONS:
@@ -196,7 +196,7 @@ def _check_file_format(identifier: str, options: dict) -> None:
                           f"is not supported (supported formats: {', '.join(FILE_FORMATS)})")
 
 
-def _check_bucket(identifier: str, options: dict, shape: TableShape) -> None:
+def _check_bucket(identifier: str, options: dict, shape: TableColumns) -> None:
     """Paimon's bucket rules, and those of the fixed-bucket writer (engine/assign/fixed.py)."""
     bucket = integer(identifier, options, "bucket", -1)
     bucket_key = _given(options, "bucket-key")
@@ -230,7 +230,7 @@ def _check_bucket(identifier: str, options: dict, shape: TableShape) -> None:
                           f"needs exactly one INT or BIGINT bucket key, got {keys}")
 
 
-def _check_merge(identifier: str, options: dict, shape: TableShape) -> None:
+def _check_merge(identifier: str, options: dict, shape: TableColumns) -> None:
     """What a primary-key table's writer must do that this provider's writer does not, refused."""
     if boolean(identifier, options, "deletion-vectors.enabled"):
         raise _refuse(identifier, "deletion-vectors.enabled", options["deletion-vectors.enabled"],
@@ -254,7 +254,7 @@ def _check_merge(identifier: str, options: dict, shape: TableShape) -> None:
                                                              "aggregate functions is not implemented")
 
 
-def _check_sequence_field(identifier: str, options: dict, shape: TableShape, engine: str) -> None:
+def _check_sequence_field(identifier: str, options: dict, shape: TableColumns, engine: str) -> None:
     raw = _given(options, "sequence.field")
     if raw is None:
         return

@@ -15,8 +15,8 @@ def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
     def read(table, row_kind_column):
         return validate_and_cast(read_source(spark, spec.source, identifier), table, identifier, row_kind_column)
 
-    def write(source, ctx, mode):
+    def write(source, ctx, shape):
         with validation_errors(identifier), without_adaptive_execution(spark):
-            return PIPELINES[mode](source, ctx).collect()
+            return PIPELINES[shape.name](source, ctx).collect()
 
     return assign_and_write(spec, read=read, write=write)

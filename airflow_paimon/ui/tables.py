@@ -10,6 +10,7 @@ from airflow_paimon.engine.compact.levels import level_sorted_runs
 from airflow_paimon.engine.compact.strategy import CompactOptions
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
+from airflow_paimon.engine.shapes import shape_of
 from airflow_paimon.engine.table import open_catalog
 
 MAX_SNAPSHOTS = 30  # newest first; older ones are one click away in Paimon's own tools
@@ -93,7 +94,7 @@ def table_summary(hook, identifier: str) -> dict:
     """One line of the overview: bucket mode and the latest snapshot."""
     table = open_catalog(hook.catalog_options()).get_table(identifier)
     snap = latest_snapshot(table)
-    return {"identifier": identifier, "bucket_mode": table.bucket_mode().name,
+    return {"identifier": identifier, "bucket_mode": shape_of(table).name,
             "snapshot_id": snap.id if snap else None, "records": snap.total_record_count if snap else 0,
             "commit_kind": snap.commit_kind if snap else None}
 
@@ -104,7 +105,7 @@ def table_view(hook, conn_id: str, identifier: str, runs_by_commit_user: dict) -
     schema = table.table_schema
     options = {str(k): str(v) for k, v in dict(schema.options).items()}
     view = TableView(conn_id, identifier, [(f.name, str(f.type)) for f in schema.fields],
-                     list(schema.primary_keys), list(schema.partition_keys), table.bucket_mode().name,
+                     list(schema.primary_keys), list(schema.partition_keys), shape_of(table).name,
                      options.get("merge-engine", "deduplicate"), options,
                      compaction_trigger=CompactOptions.of(options).num_sorted_run_compaction_trigger)
     latest = latest_snapshot(table)

@@ -12,7 +12,7 @@ from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_tabl
 from compaction_tables import batches, compact, cross_partition_table, rust_read
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from local_runner import bootstrap, upsert
-from oracle import assert_table_equals, expected_upsert
+from oracle import assert_table_equals
 
 pytestmark = [pytest.mark.java, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.table import get_table
 from ui.test_paimon_page import PAGE

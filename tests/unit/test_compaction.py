@@ -11,7 +11,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.compact import rewrite
 from airflow_paimon.engine.compact.commit import CompactConflictError
 from airflow_paimon.engine.compact.levels import LevelSortedRun, interval_partition
@@ -19,6 +18,7 @@ from airflow_paimon.engine.compact.run import compact_task, compaction_identity,
 from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalCompaction, create_unit
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.scan import file_path, latest_snapshot
+from airflow_paimon.engine.shapes import shape_of
 from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.table import get_table
 from compaction_tables import (assert_reads, batches, bucket_files, compact, cross_partition_table,
@@ -93,8 +93,7 @@ def test_full_compaction_leaves_one_sorted_run_at_max_level_and_the_same_rows(wa
                   "fixed-bucket": {"bucket": "3"}}[shape]
         table, expected = pypaimon_written_table(warehouse, data, bucket)
         keys = ["id", "dt"]
-    assert BucketMode.of(table) is {"cross-partition": BucketMode.CROSS_PARTITION,
-                                    "dynamic-bucket": BucketMode.HASH_DYNAMIC, "fixed-bucket": BucketMode.HASH_FIXED}[shape]
+    assert shape_of(table).label == shape
     assert_reads(table, warehouse, expected, keys)
     files_before = sum(len(es) for es in bucket_files(table).values())
     before_id = latest_snapshot(table).id
@@ -175,8 +174,8 @@ def test_first_row_merge_engine_keeps_the_first_version(warehouse):
 
 def test_unsupported_merge_engine_option_is_refused():
     # end to end (nothing written, nothing committed): tests/unit/test_compaction_engines.py
-    from airflow_paimon.engine.table_options import TableShape, check_options
-    shape = TableShape({"id": "BIGINT", "v": "DOUBLE", "dt": "STRING"}, ("id",), ())
+    from airflow_paimon.engine.table_options import TableColumns, check_options
+    shape = TableColumns({"id": "BIGINT", "v": "DOUBLE", "dt": "STRING"}, ("id",), ())
     with pytest.raises(PaimonJobError, match="option 'fields.v.sequence-group', value 'dt': merge-engine "
                                              "partial-update with sequence groups"):
         check_options("db.t", {"merge-engine": "partial-update", "fields.v.sequence-group": "dt"}, shape)

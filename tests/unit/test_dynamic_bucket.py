@@ -88,9 +88,11 @@ def test_hash_index_file_round_trip_is_big_endian_ints(tmp_path):
 
 
 @pytest.mark.parametrize("primary_keys,options,error,message", [
-    (["id"], {"bucket": "-1"}, ValueError, "cross-partition"),
+    (["id"], {"bucket": "-1"}, ValidationError, r"table db\.\w+: the primary key lacks partition fields \['dt'\]: "
+                                                "that is a cross-partition table"),
     (["id", "dt"], {"bucket": "-1", "bucket-key": "id"}, ValidationError, "option 'bucket-key', value 'id'"),
-    (["id", "dt"], {"bucket": "4"}, ValueError, "bucket = -1"),
+    (["id", "dt"], {"bucket": "4"}, ValidationError, "option 'bucket', value '4': a dynamic-bucket write needs "
+                                                     "bucket = -1"),
 ])
 def test_not_dynamic_tables_are_refused(tmp_path, primary_keys, options, error, message):
     table = _table(tmp_path, primary_keys, ["dt"], options)

@@ -166,7 +166,7 @@ def test_bucket_key_option_and_mod_function(tmp_path):
 
 
 @pytest.mark.parametrize("options,error,message", [
-    ({"bucket": "-1"}, ValueError, "needs option bucket > 0"),  # not a fixed-bucket table at all
+    ({"bucket": "-1"}, ValidationError, "option 'bucket', value -1: a fixed-bucket write needs bucket > 0"),
     ({"bucket": "4", "bucket-function.type": "hive"}, ValidationError, "option 'bucket-function.type', value 'hive'"),
     ({"bucket": "4", "bucket-key": "b", "bucket-function.type": "mod"}, ValidationError, "exactly one INT or BIGINT"),
 ])

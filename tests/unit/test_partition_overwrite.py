@@ -98,7 +98,7 @@ def test_only_partitions_with_live_rows_are_overwritten(warehouse):
 
 
 def test_write_mode_is_checked_before_anything_is_read(warehouse):
-    from airflow_paimon.engine.bucket_mode import BucketMode
+    from airflow_paimon.engine.shapes import shape_of
     from airflow_paimon.engine.errors import ValidationError
     from airflow_paimon.engine.write.run import check_write_mode
 
@@ -106,10 +106,11 @@ def test_write_mode_is_checked_before_anything_is_read(warehouse):
     dynamic = get_or_create_table(opts, "db.dyn", TableSpec.from_dict({**FIXED.to_dict(), "options": {"bucket": "-1"}}))
     unpartitioned = get_or_create_table(opts, "db.flat", TableSpec.from_dict(
         {**CROSS.to_dict(), "partition_keys": [], "options": {"bucket": "2"}}))
-    with pytest.raises(ValidationError, match=r"db\.dyn.*not HASH_DYNAMIC"):
-        check_write_mode(dynamic, "db.dyn", BucketMode.of(dynamic), "overwrite")
+    with pytest.raises(ValidationError, match=r"db\.dyn.*supported for cross-partition and fixed-bucket tables, "
+                                              r"not HASH_DYNAMIC"):
+        check_write_mode(dynamic, "db.dyn", shape_of(dynamic), "overwrite")
     with pytest.raises(ValidationError, match=r"db\.flat.*has none"):
-        check_write_mode(unpartitioned, "db.flat", BucketMode.of(unpartitioned), "overwrite")
+        check_write_mode(unpartitioned, "db.flat", shape_of(unpartitioned), "overwrite")
     with pytest.raises(ValidationError, match=r"db\.dyn.*'replace'.*write_mode must be"):
-        check_write_mode(dynamic, "db.dyn", BucketMode.of(dynamic), "replace")
-    assert check_write_mode(dynamic, "db.dyn", BucketMode.of(dynamic), "upsert") == "upsert"
+        check_write_mode(dynamic, "db.dyn", shape_of(dynamic), "replace")
+    assert check_write_mode(dynamic, "db.dyn", shape_of(dynamic), "upsert") == "upsert"

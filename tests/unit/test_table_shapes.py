@@ -17,10 +17,10 @@ from airflow_paimon.engine.assign.dynamic import (HashBucketAssigner, bucket_ind
 from airflow_paimon.engine.assign.fixed import base_snapshot_id, check_fixed_table, fixed_buckets
 from airflow_paimon.engine.assign.rowkind import occurrence_rounds, resolve_duplicates, row_kinds
 from airflow_paimon.engine.codec.kinds import ROW_KINDS
-from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.index.hash_index import hash_index_entries
 from airflow_paimon.engine.scan import buckets_at
+from airflow_paimon.engine.shapes import HASH_DYNAMIC, shape_of
 from airflow_paimon.engine.write.bucket_writer import write_bucket
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),
@@ -45,7 +45,7 @@ def engine_write(table, batch: pa.Table, ops: list[str], identifier: int) -> int
     else:
         resolved = resolve_duplicates(batch, kinds, pk, rules, table=table.identifier)
         batch, kinds, rounds = resolved.rows, resolved.row_kinds, np.zeros(resolved.rows.num_rows, np.int64)
-    dynamic = BucketMode.of(table) is BucketMode.HASH_DYNAMIC
+    dynamic = shape_of(table) is HASH_DYNAMIC
     buckets = HashBucketAssigner(table, snap).assign(batch) if dynamic else fixed_buckets(table, batch)
     max_seq = {(bf.partition, bf.bucket): bf.max_sequence_number for bf in buckets_at(table, snap)}
     entries = hash_index_entries(table, snap) if dynamic else None

@@ -17,21 +17,24 @@ import pyarrow as pa
 
 from airflow_paimon.engine.codec.binary_row import RowBytes
 from airflow_paimon.engine.codec.murmur import hash_by_words, hash_codes
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.hash_index import hash_index_entries, read_hashes, write_hashes
-from airflow_paimon.engine.table_options import MAX_DYNAMIC_BUCKETS, check_table
+from airflow_paimon.engine.table_options import MAX_DYNAMIC_BUCKETS, check_table, integer
 
 
 def check_dynamic_table(table) -> None:
     """Refuse what Paimon refuses for a dynamic-bucket write (options: engine/table_options.py)."""
-    opts, ident = table.table_schema.options, table.identifier
-    if int(opts.get("bucket", -1)) != -1:
-        raise ValueError(f"table {ident}: dynamic bucket needs bucket = -1, got {opts.get('bucket')}")
+    opts, ident = table.table_schema.options, table.identifier.get_full_name()
+    if integer(ident, opts, "bucket", -1) != -1:
+        raise ValidationError(ident, "a dynamic-bucket write needs bucket = -1", option="bucket",
+                              value=opts.get("bucket"))
     if not table.primary_keys:
-        raise ValueError(f"table {ident}: bucket = -1 without a primary key is an append (bucket-unaware) table")
+        raise ValidationError(ident, "bucket = -1 without a primary key is an append (bucket-unaware) table, "
+                                     "not a dynamic-bucket one")
     missing = [p for p in table.partition_keys if p not in table.primary_keys]
     if missing:
-        raise ValueError(f"table {ident}: primary key lacks partition fields {missing}: that is a cross-partition "
-                         "table, not a dynamic-bucket one")
+        raise ValidationError(ident, f"the primary key lacks partition fields {missing}: that is a "
+                                     "cross-partition table, not a dynamic-bucket one")
     check_table(table)  # bucket-key, dynamic-bucket.* and every other option
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_paimon.engine.codec.murmur import hash_codes
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.table_options import check_table
 
 BUCKET_FUNCTION = "bucket-function.type"
@@ -31,7 +32,8 @@ def check_fixed_table(table) -> None:
     checked with every table option: engine/table_options.py), before anything is read or written."""
     n = num_buckets(table)
     if n <= 0:
-        raise ValueError(f"table {table.identifier}: fixed-bucket write needs option bucket > 0, got {n}")
+        raise ValidationError(table.identifier.get_full_name(), "a fixed-bucket write needs bucket > 0",
+                              option="bucket", value=n)
     check_table(table)
 
 

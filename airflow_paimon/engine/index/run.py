@@ -14,11 +14,7 @@ from typing import Callable, Protocol
 import numpy as np
 import pyarrow as pa
 
-from airflow_paimon.engine.assign.dynamic import check_dynamic_table
-from airflow_paimon.engine.assign.fixed import check_fixed_table
-from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine import layout
-from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.bootstrap import (CATCH_UP, NOT_NEEDED, REBUILD, REUSE, catch_up_file,
                                                    catch_up_shard, plan_bootstrap, rebuild_part)
@@ -27,6 +23,7 @@ from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.store import clean_up
 from airflow_paimon.engine.scan import buckets_at, file_path
+from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table
 
@@ -53,8 +50,9 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks) -> BootstrapResult:
     identifier, shards = spec.table, spec.shards
     table_spec = TableSpec.from_dict(spec.table_spec) if spec.table_spec else None
     table = get_or_create_table(spec.catalog_options, identifier, table_spec)
-    if BucketMode.of(table) is not BucketMode.CROSS_PARTITION:
-        return _no_index_needed(table, shards)
+    shape = shape_of(table)
+    if not shape.needs_index:
+        return _no_index_needed(table, shape, shards)
     table_uri = layout.index_dir(spec.index_root, identifier)
     plan = plan_bootstrap(table, table_uri, shards)
     log.debug("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.decision, plan.reason)
@@ -78,20 +76,14 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks) -> BootstrapResult:
                            reason=plan.reason, data_files_read=files_read)
 
 
-def _no_index_needed(table, shards: int) -> BootstrapResult:
+def _no_index_needed(table, shape: TableShape, shards: int) -> BootstrapResult:
     """Fixed buckets hash the key, dynamic buckets keep Paimon's own HASH index, append tables have no key:
     the base snapshot is all the next task needs. Unsupported shapes are refused here, before any work."""
-    mode = BucketMode.of(table)
-    if mode is BucketMode.HASH_FIXED:
-        check_fixed_table(table)
-    elif mode is BucketMode.HASH_DYNAMIC:
-        check_dynamic_table(table)
-    elif mode is not BucketMode.APPEND:
-        raise ValidationError(table.identifier.get_full_name(), f"bucket mode {mode.value} is not supported")
+    shape.check(table)
     snapshot = table.snapshot_manager().get_latest_snapshot()
     return BootstrapResult(table=table.identifier.get_full_name(), shards=shards,
                            base_snapshot_id=snapshot.id if snapshot else None, index_uri=None, keys=0, reused=True,
-                           index_decision=NOT_NEEDED, reason=f"{mode.value} table needs no global index",
+                           index_decision=NOT_NEEDED, reason=f"{shape.name} table needs no global index",
                            data_files_read=0)
 
 

@@ -7,9 +7,6 @@ import logging
 from typing import Any, Callable, Mapping, Sequence
 
 from airflow_paimon.engine import layout, storage
-from airflow_paimon.engine.assign.dynamic import check_dynamic_table
-from airflow_paimon.engine.assign.fixed import check_fixed_table
-from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
@@ -18,9 +15,9 @@ from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.codec.keys import encode_partition_values
-from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.scan import buckets_at
+from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import check_table
@@ -33,12 +30,13 @@ WRITE_COUNTERS = ("rows_written", "deletes", "files")
 
 
 def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None], Any],
-                     write: Callable[[Any, WriteContext, BucketMode], Sequence[Written]]) -> AssignWriteResult:
-    """``read(table, row_kind_column)``: the validated source; ``write(source, ctx, mode)``: assign and write
-    it, one Written per write task. Nothing is staged before both succeeded."""
+                     write: Callable[[Any, WriteContext, TableShape], Sequence[Written]]) -> AssignWriteResult:
+    """``read(table, row_kind_column)``: the validated source; ``write(source, ctx, shape)``: assign and write
+    it (the executor's pipeline for ``shape.name``), one Written per write task. Nothing is staged before both
+    succeeded."""
     identifier = spec.table
     table = get_table(spec.catalog_options, identifier)
-    mode = BucketMode.of(table)
+    shape = shape_of(table)
     ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, identifier)
     staged_at = layout.staging_dir(spec.staging_root, identifier, ident.commit_user)
     result = {"table": identifier, "base_snapshot_id": spec.base_snapshot_id, "commit_user": ident.commit_user,
@@ -49,8 +47,9 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
         log.info("run already committed as snapshot %s; nothing to write", done.id)
         return AssignWriteResult(**result, rows_in=0, rows_written=0, deletes=0, moved_keys=0, files=0,
                                  already_committed=True)
-    shards = check_writable(table, mode, spec)
-    write_mode = check_write_mode(table, identifier, mode, spec.write_mode or "upsert")
+    check_table(table)  # its own options, maybe set by another engine since the bootstrap
+    shards = shape.write_shards(table, spec)
+    write_mode = check_write_mode(table, identifier, shape, spec.write_mode or "upsert")
     source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"))
     storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
@@ -58,17 +57,17 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
                                 b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot())}
 
-    written = write(source, ctx, mode)
+    written = write(source, ctx, shape)
     messages = [bytes(w["message"]) for w in written]
     crash_point("assign_write.before_stage")
     shard_counters = [d["counters"] for d in staged_shards(staged_at).values()]
-    # every input row reaches one assign task (cross-partition) or one write task (the other modes)
-    rows_in = (sum(c.get("rows_in", 0) for c in shard_counters) if mode is BucketMode.CROSS_PARTITION
+    # every input row reaches one assign task (merged there) or one write task
+    rows_in = (sum(c.get("rows_in", 0) for c in shard_counters) if shape.merged_upstream
                else sum(w["rows_in"] for w in written))
     counters = {"rows_in": rows_in, **{k: sum(w[k] for w in written) for k in WRITE_COUNTERS},
                 "moved_keys": sum(c.get("moved_keys", 0) for c in shard_counters),
                 "new_keys": (sum(c.get("new_keys", 0) for c in shard_counters)
-                             if mode is BucketMode.CROSS_PARTITION else None)}
+                             if shape.needs_index else None)}
     stage(table, staged_at, Staged(identifier, spec.base_snapshot_id, ident.commit_user, ident.commit_identifier,
                                    [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode}), messages)
     crash_point("assign_write.after_stage")
@@ -76,41 +75,16 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     return AssignWriteResult(**result, **counters, already_committed=False)
 
 
-def check_writable(table, mode: BucketMode, spec: AssignWriteSpec) -> int:
-    """Refuse what cannot be written before reading the source; returns the shard / assigner count."""
-    identifier = spec.table
-    check_table(table)  # its own options, maybe set by another engine since the bootstrap
-    if mode is BucketMode.APPEND:
-        if spec.row_kind_column:
-            raise ValidationError(identifier, "an append-only table takes no row kinds (no primary key)",
-                                  column=spec.row_kind_column)
-        return 1
-    if mode is BucketMode.CROSS_PARTITION:
-        manifest = read_manifest(spec.index_uri, spec.base_snapshot_id) if spec.index_uri else None
-        if manifest is None:
-            raise ValidationError(identifier, f"no published index at {spec.index_uri} for snapshot "
-                                              f"{spec.base_snapshot_id}; re-run bootstrap-index")
-        return manifest.shards
-    if mode is BucketMode.HASH_FIXED:
-        check_fixed_table(table)
-        return 1
-    if mode is BucketMode.HASH_DYNAMIC:
-        check_dynamic_table(table)
-        return max(1, int(spec.shards or 1))
-    raise ValidationError(identifier, f"bucket mode {mode.value} is not supported (use bucket -1 or a fixed "
-                                      "bucket count)")
-
-
-def check_write_mode(table, identifier: str, mode: BucketMode, write_mode: str) -> str:
-    """``upsert`` for every bucket mode; ``overwrite`` (dynamic partition overwrite) for partitioned
-    cross-partition and fixed-bucket tables."""
+def check_write_mode(table, identifier: str, shape: TableShape, write_mode: str) -> str:
+    """``upsert`` for every shape; ``overwrite`` (dynamic partition overwrite) for partitioned tables of the
+    shapes that take it."""
     if write_mode not in WRITE_MODES:
         raise ValidationError(identifier, f"write_mode must be one of {list(WRITE_MODES)}", value=write_mode)
-    if write_mode == "overwrite":
-        if not table.partition_keys:
-            raise ValidationError(identifier, "write_mode 'overwrite' replaces partitions; the table has none",
-                                  value=write_mode)
-        if mode not in (BucketMode.CROSS_PARTITION, BucketMode.HASH_FIXED):
-            raise ValidationError(identifier, f"write_mode 'overwrite' is supported for cross-partition and "
-                                              f"fixed-bucket tables, not {mode.value}", value=write_mode)
+    if write_mode == "overwrite" and not table.partition_keys:
+        raise ValidationError(identifier, "write_mode 'overwrite' replaces partitions; the table has none",
+                              value=write_mode)
+    if write_mode not in shape.write_modes:
+        taking = " and ".join(s.label for s in shapes_taking(write_mode))
+        raise ValidationError(identifier, f"write_mode {write_mode!r} is supported for {taking} tables, "
+                                          f"not {shape.name}", value=write_mode)
     return write_mode

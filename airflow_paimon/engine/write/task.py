@@ -13,11 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.assigner import BUCKET, ROW_KIND, ORDER
-from airflow_paimon.engine.assign.dynamic import bucket_index_update, key_hashes
 from airflow_paimon.engine.assign.rowkind import occurrence_rounds, resolve_duplicates
 from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.commit.staging import encode_message
-from airflow_paimon.engine.bucket_mode import BucketMode
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.codec.keys import encode_partitions
 from airflow_paimon.engine.write.bucket_writer import write_bucket
@@ -35,11 +33,11 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     rules, pk = ctx.merge_rules, ctx.primary_keys
     kinds = np.asarray(rows.column(ROW_KIND).to_numpy(), dtype=np.int8)
     if rules.aggregates:
-        if not ctx.bucket_mode.merged_upstream:  # Paimon's RowKindFilter (the assigner's rows passed it already)
+        if not ctx.shape.merged_upstream:  # Paimon's RowKindFilter (the assigner's rows passed it already)
             rows, kinds = rules.filter_row_kinds(rows, kinds)
         rounds = occurrence_rounds(rows, pk, list(rules.sequence_fields), rules.sequence_ascending)
     else:
-        if not ctx.bucket_mode.merged_upstream:
+        if not ctx.shape.merged_upstream:
             resolved = resolve_duplicates(rows, kinds, pk, rules, table=ctx.identifier)
             rows, kinds = resolved.rows, resolved.row_kinds
         rounds = np.zeros(rows.num_rows, dtype=np.int64)
@@ -49,10 +47,8 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
         part = pa.array(np.nonzero(rounds == r)[0])
         files += write_bucket(table, partition, bucket, rows.take(part), pa.array(kinds).take(part), seq).new_files
         seq += len(part)
-    message = CommitMessage(partition=partition, bucket=bucket, new_files=files)
-    if ctx.bucket_mode is BucketMode.HASH_DYNAMIC:
-        message.index_adds = bucket_index_update(table, ctx.base_snapshot(), partition, bucket,
-                                                 key_hashes(table, rows))
+    message = CommitMessage(partition=partition, bucket=bucket, new_files=files,
+                            index_adds=ctx.shape.index_adds(ctx, partition, bucket, rows))
     deletes = int(is_retract(kinds).sum())
     counters = {"rows_written": rows.num_rows - deletes, "deletes": deletes, "files": len(files)}
     return encode_message(table, message), counters
