@@ -109,6 +109,11 @@ class PaimonAlterTableOperator(PaimonTableOperator):
     def run(self, context, hook: PaimonHook) -> dict:
         from airflow_paimon.engine.lifecycle import alter_table
 
+        for name, value, kind in (("set_options", self.set_options, dict), ("reset_options", self.reset_options, list),
+                                  ("add_columns", self.add_columns, list), ("widen_columns", self.widen_columns, list)):
+            if not isinstance(value, kind):  # a template rendered to text (render_template_as_native_obj unset)
+                raise ValidationError(self.table, f"{name} must be a {kind.__name__}, not {type(value).__name__}",
+                                      value=value)
         return alter_table(hook.catalog_options(), self.table, self.set_options, self.reset_options,
                            self.add_columns, self.widen_columns)
 
@@ -136,7 +141,8 @@ class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
         snapshot_id = _optional_int(self.table, "snapshot_id", self.snapshot_id)
         if snapshot_id is None:
             committed = self.upstream_result(context, PaimonCommitOperator, required=False)
-            snapshot_id = committed.get("snapshot_id") if committed else None  # None: nothing was committed
+            # None: nothing was committed (a run without new rows), and the latest is tagged
+            snapshot_id = _optional_int(self.table, "snapshot_id", committed.get("snapshot_id")) if committed else None
         return create_tag(hook.catalog_options(), self.table, self.tag, snapshot_id)
 
 

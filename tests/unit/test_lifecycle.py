@@ -204,3 +204,15 @@ def test_rollback_deletes_later_tags_and_refuses_unknown_targets(opts, index_roo
         rollback(opts, "db.t", index_root, to_tag="nope")
     with pytest.raises(ValidationError, match="value 3.*no such snapshot"):
         rollback(opts, "db.t", index_root, to_snapshot=3)
+
+
+@pytest.mark.xfail(strict=True, reason="engine/context.py cached_table (lru_cache per worker) keeps the table handle "
+                                       "opened before the ALTER: the new column is written empty")
+def test_a_write_after_alter_in_the_same_worker_keeps_the_new_column(opts, index_root):
+    create_table(opts, "db.t", SPEC)
+    write(opts, index_root, RUNS[:1])  # opens (and caches) the table handle in this process
+    alter_table(opts, "db.t", add_columns=[["note", "STRING"]])
+    after = pd.DataFrame({"id": [2, 9], "dt": ["b", "a"], "v": [3.0, 9.0], "note": ["x", "y"]})
+    upsert(bootstrap(opts, "db.t", index_root, 2), pa.Table.from_pandas(after, preserve_index=False), run_id="n")
+    start = expected_upsert(RUNS[:1], "id").assign(note=None)
+    assert_table_equals(get_table(opts, "db.t"), expected_upsert([after], "id", start=start), "id")

@@ -51,9 +51,10 @@ def plan(**changes):
 def test_plan_skips_what_the_table_has_already():
     assert not plan(set_options={"bucket": "-1", "target-file-size": "64 mb"}, reset_options=["absent"],
                     add_columns=[["s", "VARCHAR(10)"]], widen_columns=[["n", "INT"]])
-    p = plan(set_options={"target-file-size": "128 mb"}, reset_options=["target-file-size"][:0],
+    p = plan(set_options={"snapshot.num-retained.min": "3"}, reset_options=["target-file-size"],
              add_columns=[["x", "STRING"]], widen_columns=[["n", "BIGINT"]])
-    assert p.describe() == ["set target-file-size=128 mb", "add column x STRING", "widen column n to BIGINT"]
+    assert p.describe() == ["set snapshot.num-retained.min=3", "reset target-file-size", "add column x STRING",
+                            "widen column n to BIGINT"]
 
 
 @pytest.mark.parametrize("changes,option", [({"set_options": {"bucket": "4"}}, "bucket"),
