@@ -36,7 +36,8 @@ def get_provider_info() -> dict:
         "hooks": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.hooks.paimon"]}],
         "operators": [{"integration-name": "Apache Paimon", "python-modules": [
             "airflow_paimon.operators.paimon", "airflow_paimon.operators.compact",
-            "airflow_paimon.operators.maintenance", "airflow_paimon.operators.incremental"]}],
+            "airflow_paimon.operators.maintenance", "airflow_paimon.operators.incremental",
+            "airflow_paimon.operators.lifecycle"]}],
         "sensors": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.sensors.paimon"]}],
         "triggers": [{"integration-name": "Apache Paimon", "python-modules": ["airflow_paimon.triggers.paimon"]}],
         "integrations": [{"integration-name": "Apache Paimon", "external-doc-url": "https://paimon.apache.org/",

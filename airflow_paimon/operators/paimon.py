@@ -46,39 +46,9 @@ def spark_job_path(job: str) -> str:
     raise FileNotFoundError(f"Spark job {job}.py not found next to {here}")
 
 
-class PaimonSparkJobOperator(BaseOperator):
-    """Base: submits one Spark job of ``spark_jobs/`` and returns the dict the job wrote as its result."""
-
-    job: ClassVar[str]
-    template_fields: Sequence[str] = ("table", "spark_conf")
-    ui_color = "#c9e7f5"
-    operator_extra_links = (PaimonTableLink(),)
-
-    def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
-                 spark_conn_id: str = "spark_default", spark_conf: dict[str, Any] | None = None,
-                 shuffle_partitions: int | None = None, spark_bin_dir: str | None = None,
-                 openlineage_inject_parent_job_info: bool | None = None,
-                 openlineage_inject_transport_info: bool | None = None, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.table = table
-        self.paimon_conn_id = paimon_conn_id
-        self.spark_conn_id = spark_conn_id
-        self.spark_conf = spark_conf or {}
-        self.shuffle_partitions = shuffle_partitions
-        self.spark_bin_dir = spark_bin_dir  # where spark-submit is, when not next to this Python nor on PATH
-        self._hook = None  # the running job's SparkSubmitHook, for on_kill
-        # As SparkSubmitOperator's flags; None: the [openlineage] spark_inject_* settings (lineage.py)
-        self.openlineage_inject_parent_job_info = openlineage_inject_parent_job_info
-        self.openlineage_inject_transport_info = openlineage_inject_transport_info
-        self._job_run = None  # the running job's JobRun in Spark Connect mode, for on_kill
-
-    def job_spec(self, context, hook: PaimonHook) -> JobSpec:
-        raise NotImplementedError
-
-    def common_spec(self, hook: PaimonHook) -> dict:
-        """The JobSpec fields every job gets."""
-        return {"catalog_options": hook.catalog_options(), "table": self.table,
-                "shuffle_partitions": self.shuffle_partitions}
+class UpstreamResultMixin:
+    """How a task finds the result it continues from: the ``upstream_output`` it was given, else the XCom of
+    the nearest upstream task of a given class. Needs ``task_id`` and ``table`` (an operator's)."""
 
     # The result of the task this one continues from (an XComArg such as ``bootstrap.output``, or the dict);
     # set by the operators that take one, checked by upstream_output_of.
@@ -135,6 +105,41 @@ class PaimonSparkJobOperator(BaseOperator):
                 return task
             frontier.extend(task.upstream_list)
         return None
+
+
+class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
+    """Base: submits one Spark job of ``spark_jobs/`` and returns the dict the job wrote as its result."""
+
+    job: ClassVar[str]
+    template_fields: Sequence[str] = ("table", "spark_conf")
+    ui_color = "#c9e7f5"
+    operator_extra_links = (PaimonTableLink(),)
+
+    def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
+                 spark_conn_id: str = "spark_default", spark_conf: dict[str, Any] | None = None,
+                 shuffle_partitions: int | None = None, spark_bin_dir: str | None = None,
+                 openlineage_inject_parent_job_info: bool | None = None,
+                 openlineage_inject_transport_info: bool | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.table = table
+        self.paimon_conn_id = paimon_conn_id
+        self.spark_conn_id = spark_conn_id
+        self.spark_conf = spark_conf or {}
+        self.shuffle_partitions = shuffle_partitions
+        self.spark_bin_dir = spark_bin_dir  # where spark-submit is, when not next to this Python nor on PATH
+        self._hook = None  # the running job's SparkSubmitHook, for on_kill
+        # As SparkSubmitOperator's flags; None: the [openlineage] spark_inject_* settings (lineage.py)
+        self.openlineage_inject_parent_job_info = openlineage_inject_parent_job_info
+        self.openlineage_inject_transport_info = openlineage_inject_transport_info
+        self._job_run = None  # the running job's JobRun in Spark Connect mode, for on_kill
+
+    def job_spec(self, context, hook: PaimonHook) -> JobSpec:
+        raise NotImplementedError
+
+    def common_spec(self, hook: PaimonHook) -> dict:
+        """The JobSpec fields every job gets."""
+        return {"catalog_options": hook.catalog_options(), "table": self.table,
+                "shuffle_partitions": self.shuffle_partitions}
 
     def execute(self, context) -> dict:
         from airflow_paimon.engine import layout, storage

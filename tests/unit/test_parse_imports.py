@@ -16,6 +16,7 @@ NOT_DAGS = {line.strip() for line in (ROOT / "dags" / ".airflowignore").read_tex
 EXAMPLE_DAGS = sorted(p for p in (ROOT / "dags").glob("*.py") if p.name not in NOT_DAGS)
 MODULES = ["airflow_paimon.operators.paimon", "airflow_paimon.operators.compact",
            "airflow_paimon.operators.maintenance", "airflow_paimon.operators.incremental",
+           "airflow_paimon.operators.lifecycle",
            "airflow_paimon.sensors.paimon", "airflow_paimon.hooks.paimon", "airflow_paimon.task_group"]
 
 _IMPORT = """

@@ -1,0 +1,189 @@
+"""A table's lifecycle as Airflow tasks: create, alter, tag, roll back. No Spark: each runs in the task process
+with pypaimon through PaimonHook (like PaimonSnapshotSensor), and each is idempotent — a retry, or a cleared
+task run again in the same DAG run, finds its work done and changes nothing.
+
+A refusal (a schema the table does not match, an option or column change not allowed, a tag name taken by
+another snapshot) fails the task without retries, naming the table and the option, column or value.
+
+DAG files import this module: it imports nothing heavy (pypaimon comes in with execute, through the engine).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator, XComArg
+from airflow.sdk.exceptions import AirflowFailException
+
+from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.identifier import validate_identifier
+from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.links import PaimonTableLink
+from airflow_paimon.operators.paimon import PaimonCommitOperator, UpstreamResultMixin
+
+
+def _optional_int(table: str, name: str, value) -> int | None:
+    """A templated snapshot id: None / "" / "None" mean not given."""
+    if value in (None, "", "None"):
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError(table, f"{name} must be a snapshot id", value=value) from None
+    if number < 1:
+        raise ValidationError(table, f"{name} must be at least 1", value=value)
+    return number
+
+
+class PaimonTableOperator(BaseOperator):
+    """Base: one table, one ``paimon`` connection; ``run`` does the work with the hook; a ValidationError
+    fails the task at once (AirflowFailException: a retry cannot fix it)."""
+
+    template_fields: Sequence[str] = ("table",)
+    ui_color = "#d7ecd9"
+    operator_extra_links = (PaimonTableLink(),)
+
+    def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if "{{" not in table:
+            validate_identifier(table)
+        self.table, self.paimon_conn_id = table, paimon_conn_id
+
+    def run(self, context, hook: PaimonHook) -> dict:
+        raise NotImplementedError
+
+    def execute(self, context) -> dict:
+        try:
+            validate_identifier(self.table)  # templated: checked once rendered
+            result = self.run(context, PaimonHook(self.paimon_conn_id))
+        except ValidationError as e:
+            raise AirflowFailException(f"{self.task_id}: {e}") from None
+        self.log.info("%s: %s", self.table, json.dumps(result, sort_keys=True))
+        return result
+
+
+class PaimonCreateTableOperator(PaimonTableOperator):
+    """Create ``table`` from ``table_schema`` (``{"columns": [[name, type], ...], "primary_keys": [...],
+    "partition_keys": [...], "options": {...}}``, as PaimonBootstrapIndexOperator's); options are checked first.
+    An existing table equal to the schema is success; a different one is refused (never altered: that is
+    PaimonAlterTableOperator's job — after an ALTER, declare the altered schema here).
+
+    Returns ``{"table", "created", "schema_id"}``."""
+
+    template_fields: Sequence[str] = ("table", "table_schema")
+
+    def __init__(self, *, table_schema: dict, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.table_schema = table_schema
+
+    def run(self, context, hook: PaimonHook) -> dict:
+        from airflow_paimon.engine.lifecycle import create_table
+        from airflow_paimon.engine.table import TableSpec
+
+        return create_table(hook.catalog_options(), self.table, TableSpec.from_dict(self.table_schema))
+
+
+class PaimonAlterTableOperator(PaimonTableOperator):
+    """ALTER ``table``: ``set_options`` ({name: value}), ``reset_options`` ([name]), ``add_columns`` ([[name,
+    type]], nullable, added at the end), ``widen_columns`` ([[name, new type]]: INT → BIGINT, FLOAT → DOUBLE,
+    VARCHAR(n) → VARCHAR(m > n) or STRING, DECIMAL(p, s) → DECIMAL(p' > p, s)). Never a drop, rename or
+    narrowing; ``bucket``, ``bucket-key``, ``merge-engine``, ``sequence.field``, keys and Paimon's immutable
+    options never change. The resulting option set is checked as a new table's would be, before anything is
+    written. What the table already has is no change: a retry writes no new schema.
+
+    Returns ``{"table", "schema_id", "changed", "changes"}`` (``changes``: what this run applied)."""
+
+    template_fields: Sequence[str] = ("table", "set_options", "reset_options", "add_columns", "widen_columns")
+
+    def __init__(self, *, set_options: dict[str, Any] | None = None, reset_options: list[str] | None = None,
+                 add_columns: list[list[str]] | None = None, widen_columns: list[list[str]] | None = None,
+                 **kwargs) -> None:
+        super().__init__(**kwargs)
+        if not (set_options or reset_options or add_columns or widen_columns):
+            raise ValueError(f"{kwargs.get('task_id')}: nothing to alter; give set_options, reset_options, "
+                             "add_columns or widen_columns")
+        self.set_options, self.reset_options = set_options or {}, reset_options or []
+        self.add_columns, self.widen_columns = add_columns or [], widen_columns or []
+
+    def run(self, context, hook: PaimonHook) -> dict:
+        from airflow_paimon.engine.lifecycle import alter_table
+
+        for name, value, kind in (("set_options", self.set_options, dict), ("reset_options", self.reset_options, list),
+                                  ("add_columns", self.add_columns, list), ("widen_columns", self.widen_columns, list)):
+            if not isinstance(value, kind):  # a template rendered to text (render_template_as_native_obj unset)
+                raise ValidationError(self.table, f"{name} must be a {kind.__name__}, not {type(value).__name__}",
+                                      value=value)
+        return alter_table(hook.catalog_options(), self.table, self.set_options, self.reset_options,
+                           self.add_columns, self.widen_columns)
+
+
+class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
+    """Tag a snapshot of ``table`` as ``tag`` (templated, default the run's ``{{ ds }}``): ``snapshot_id`` when
+    given, else the snapshot this DAG run committed (the XCom of ``upstream_output``, else of the nearest
+    upstream PaimonCommitOperator), else the latest. The tag is Paimon's (``<table>/tag/tag-<name>``): Paimon
+    readers time-travel to it, and snapshot expiry keeps the files it needs.
+
+    A retry finds the tag: on the same snapshot it is success (``created: false``); the name on another
+    snapshot is refused, naming both. Returns ``{"table", "tag", "snapshot_id", "created"}``."""
+
+    template_fields: Sequence[str] = ("table", "tag", "snapshot_id", "upstream_output")
+
+    def __init__(self, *, tag: str = "{{ ds }}", snapshot_id: int | str | None = None,
+                 upstream_output: XComArg | dict | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.tag, self.snapshot_id = tag, snapshot_id
+        self.upstream_output = self.upstream_output_of(upstream_output, PaimonCommitOperator)
+
+    def run(self, context, hook: PaimonHook) -> dict:
+        from airflow_paimon.engine.lifecycle import create_tag
+
+        snapshot_id = _optional_int(self.table, "snapshot_id", self.snapshot_id)
+        if snapshot_id is None:
+            committed = self.upstream_result(context, PaimonCommitOperator, required=False)
+            # None: nothing was committed (a run without new rows), and the latest is tagged
+            snapshot_id = _optional_int(self.table, "snapshot_id", committed.get("snapshot_id")) if committed else None
+        return create_tag(hook.catalog_options(), self.table, self.tag, snapshot_id)
+
+
+class PaimonRollbackOperator(PaimonTableOperator):
+    """Roll ``table`` back to ``to_snapshot`` or ``to_tag`` (templated; exactly one): later snapshots, their
+    tags and the global key index of later snapshots are deleted, so the table reads as it did then and the
+    next write bootstraps from the target (engine/rollback.py). Pause the table's writers meanwhile.
+
+    Exactly once per DAG run: a retry finishes an interrupted rollback; once done, a marker under the results
+    root makes a cleared task that runs again in the same DAG run report the rollback it did instead of
+    deleting what was committed since. Returns ``{"table", "snapshot_id", "deleted_snapshots", "deleted_tags",
+    "deleted_index_snapshots", "already_rolled_back"}``."""
+
+    template_fields: Sequence[str] = ("table", "to_snapshot", "to_tag")
+
+    def __init__(self, *, to_snapshot: int | str | None = None, to_tag: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if (to_snapshot is None) == (to_tag is None):
+            raise ValueError(f"{kwargs.get('task_id')}: give exactly one of to_snapshot and to_tag")
+        self.to_snapshot, self.to_tag = to_snapshot, to_tag
+
+    def marker(self, context, hook: PaimonHook) -> str:
+        from airflow_paimon.engine import layout
+
+        ti = context["ti"]
+        return layout.under(hook.results_root(), layout.safe_segment(ti.dag_id), layout.safe_segment(ti.run_id),
+                            layout.safe_segment(f"{ti.task_id}-{ti.map_index}-rollback") + ".json")
+
+    def run(self, context, hook: PaimonHook) -> dict:
+        from airflow_paimon.engine import storage
+        from airflow_paimon.engine.rollback import rollback
+
+        storage.configure(hook.catalog_options())
+        marker = self.marker(context, hook)
+        if storage.exists(marker):
+            done = json.loads(storage.read_bytes(marker))
+            self.log.info("%s was rolled back to snapshot %s by this DAG run already", self.table,
+                          done["snapshot_id"])
+            return {**done, "already_rolled_back": True}
+        to_tag = self.to_tag if self.to_tag not in (None, "", "None") else None
+        to_snapshot = _optional_int(self.table, "to_snapshot", self.to_snapshot) if to_tag is None else None
+        result = rollback(hook.catalog_options(), self.table, hook.index_root(), to_snapshot, to_tag)
+        storage.write_bytes_atomic(marker, json.dumps(result).encode())
+        return {**result, "already_rolled_back": False}
