@@ -13,10 +13,11 @@ def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
     identifier = spec.table
 
     def read(table, row_kind_column):
-        return validate_and_cast(read_source(spark, spec.source, identifier), table, identifier, row_kind_column)
+        with validation_errors(identifier, spec.source):
+            return validate_and_cast(read_source(spark, spec.source, identifier), table, identifier, row_kind_column)
 
     def write(source, ctx, shape):
-        with validation_errors(identifier), without_adaptive_execution(spark):
+        with validation_errors(identifier, spec.source), without_adaptive_execution(spark):
             return PIPELINES[shape.name](source, ctx).collect()
 
     return assign_and_write(spec, read=read, write=write)

@@ -3,7 +3,7 @@ jars/) started through spark-submit with the jobs' conf, its executors' Python w
 that imports airflow_paimon.
 
     python -m airflow_paimon.spark.connect_server --port 15002 [--host 127.0.0.1] [--master 'local[*]']
-        [--python /path/to/python] [--conf key=value ...]
+        [--python /path/to/python] [--conf key=value ...] [--token-file PATH | --no-token]
 
 replaces itself with (so signals reach the JVM directly)
 
@@ -11,21 +11,33 @@ replaces itself with (so signals reach the JVM directly)
 
 ``--python``: the executors' interpreter (``spark.pyspark.python``), default this one for a local master; on a
 cluster it must exist on every executor host with airflow_paimon and the same Python and pyspark version as
-the Airflow workers (the jobs' functions travel pickled). The server listens without authentication unless
-you put it behind one (Spark Connect's token: ``--conf spark.connect.authenticate.token=...``, the
-connection's password); bind it to loopback or a private network.
+the Airflow workers (the jobs' functions travel pickled).
+
+Clients authenticate with a token (Spark Connect's pre-shared bearer token; the ``spark_connect``
+connection's password). The server takes it from the environment variable SPARK_CONNECT_AUTHENTICATE_TOKEN,
+which Spark reads itself when the conf ``spark.connect.authenticate.token`` is unset, so it never sits on a
+command line (``ps`` shows those to every user; a process's environment only its own user and root see).
+Without that variable a random token is generated and written to ``--token-file`` (default
+~/.airflow-paimon/connect-<port>.token, mode 0600); the path, not the token, is printed. The token in
+``--conf`` is refused. pyspark sends a token only over TLS or to ``localhost``: name the server
+``localhost`` in the connection, or put it behind a TLS proxy (``use_ssl``); ``--no-token`` starts it without
+authentication, for a network only trusted clients reach.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
+from pathlib import Path
 
 from airflow_paimon.operators.submit import submit_settings
 from airflow_paimon.spark.job import DRIVER_JAVA_OPTIONS, LOG_LEVEL, log4j2_java_options, submit_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002  # Spark Connect's
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # read by the server when spark.connect.authenticate.token is unset
+TOKEN_CONF = "spark.connect.authenticate.token"
 
 
 def server_conf(python: str | None, host: str, port: int) -> dict[str, str]:
@@ -42,13 +54,35 @@ def server_conf(python: str | None, host: str, port: int) -> dict[str, str]:
 
 
 def server_command(host: str = "127.0.0.1", port: int = DEFAULT_PORT, master: str = "local[*]",
-                   python: str | None = None, conf: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
-    """(argv, environment) that start the server in the foreground."""
+                   python: str | None = None, conf: dict[str, str] | None = None,
+                   token: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """(argv, environment) that start the server in the foreground; clients must present ``token`` (None:
+    no authentication), which goes in the environment, never in argv."""
+    if TOKEN_CONF in (conf or {}):
+        raise ValueError(f"{TOKEN_CONF} on the command line is visible to every user (ps); "
+                         f"set the environment variable {TOKEN_ENV} instead")
     settings = submit_settings({}, master, "client", conf or {})
     command = ["spark-submit", "--class", SERVER_CLASS, "--master", master, "--name", "airflow-paimon-connect"]
     for key, value in {**server_conf(python or settings.python, host, port), **(conf or {})}.items():
         command += ["--conf", f"{key}={value}"]
-    return command, settings.env
+    env = {k: v for k, v in settings.env.items() if k != TOKEN_ENV}
+    return command, {**env, TOKEN_ENV: token} if token else env
+
+
+def default_token_file(port: int) -> Path:
+    return Path.home() / ".airflow-paimon" / f"connect-{port}.token"
+
+
+def new_token(path: Path) -> str:
+    """A random token, written to ``path`` (mode 0600, its directory created 0700), replacing an older one."""
+    token = secrets.token_urlsafe(32)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    os.replace(temporary, path)
+    return token
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -59,9 +93,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--master", default="local[*]", help="Spark master of the server (default local[*])")
     parser.add_argument("--python", help="interpreter of the executors' Python workers (spark.pyspark.python)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark conf")
+    parser.add_argument("--token-file", type=Path, help=f"where a generated token is written when {TOKEN_ENV} is "
+                                                        "unset (default ~/.airflow-paimon/connect-<port>.token)")
+    parser.add_argument("--no-token", action="store_true", help="no authentication: any client that reaches the "
+                                                                "port runs jobs as this user")
     args = parser.parse_args(argv)
     conf = dict(item.split("=", 1) for item in args.conf)
-    command, env = server_command(args.host, args.port, args.master, args.python, conf)
+    if TOKEN_CONF in conf:
+        parser.error(f"--conf {TOKEN_CONF}=... would show the token to every user (ps); set {TOKEN_ENV} instead")
+    token = None if args.no_token else os.environ.get(TOKEN_ENV)
+    if not token and not args.no_token:
+        path = args.token_file or default_token_file(args.port)
+        token = new_token(path)
+        print(f"Spark Connect token written to {path} (the spark_connect connection's password)", file=sys.stderr,
+              flush=True)
+    command, env = server_command(args.host, args.port, args.master, args.python, conf, token)
     os.execvpe(command[0], command, env)
 
 

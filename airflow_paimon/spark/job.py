@@ -17,6 +17,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -72,18 +73,36 @@ def parse_args(argv: list[str] | None = None) -> tuple[dict, str]:
     return read_spec_file(args.spec_file), args.result_uri
 
 
-_SECRET_WORDS = ("secret", "password", "passwd", "token", "key", "credential", "auth", "session", "signature")
+# A word in an option's name that makes its value a secret: fs.s3.secret-key, fs.oss.accessKeyId, token,
+# dlf.security-token, fs.azure.account.key.<account>.dfs.core.windows.net, header.Authorization, ...
+_SECRET_WORDS = {"secret", "password", "passwd", "pwd", "token", "key", "credential", "credentials", "signature",
+                 "authorization", "sas"}
+# ... unless a later word says the value names or locates one instead: token.provider (dlf, bear),
+# dlf.token-loader, dlf.token-path, fs.s3a.aws.credentials.provider, ...
+_NOT_THE_SECRET = {"provider", "providers", "type", "loader", "path", "file", "dir", "class", "factory", "uri",
+                   "url", "endpoint", "enabled", "mode", "algorithm", "format"}
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")  # fs.oss.accessKeyId -> fs oss access Key Id
+
+
+def is_secret_option(name: str) -> bool:
+    """Whether the catalog option ``name`` holds a secret (its value is redacted), by the words of its name.
+    ``table-default.*`` options are tables' options (table-default.bucket-key: a column), never secrets."""
+    if name.startswith("table-default."):
+        return False
+    words = [w.lower() for w in _WORD.findall(name)]
+    return any(w in _SECRET_WORDS and not _NOT_THE_SECRET.intersection(words[i + 1:]) for i, w in enumerate(words))
 
 
 def secrets_of(spec: dict) -> list[str]:
-    """Catalog option values that must not reach a log or a result file: those of options named like a
-    secret (``fs.s3.secret-key``, ``fs.oss.accessKeyId``, ``token``, ...), longest first."""
+    """Catalog option values that must not reach a log or an error message: those of options named like a
+    secret (is_secret_option), longest first."""
     options = spec.get("catalog_options") or {}
-    found = {str(v) for k, v in options.items() if v and any(w in k.lower() for w in _SECRET_WORDS)}
+    found = {str(v) for k, v in options.items() if v and is_secret_option(str(k))}
     return sorted(found, key=len, reverse=True)
 
 
 def redact(text: str, secrets: list[str]) -> str:
+    """``text`` (a log line, an error message; never a result's fields) with every secret replaced by ***."""
     for secret in secrets:
         text = text.replace(secret, "***")
     return text
@@ -141,8 +160,9 @@ def current_run() -> JobRun:
 
 def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: dict, run: JobRun) -> bool:
     """Run ``job`` (one of airflow_paimon/spark/jobs.py) on the spec ``raw`` read as ``spec_type``; write its
-    result, or its error, to ``run.result_uri``; True when it succeeded. Neither the log nor the result file
-    carries a catalog option value (errors are redacted)."""
+    result, or its error, to ``run.result_uri``; True when it succeeded. A secret catalog option's value
+    reaches neither the log nor the error (both redacted); the result is written as the job returned it: its
+    fields (paths, names) are no place for a secret, and redacting them would corrupt them."""
     secrets = secrets_of(raw)
     storage.configure(raw.get("catalog_options") or {})  # the result file even when the job fails early
     token = _RUN.set(run)
@@ -162,7 +182,7 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
         run.thread = None
         _RUN.reset(token)
         run.close()
-    text = redact(json.dumps(result), secrets)
+    text = json.dumps(result)
     storage.write_bytes_atomic(run.result_uri, text.encode())
     log.debug("result: %s", text)  # the operator logs it as one progress line
     return True

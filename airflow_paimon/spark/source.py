@@ -32,22 +32,26 @@ def read_source(spark, source: dict, identifier: str):
     options = {"header": "true"} if fmt == "csv" else {}
     options.update(source.get("options", {}))
     reader = spark.read.format(fmt).options(**options)
-    schema = _parquet_file_schema(path) if fmt == "parquet" and not options else None
+    schema = _parquet_file_schema(path, identifier) if fmt == "parquet" and not options else None
     return (reader.schema(schema) if schema is not None else reader).load(path)
 
 
-def _parquet_file_schema(path: str):
+def _parquet_file_schema(path: str, identifier: str):
     """A single parquet file's schema as Spark's, from its footer, so Spark skips its own inference (a
     planning job: 0.1 s of a 1.3 s assign-and-write). None — let Spark infer — for directories and for any
-    type Spark might read differently than pyarrow declares it."""
-    import pyarrow as pa
+    type Spark might read differently than pyarrow declares it. A footer that is not parquet, or column names
+    equal but for case, are refused here."""
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import from_arrow_schema
 
     if storage.is_dir(path):
         return None
     fs, local = storage.filesystem(path)
-    schema = pq.read_schema(local, filesystem=fs)
+    try:
+        schema = pq.read_schema(local, filesystem=fs)
+    except pa.ArrowInvalid as e:  # the bytes are there but are no parquet footer (OSError: reading failed, retried)
+        raise ValidationError(identifier, f"source file is corrupt or not parquet ({e})", value=path) from None
+    check_distinct_columns(schema.names, identifier)
     plain = (pa.types.is_boolean, pa.types.is_signed_integer, pa.types.is_floating, pa.types.is_string,
              pa.types.is_binary, pa.types.is_date32, pa.types.is_decimal)
     for f in schema:
@@ -79,6 +83,7 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
     from airflow_paimon.engine.codec.kinds import ROW_KINDS
     from airflow_paimon.spark.types import spark_type
 
+    check_distinct_columns(df.columns, identifier)
     columns = {c.lower(): c for c in df.columns}
     fields = list(table.table_schema.fields)
     names = [f.name for f in fields]
@@ -117,26 +122,62 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
     return df.selectExpr(*exprs, f"{kind} AS {_name(ROW_KIND)}", f"monotonically_increasing_id() AS {_name(ORDER)}")
 
 
+def check_distinct_columns(names, identifier: str) -> None:
+    """Refuse source columns whose names differ only in case (``ID`` and ``id``): Spark and Paimon match
+    names case-insensitively, so either could land in the table's column."""
+    seen: dict[str, list[str]] = {}
+    for name in names:
+        seen.setdefault(name.lower(), []).append(name)
+    clashes = [same for same in seen.values() if len(same) > 1]
+    if clashes:
+        raise ValidationError(identifier, f"source columns {_cut(clashes[0])} clash: column names are matched "
+                                          "case-insensitively; rename or drop all but one", column=clashes[0][0])
+
+
 _INTEGRAL = ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT")
 _EXACT_SOURCES = ("tinyint", "smallint", "int", "bigint", "boolean")
+_DECIMAL = re.compile(r"^DECIMAL\((\d+),\s*(\d+)\)")
+_SOURCE_DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
 _LENGTH = re.compile(r"^(VAR)?CHAR\((\d+)\)")
 _TRUNC_UNIT = {"s": "SECOND", "ms": "MILLISECOND"}
 
 
 def _exactness_checks(f, src: str, cast: str, source_type: str, shown: str) -> str:
     """WHEN clauses refusing a value the cast would change silently: a fraction into an integer column
-    (1.7 into BIGINT), a string longer than VARCHAR(n)/CHAR(n)."""
+    (1.7 into BIGINT), more decimal places than a DECIMAL(p, s) keeps (1.235 into DECIMAL(10, 2), which
+    Spark rounds to 1.24), a string longer than VARCHAR(n)/CHAR(n)."""
     declared = str(f.type).replace(" NOT NULL", "").strip().upper()
     if declared in _INTEGRAL and source_type not in _EXACT_SOURCES:
         exact = f"try_cast({src} AS DECIMAL(38, 9))"
         return (f" WHEN {cast} IS NOT NULL AND ({exact} IS NULL OR {exact} != CAST({cast} AS DECIMAL(38, 9))) THEN "
                 + _fail(f.name, shown, f"value is not a whole number; refusing to truncate it into {f.type}"))
+    decimal = _DECIMAL.match(declared)
+    if decimal and source_type not in _EXACT_SOURCES:
+        changed = _rounded(src, cast, source_type, int(decimal.group(1)), int(decimal.group(2)))
+        if changed:
+            return (f" WHEN {cast} IS NOT NULL AND {changed} THEN " + _fail(
+                f.name, shown, f"value has more than {decimal.group(2)} decimal places; refusing to round it "
+                               f"into {f.type}"))
     length = _LENGTH.match(declared)
     if length:
         n = int(length.group(2))
         return (f" WHEN char_length({cast}) > {n} THEN "
                 + _fail(f.name, shown, f"value is longer than the {n} characters of {f.type}"))
     return ""
+
+
+def _rounded(src: str, cast: str, source_type: str, precision: int, scale: int) -> str:
+    """A SQL condition true where casting ``src`` into DECIMAL(precision, scale) changed its value, '' where
+    it cannot. A float, double or decimal source is compared with the cast value read back as its own type
+    (exact: the double 1.23 is the one nearest 1.23); any other (a string) as a decimal with the column's
+    integer digits and every decimal place left of the 38."""
+    source_decimal = _SOURCE_DECIMAL.match(source_type)
+    if source_decimal and int(source_decimal.group(2)) <= scale:
+        return ""  # never more places than the column keeps
+    if source_decimal or source_type in ("float", "double"):
+        return f"NOT (try_cast({cast} AS {source_type}) <=> {src})"
+    wide = f"DECIMAL(38, {38 - (precision - scale)})"
+    return f"NOT (try_cast({src} AS {wide}) <=> CAST({cast} AS {wide}))"
 
 
 def _stored(f, cast: str) -> str:
@@ -182,19 +223,78 @@ def _fail(column: str, value_sql: str | None, message: str) -> str:
 
 
 @contextmanager
-def validation_errors(identifier: str):
-    """Turn a failure raised by validate_and_cast()'s checks into the ValidationError it stands for."""
+def validation_errors(identifier: str, source: dict | None = None):
+    """Turn a failure that is the input's fault into the ValidationError it stands for: validate_and_cast()'s
+    checks, source columns that clash (Spark: COLUMN_ALREADY_EXISTS) and, for a parquet ``source``, a file
+    Spark cannot read that is corrupt (checked again here: a read that failed for another reason, an object
+    store timeout, stays an error that is retried)."""
     try:
         yield
     except ValidationError:
         raise
     except Exception as e:  # noqa: BLE001 - Spark wraps raise_error in its own exception types
-        found = _FOUND.search(str(e))
-        if not found:
-            raise
-        detail = json.loads(found.group(1))
-        raise ValidationError(identifier, detail["message"], column=detail["column"],
-                              value=detail.get("value")) from None
+        text = str(e)
+        found = _FOUND.search(text)
+        if found:
+            detail = json.loads(found.group(1))
+            raise ValidationError(identifier, detail["message"], column=detail["column"],
+                                  value=detail.get("value")) from None
+        if _condition(e) == "COLUMN_ALREADY_EXISTS":
+            column = (e.getMessageParameters() or {}).get("columnName", "").strip("`")
+            raise ValidationError(identifier, "the source has this column twice (names are matched "
+                                              "case-insensitively); rename or drop all but one", column=column,
+                                  value=(source or {}).get("path")) from None
+        unreadable = _UNREADABLE.search(text)
+        if unreadable and _is_parquet(source, identifier):
+            uri = _local_or_uri(unreadable.group(1))
+            problem = _corrupt_parquet(uri)
+            if problem:
+                raise ValidationError(identifier, f"source file is corrupt or not parquet ({problem})",
+                                      value=uri) from None
+        raise
+
+
+def _condition(e: Exception) -> str | None:
+    """Spark's error condition of ``e`` (classic and Connect exceptions), None for others."""
+    try:
+        return e.getCondition()
+    except Exception:  # noqa: BLE001 - not a Spark exception, or one without a condition
+        return None
+
+
+# Spark's error for a file a scan (or its schema inference) could not read; the path is URL-encoded
+_UNREADABLE = re.compile(r"\[FAILED_READ_FILE\.\w+\] Encountered error while reading file (\S+?)\.(?:\s|$)")
+
+
+def _is_parquet(source: dict | None, identifier: str) -> bool:
+    if not source or not source.get("path"):
+        return False
+    return (source.get("format") or _format_of(source["path"], identifier)).lower() == "parquet"
+
+
+def _local_or_uri(spark_path: str) -> str:
+    """A path Spark names in an error as storage.py opens it: file: URIs as local paths, URL-decoded."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(spark_path)
+    return unquote(parsed.path) if parsed.scheme == "file" else unquote(spark_path)
+
+
+def _corrupt_parquet(uri: str) -> str | None:
+    """Why the parquet file ``uri`` does not decode, or None when it does or cannot be read at all. Its bytes
+    are read first and decoded from memory, so an error decoding them is the file's, never the storage's."""
+    import pyarrow.parquet as pq
+
+    try:
+        data = storage.read_bytes(uri)
+    except OSError:
+        return None
+    try:
+        for _ in pq.ParquetFile(pa.BufferReader(data)).iter_batches():
+            pass
+    except Exception as e:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, ... for bad bytes
+        return f"{type(e).__name__}: {e}"
+    return None
 
 
 # --- the merge engine's rule for -U/-D rows (engine/merge_engine.py), as a check inside the projection

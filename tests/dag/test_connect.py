@@ -26,7 +26,7 @@ from airflow_paimon.operators.submit import stop_process_group
 from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
 from airflow_paimon.spark.bootstrap import run_bootstrap
 from airflow_paimon.spark.connect import default_parallelism
-from airflow_paimon.spark.connect_server import server_command
+from airflow_paimon.spark.connect_server import TOKEN_ENV
 from compaction_tables import batches, cross_partition_table
 from dag.dagrun import run_dag, use_warehouse
 from dag.test_kill import SLOW_SOURCE, processes_with, slow_write, wait_for
@@ -79,37 +79,54 @@ def server_children(pid: int) -> list[str]:
     return [args for p, _, args in rows if under(int(p)) and "connect_daemon" in args]
 
 
+def start_server(port: int, log, *args: str) -> subprocess.Popen:
+    """The server as a user starts it (python -m airflow_paimon.spark.connect_server), local[2] on loopback."""
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+    env["AIRFLOW_PAIMON_DAEMON_IDLE_SECONDS"] = str(IDLE_SECONDS)
+    command = [sys.executable, "-m", "airflow_paimon.spark.connect_server", "--host", "127.0.0.1", "--port",
+               str(port), "--master", "local[2]", "--python", sys.executable, *args]
+    with open(log, "wb") as out:
+        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_until_serving(server: subprocess.Popen, url: str, log) -> None:
+    deadline = time.monotonic() + 180
+    while True:
+        assert server.poll() is None, log.read_text()[-3000:]
+        try:
+            connect(url).stop()
+            classic_again()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
 @pytest.fixture(scope="session")
 def connect_server(tmp_path_factory):
-    """A Spark Connect server (local[2]) on a free loopback port, up until it accepts a session; stopped with
-    everything under it at the end."""
+    """A Spark Connect server (local[2]) on a free loopback port with a generated token, up until it accepts a
+    session; stopped with everything under it at the end. pyspark sends a token only over TLS or to
+    ``localhost``: clients name it so."""
     port = free_port()
-    command, env = server_command("127.0.0.1", port, "local[2]", python=sys.executable)
-    env = {**env, "AIRFLOW_PAIMON_DAEMON_IDLE_SECONDS": str(IDLE_SECONDS)}
-    log = tmp_path_factory.mktemp("connect") / "server.log"
-    with open(log, "wb") as out:
-        server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"sc://127.0.0.1:{port}"
+    home = tmp_path_factory.mktemp("connect")
+    log, token_file = home / "server.log", home / "token"
+    server = start_server(port, log, "--token-file", str(token_file))
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert server.poll() is None, log.read_text()[-3000:]
-            try:
-                connect(url).stop()
-                classic_again()
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(1)
-        yield {"url": url, "port": port, "pid": server.pid}
+        deadline = time.monotonic() + 30
+        while not token_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        token = token_file.read_text().strip()
+        url = f"sc://localhost:{port}/;token={token}"
+        wait_until_serving(server, url, log)
+        yield {"url": url, "port": port, "pid": server.pid, "token": token, "token_file": token_file, "log": log}
     finally:
         stop_process_group(server, grace_seconds=30)
 
 
-def use_connect(monkeypatch, port: int) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark_connect", "host": "127.0.0.1",
-                                                                 "port": port}))
+def use_connect(monkeypatch, server: dict) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark_connect", "host": "localhost",
+                                                                 "port": server["port"], "password": server["token"]}))
 
 
 class ProcessWatch:
@@ -150,7 +167,7 @@ def test_write_and_compact_dag_on_spark_connect(airflow_home, warehouse, monkeyp
     from paimon_compact_dags import compact_dag
 
     use_warehouse(monkeypatch, warehouse)
-    use_connect(monkeypatch, connect_server["port"])
+    use_connect(monkeypatch, connect_server)
     monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)  # as a fresh task process (the fixture's probe set it)
     seed, *runs = batches(3, seed=31)
     cross_partition_table(warehouse, [seed])  # snapshot 1, in-process
@@ -192,7 +209,7 @@ def test_parallelism_of_a_connect_session_is_the_servers(connect_server):
 def test_on_kill_interrupts_the_connect_job_and_commits_nothing(airflow_home, warehouse, monkeypatch, connect_server,
                                                                  tmp_path):
     use_warehouse(monkeypatch, warehouse)
-    use_connect(monkeypatch, connect_server["port"])
+    use_connect(monkeypatch, connect_server)
     cross_partition_table(warehouse, [pd.DataFrame({"id": [1, 2], "dt": ["a", "b"], "v": [1.0, 2.0]})])
     hook = PaimonHook()
     op = PaimonAssignAndWriteOperator(task_id="assign_and_write", table="db.t", source={"query": SLOW_SOURCE})
@@ -223,3 +240,62 @@ def test_on_kill_interrupts_the_connect_job_and_commits_nothing(airflow_home, wa
     assert [s.id for s in table.snapshot_manager().list_snapshots()] == [1]
     staging = os.path.join(hook.staging_root(), "db.t")
     assert not any(STAGED_FILE in files for _, _, files in os.walk(staging))
+
+
+def _process_tree(pid: int) -> list[int]:
+    """``pid`` and every process under it."""
+    out = subprocess.run(["ps", "-o", "pid=,ppid=", "-e"], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        p, pp = map(int, line.split())
+        children.setdefault(pp, []).append(p)
+    tree, frontier = [], [pid]
+    while frontier:
+        p = frontier.pop()
+        tree.append(p)
+        frontier.extend(children.get(p, []))
+    return tree
+
+
+def test_the_token_is_in_no_command_line_and_a_client_without_it_is_refused(connect_server):
+    token = connect_server["token"]
+    assert len(token) >= 32 and oct(connect_server["token_file"].stat().st_mode & 0o777) == "0o600"
+    processes = {}
+    for p in _process_tree(connect_server["pid"]):
+        try:
+            processes[p] = (open(f"/proc/{p}/cmdline", "rb").read(), open(f"/proc/{p}/environ", "rb").read())
+        except OSError:
+            continue
+    jvms = [p for p, (cmdline, _) in processes.items() if b"SparkConnectServer" in cmdline]
+    assert jvms and any(cmdline.split(b"\0")[0].endswith(b"java") for p, (cmdline, _) in processes.items()
+                        if p in jvms), processes
+    assert not [p for p, (cmdline, _) in processes.items() if token.encode() in cmdline]
+    assert all(f"{TOKEN_ENV}={token}".encode() in processes[p][1].split(b"\0") for p in jvms)  # its environment
+    assert token not in connect_server["log"].read_text()
+
+    session = connect(connect_server["url"])  # the right token: served
+    try:
+        assert session.range(0, 10).count() == 10
+    finally:
+        session.stop()
+        classic_again()
+    port = connect_server["port"]
+    for url in (f"sc://localhost:{port}/;token=not-{token}", f"sc://127.0.0.1:{port}"):
+        with pytest.raises(Exception) as refused:
+            connect(url).range(0, 10).count()
+        classic_again()
+        assert "UNAUTHENTICATED" in str(refused.value) or "Invalid authentication token" in str(refused.value), url
+
+
+def test_the_token_comes_from_the_environment_and_never_from_the_command_line(tmp_path, monkeypatch):
+    from airflow_paimon.spark.connect_server import main, server_command
+
+    with pytest.raises(SystemExit):
+        main(["--conf", "spark.connect.authenticate.token=x"])
+    with pytest.raises(ValueError, match=TOKEN_ENV):
+        server_command(conf={"spark.connect.authenticate.token": "x"})
+    monkeypatch.setenv(TOKEN_ENV, "from-the-env")
+    argv, env = server_command(token=None)
+    assert TOKEN_ENV not in env  # --no-token: a token of the launcher's environment is not passed on
+    argv, env = server_command(token="t0k")
+    assert env[TOKEN_ENV] == "t0k" and not any("t0k" in a for a in argv)

@@ -112,3 +112,33 @@ def test_backfill_refuses_a_traversing_table_name_before_submitting(airflow_home
     after = sorted(os.path.relpath(p, table_dir) for p in glob.glob(os.path.join(table_dir, "**"), recursive=True))
     assert after == before
     assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert([good], "id"), "id")
+
+
+@pytest.mark.parametrize("bad", ["corrupt", "ID-and-id"])
+def test_corrupt_or_clashing_source_fails_the_write_without_retries(airflow_home, warehouse, monkeypatch, tmp_path,
+                                                                   capfd, caplog, bad):
+    """A corrupt parquet file, or one with columns ``ID`` and ``id``, fails assign-and-write once (the DAG has
+    2 retries) naming the table and the file or the columns; nothing is committed."""
+    from compaction_tables import cross_partition_table
+    from dag.dagrun import use_warehouse
+    from paimon_backfill import dag
+
+    use_warehouse(monkeypatch, warehouse)
+    good = pd.DataFrame({"id": [1, 2], "dt": ["a", "b"], "v": [1.0, 2.0]})
+    cross_partition_table(warehouse, [good])
+    source = tmp_path / "batch.parquet"
+    if bad == "corrupt":
+        source.write_bytes(b"id,dt,v\n3,a,1.0\n" * 50)
+    else:
+        pd.DataFrame({"ID": [3], "id": [4], "dt": ["a"], "v": [1.0]}).to_parquet(source, index=False)
+
+    capfd.readouterr()
+    run, states, _ = run_dag(dag, conf={"source_path": str(source), "table": "db.t", "source_format": None})
+    assert run.state == "failed" and states["assign_and_write"] == "failed", states
+    assert run.get_task_instance("assign_and_write").try_number == 1, "bad input is not retried"
+    out, err = capfd.readouterr()
+    logged = out + err + caplog.text
+    expected = (f"table db.t, value '{source}': source file is corrupt or not parquet" if bad == "corrupt"
+                else "table db.t, column 'ID', value None: source columns ['ID', 'id'] clash")
+    assert f"assign_and_write for table db.t failed: ValidationError: {expected}" in logged
+    assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert([good], "id"), "id")

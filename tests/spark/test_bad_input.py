@@ -130,3 +130,141 @@ def test_a_headerless_csv_line_as_column_name_is_echoed_cut(seeded, tmp_path):
     with pytest.raises(ValidationError) as err:
         seeded.assign_and_write(seeded.bootstrap(), {"path": str(path)}, "bad")
     assert "table db.t" in str(err.value) and len(str(err.value)) < 900
+
+
+DECIMALS = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["amount", "DECIMAL(10, 2)"]], "primary_keys": ["id"],
+            "partition_keys": ["dt"], "options": {"bucket": "-1"}}
+
+
+@pytest.mark.parametrize("amount, shown", [
+    (1.235, "1.235"),          # a double: Spark's cast rounds it to 1.24
+    ("1.235", "1.235"),        # a string: rounded too
+    ("-0.001", "-0.001"),      # would become 0.00
+    (1e-30, "1.0E-30"),
+])
+def test_decimal_places_a_cast_would_round_are_refused(spark, warehouse, tmp_path, amount, shown):
+    import json
+    jobs = Jobs(spark, warehouse, "db.dec", DECIMALS)
+    row = json.dumps({"id": 1, "dt": "a", "amount": amount}) + "\n"
+    with pytest.raises(ValidationError) as err:
+        jobs.assign_and_write(jobs.bootstrap(), {"path": write_json(tmp_path, row)}, "bad")
+    message = str(err.value)
+    assert message.startswith(f"table db.dec, column 'amount', value {shown!r}: value has more than 2 decimal places")
+    assert get_table(jobs.options, "db.dec").snapshot_manager().get_latest_snapshot() is None
+
+
+def test_exact_decimals_are_taken_from_every_source_type(spark, warehouse, tmp_path):
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    D = decimal.Decimal
+    jobs = Jobs(spark, warehouse, "db.dec", DECIMALS)
+    sources = {  # each column type holding values a DECIMAL(10, 2) keeps exactly
+        "double": pa.array([1.23, 0.1, -7.5, 12345678.99]),
+        "float": pa.array([1.25, 0.1, -7.5, 2.5], pa.float32()),  # 0.1f is the float nearest 0.1
+        "decimal": pa.array([D("1.2300"), D("0.1000"), D("-7.5000"), D("99999999.9900")], pa.decimal128(14, 4)),
+        "string": pa.array(["1.23", "0.10000", "-7.5", "1e2"]),
+    }
+    expected = {"double": ["1.23", "0.10", "-7.50", "12345678.99"], "float": ["1.25", "0.10", "-7.50", "2.50"],
+                "decimal": ["1.23", "0.10", "-7.50", "99999999.99"], "string": ["1.23", "0.10", "-7.50", "100.00"]}
+    for i, (kind, amounts) in enumerate(sources.items()):
+        path = str(tmp_path / f"{kind}.parquet")
+        ids = pa.array([10 * i + k for k in range(4)], pa.int64())
+        pq.write_table(pa.table({"id": ids, "dt": ["a"] * 4, "amount": amounts}), path)
+        jobs.commit(jobs.assign_and_write(jobs.bootstrap(), {"path": path}, f"run-{kind}"))
+    got = read_table(get_table(jobs.options, "db.dec")).sort_values("id")
+    assert got["amount"].tolist() == [D(v) for kind in sources for v in expected[kind]]
+
+
+def test_more_places_in_a_decimal_source_are_refused_unless_zero(spark, warehouse, tmp_path):
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    jobs = Jobs(spark, warehouse, "db.dec", DECIMALS)
+    path = str(tmp_path / "dec.parquet")
+    pq.write_table(pa.table({"id": [1, 2], "dt": ["a", "a"], "amount": pa.array(
+        [decimal.Decimal("1.2300"), decimal.Decimal("1.2350")], pa.decimal128(14, 4))}), path)
+    with pytest.raises(ValidationError, match=r"^table db.dec, column 'amount', value '1.2350': value has more than 2"):
+        jobs.assign_and_write(jobs.bootstrap(), {"path": path}, "bad")
+
+
+def _assert_nothing_written(jobs, run_id: str = "bad"):
+    """The bad run staged nothing and the table is as seeded."""
+    from airflow_paimon.engine.commit.identity import CommitIdentity
+    from airflow_paimon.engine.commit.staging import staging_uri_of
+    staged = staging_uri_of(jobs.staging_root, jobs.table, CommitIdentity.for_run("tests", run_id, jobs.table).commit_user)
+    assert not os.path.exists(staged) or not os.listdir(staged), os.listdir(staged)
+    table = get_table(jobs.options, jobs.table)
+    assert [s.id for s in table.snapshot_manager().list_snapshots()] == [1]
+    assert_table_equals(table, expected_upsert([GOOD], "id"), "id")
+
+
+def _corrupt_pages(path) -> None:
+    """A parquet file whose footer reads but whose data pages do not decode."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"id": pa.array(range(2000), pa.int64()), "dt": ["2026-01-01"] * 2000,
+                             "v": [float(i) for i in range(2000)]}), path, compression="snappy")
+    data = bytearray(path.read_bytes())
+    for i in range(40, 4000):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("layout", ["not-parquet", "corrupt-pages", "directory-with-a-corrupt-file"])
+def test_corrupt_parquet_is_refused_naming_table_and_file(seeded, tmp_path, layout):
+    if layout == "not-parquet":
+        source = bad = tmp_path / "bad.parquet"
+        bad.write_bytes(b"id,dt,v\n1,2026-01-01,1.0\n" * 20)
+    elif layout == "corrupt-pages":
+        source = bad = tmp_path / "bad.parquet"
+        _corrupt_pages(bad)
+    else:
+        source = tmp_path / "batch"
+        source.mkdir()
+        GOOD.to_parquet(source / "part-0.parquet", index=False)
+        bad = source / "part-1.parquet"
+        _corrupt_pages(bad)
+    with pytest.raises(ValidationError) as err:
+        seeded.assign_and_write(seeded.bootstrap(), {"path": str(source)}, "bad")
+    assert str(err.value).startswith(f"table db.t, value {str(bad)!r}: source file is corrupt or not parquet")
+    _assert_nothing_written(seeded)
+
+
+def test_a_source_file_gone_while_read_is_not_called_bad_input(spark, tmp_path):
+    """A file Spark fails to read that is not corrupt (here: deleted after planning, as an object store
+    failing to serve it) is no input error: it stays an error that is retried."""
+    from airflow_paimon.spark.source import read_source, validation_errors
+    source = tmp_path / "batch"
+    source.mkdir()
+    GOOD.to_parquet(source / "part-0.parquet", index=False)
+    GOOD.to_parquet(source / "part-1.parquet", index=False)
+    df = read_source(spark, {"path": str(source)}, "db.t")
+    (source / "part-1.parquet").unlink()
+    with pytest.raises(Exception) as err:
+        with validation_errors("db.t", {"path": str(source)}):
+            df.collect()
+    assert not isinstance(err.value, ValidationError) and "FAILED_READ_FILE" in str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["parquet", "json", "query"])
+def test_source_columns_equal_but_for_case_are_refused(seeded, tmp_path, kind):
+    if kind == "parquet":
+        source = {"path": str(tmp_path / "dup.parquet")}
+        pd.DataFrame({"ID": [3], "id": [4], "dt": pd.to_datetime(["2026-01-01"]).date, "v": [1.0]}).to_parquet(
+            source["path"], index=False)
+    elif kind == "json":
+        source = {"path": write_json(tmp_path, '{"ID": 3, "id": 4, "dt": "2026-01-01", "v": 1.0}\n')}
+    else:
+        source = {"query": "SELECT 3 AS ID, 4 AS id, DATE'2026-01-01' AS dt, 1.0D AS v"}
+    with pytest.raises(ValidationError) as err:
+        seeded.assign_and_write(seeded.bootstrap(), source, "bad")
+    message = str(err.value)
+    assert message.startswith("table db.t, column ")
+    if kind == "json":  # Spark's reader names one of them
+        assert "column 'id'" in message and "twice" in message and source["path"] in message
+    else:
+        assert "['ID', 'id'] clash" in message
+    _assert_nothing_written(seeded)

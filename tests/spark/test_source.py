@@ -24,7 +24,7 @@ def test_parquet_file_reads_as_spark_infers_it(spark, tmp_path):
         "amount": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(10, 2))})
     path = str(tmp_path / "batch.parquet")
     pq.write_table(table, path)
-    assert _parquet_file_schema(path) is not None
+    assert _parquet_file_schema(path, "db.t") is not None
     ours, inferred = read_source(spark, {"path": path}, "db.t"), spark.read.parquet(path)
     assert ours.schema == inferred.schema
     assert sorted(map(tuple, ours.collect())) == sorted(map(tuple, inferred.collect()))
@@ -33,5 +33,5 @@ def test_parquet_file_reads_as_spark_infers_it(spark, tmp_path):
 def test_directories_and_nanosecond_timestamps_are_left_to_spark(tmp_path):
     path = str(tmp_path / "ns.parquet")
     pq.write_table(pa.table({"at": pa.array([1], pa.timestamp("ns"))}), path)
-    assert _parquet_file_schema(path) is None
-    assert _parquet_file_schema(str(tmp_path)) is None
+    assert _parquet_file_schema(path, "db.t") is None
+    assert _parquet_file_schema(str(tmp_path), "db.t") is None
