@@ -10,7 +10,7 @@ from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.layout import check_segment
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table, open_catalog
 from airflow_paimon.engine.table_alter import AlterPlan, plan_alter, resulting_options
-from airflow_paimon.engine.table_options import TableShape, check_options
+from airflow_paimon.engine.table_options import TableColumns, check_options
 
 
 def create_table(catalog_options: dict, identifier: str, spec: TableSpec) -> dict:
@@ -33,15 +33,15 @@ def alter_table(catalog_options: dict, identifier: str, set_options: dict | None
     from pypaimon.common.options.core_options import CoreOptions
 
     table = get_table(catalog_options, identifier)
-    shape = TableShape.of_table(table)
+    known = TableColumns.of_table(table)
     options = {str(k): str(v) for k, v in table.table_schema.options.items()}
-    plan = plan_alter(identifier, shape.columns, list(shape.primary_keys), list(shape.partition_keys), options,
+    plan = plan_alter(identifier, known.columns, list(known.primary_keys), list(known.partition_keys), options,
                       set_options, reset_options, add_columns, widen_columns,
                       immutable=frozenset(CoreOptions.IMMUTABLE_OPTIONS))
     if plan:
-        columns = {**shape.columns, **dict(plan.add_columns), **dict(plan.widen_columns)}
+        columns = {**known.columns, **dict(plan.add_columns), **dict(plan.widen_columns)}
         check_options(identifier, resulting_options(options, plan),
-                      TableShape(columns, shape.primary_keys, shape.partition_keys))
+                      TableColumns(columns, known.primary_keys, known.partition_keys))
         try:
             open_catalog(catalog_options).alter_table(identifier, _schema_changes(identifier, plan))
         except (RuntimeError, ValueError) as e:  # pypaimon's own checks, after ours
