@@ -67,6 +67,20 @@ def _format_of(path: str, identifier: str) -> str:
     raise ValidationError(identifier, "cannot tell the source format from the path; pass format", value=path)
 
 
+def arrow_schema(df, identifier: str) -> pa.Schema:
+    """The source's columns as Arrow types (for schema evolution); a Spark type with none is named."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = []
+    for f in df.schema.fields:
+        try:
+            fields.append(pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC")))
+        except Exception:  # noqa: BLE001 - pyspark raises its own error types for unsupported types
+            raise ValidationError(identifier, "source column type has no Arrow type", column=f.name,
+                                  value=f.dataType.simpleString()) from None
+    return pa.schema(fields)
+
+
 def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = None):
     """The source as the table's columns and types plus its row kind (``_row_kind``) and input order
     (``_order``). Missing or extra columns are refused here; every per-row check (a value that does not
