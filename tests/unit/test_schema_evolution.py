@@ -238,15 +238,6 @@ def test_a_concurrent_identical_alter_is_not_an_error(warehouse):
     assert [f.name for f in table.table_schema.fields] == ["id", "dt", "v", "email"]
 
 
-def test_specs_without_schema_evolution_still_load():
-    from airflow_paimon.engine.specs import AssignWriteSpec
-    old = {"catalog_options": {}, "table": "db.t", "source": {"path": "x"}, "base_snapshot_id": None,
-           "index_uri": None, "shards": 1, "staging_root": "s", "dag_id": "d", "run_id": "r"}
-    assert AssignWriteSpec.from_dict(old).schema_evolution == "none"
-    assert BootstrapSpec.from_dict({"catalog_options": {}, "table": "db.t", "shards": 1,
-                                    "index_root": "i"}).schema_evolution == "none"
-
-
 def test_unknown_schema_evolution_is_refused(warehouse):
     day1_table(warehouse)
     with pytest.raises(ValidationError, match="schema_evolution must be one of") as err:
