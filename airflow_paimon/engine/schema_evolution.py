@@ -33,7 +33,8 @@ _STRING_LENGTH = 2147483647  # STRING is VARCHAR(2147483647)
 class Column:
     """A wanted column: its name and Paimon type (nullability ignored)."""
     name: str
-    type: object  # pypaimon DataType
+    type: object  # pypaimon DataType; None: the source's type has none (refused only if the column is new)
+    source_type: str = ""
 
     @property
     def type_sql(self) -> str:
@@ -50,15 +51,19 @@ def check_mode(identifier: str, mode: str | None) -> str:
 def source_columns(identifier: str, schema: pa.Schema, skip: tuple[str, ...] = ()) -> list[Column]:
     """The columns of a source's Arrow schema as Paimon types; ``skip``: not table columns (the row kind)."""
     skipped = {s.lower() for s in skip if s}
-    columns = []
+    columns, seen = [], set()
     for f in schema:
         if f.name.lower() in skipped:
             continue
+        if f.name.lower() in seen:  # Spark matches names case-insensitively: one column, twice
+            raise ValidationError(identifier, "source has this column twice (names differ only in case)",
+                                  column=f.name)
+        seen.add(f.name.lower())
+        shown = ((f.metadata or {}).get(b"spark_type") or str(f.type).encode()).decode()
         try:
-            columns.append(Column(f.name, PyarrowFieldParser.to_paimon_type(f.type, True)))
+            columns.append(Column(f.name, PyarrowFieldParser.to_paimon_type(f.type, True), shown))
         except ValueError:
-            raise ValidationError(identifier, "source column type has no Paimon type to add it as",
-                                  column=f.name, value=str(f.type)) from None
+            columns.append(Column(f.name, None, shown))
     return columns
 
 
@@ -82,7 +87,7 @@ def plan_for_source(table, identifier: str, columns: list[Column], mode: str) ->
         existing = by_name.get(c.name.lower())
         if existing is None:
             changes.append(_add(identifier, c))
-        elif (mode == WIDEN and c.name.lower() not in keys and _widens(existing.type, c.type)
+        elif (mode == WIDEN and c.type is not None and c.name.lower() not in keys and _widens(existing.type, c.type)
               and _root(c.type)[0] != "VARCHAR"):
             changes.append(SchemaChange.update_column_type(existing.name, _nullable(c.type), keep_nullability=True))
     return changes
@@ -185,6 +190,9 @@ def _table_columns(table) -> dict:
 
 
 def _add(identifier: str, c: Column):
+    if c.type is None:
+        raise ValidationError(identifier, "source column type has no Paimon type to add it as", column=c.name,
+                              value=c.source_type)
     if any(c.name == r or (r.endswith("_") and c.name.startswith(r)) for r in _RESERVED):
         raise ValidationError(identifier, "a new column cannot take a name Paimon or this provider uses for its "
                                           "own columns", column=c.name)

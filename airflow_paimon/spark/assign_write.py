@@ -22,4 +22,4 @@ def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
         with validation_errors(identifier), without_adaptive_execution(spark):
             return PIPELINES[mode](source, ctx).collect()
 
-    return assign_and_write(spec, read=read, write=write, source_schema=lambda: arrow_schema(frame(), identifier))
+    return assign_and_write(spec, read=read, write=write, source_schema=lambda: arrow_schema(frame()))

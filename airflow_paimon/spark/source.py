@@ -67,17 +67,18 @@ def _format_of(path: str, identifier: str) -> str:
     raise ValidationError(identifier, "cannot tell the source format from the path; pass format", value=path)
 
 
-def arrow_schema(df, identifier: str) -> pa.Schema:
-    """The source's columns as Arrow types (for schema evolution); a Spark type with none is named."""
+def arrow_schema(df) -> pa.Schema:
+    """The source's columns as Arrow types (for schema evolution), each naming its Spark type; one without an
+    Arrow type as null (engine/schema_evolution.py refuses to add it, naming the Spark type)."""
     from pyspark.sql.pandas.types import to_arrow_type
 
     fields = []
     for f in df.schema.fields:
         try:
-            fields.append(pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC")))
+            arrow = to_arrow_type(f.dataType, timezone="UTC")
         except Exception:  # noqa: BLE001 - pyspark raises its own error types for unsupported types
-            raise ValidationError(identifier, "source column type has no Arrow type", column=f.name,
-                                  value=f.dataType.simpleString()) from None
+            arrow = pa.null()
+        fields.append(pa.field(f.name, arrow, metadata={"spark_type": f.dataType.simpleString()}))
     return pa.schema(fields)
 
 

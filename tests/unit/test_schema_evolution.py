@@ -195,6 +195,7 @@ def test_a_declared_key_change_is_refused(warehouse):
     (pa.table({"id": [1], "dt": ["a"], "value": [1.0]}), "v", "never drops or renames"),           # rename
     (pa.table({"id": [1], "dt": ["a"], "v": [1.0], "nothing": pa.nulls(1)}), "nothing", "no Paimon type"),
     (pa.table({"id": [1], "dt": ["a"], "v": [1.0], "_KEY_id": [1]}), "_KEY_id", "its own columns"),
+    (pa.table({"id": [1], "dt": ["a"], "v": [1.0], "Email": ["x"], "email": ["y"]}), "email", "differ only in case"),
 ])
 def test_source_changes_never_made_are_refused_with_nothing_staged(warehouse, source, column, match):
     opts = day1_table(warehouse)
