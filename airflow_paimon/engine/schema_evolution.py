@@ -94,13 +94,17 @@ def plan_for_source(table, identifier: str, columns: list[Column], mode: str) ->
 
 
 def plan_for_declared(table, identifier: str, columns: list[Column], mode: str) -> list:
-    """The schema changes that make ``table`` the declared one (keys, partition keys and options are
-    compared by the caller): declared columns it lacks are added, with ``widen`` declared wider types
-    applied; an undeclared table column, a narrower or other type, a key type change are refused."""
+    """The schema changes that make ``table`` at least the declared one (keys, partition keys and options
+    are compared by the caller): declared columns it lacks are added, with ``widen`` declared wider types
+    applied. The declaration may lag behind what writes did since the table was created: a column added
+    since may be missing from it, a column widened since may be declared with any type from its first one.
+    Refused: leaving out a column the table was created with (a drop or rename), a type narrower than the
+    column's first type or of another kind, another key type."""
     by_name = {f.name: f for f in table.table_schema.fields}
+    first = {f.id: f for f in _first_schema(table).fields}
     declared = {c.name for c in columns}
-    for name in by_name:
-        if name not in declared:
+    for name, f in by_name.items():
+        if name not in declared and f.id in first:
             raise ValidationError(identifier, "table column is not declared; schema evolution adds columns, "
                                               "it never drops or renames one", column=name)
     keys = set(table.primary_keys) | set(table.partition_keys)
@@ -116,15 +120,26 @@ def plan_for_declared(table, identifier: str, columns: list[Column], mode: str) 
         if c.name in keys:
             raise ValidationError(identifier, f"key column type {old} cannot change to {new}", column=c.name,
                                   value=new)
-        if not _widens(existing.type, c.type):
+        if _widens(existing.type, c.type):
+            if mode != WIDEN:
+                raise ValidationError(identifier, f"column type {old} differs from the declared {new}; widening "
+                                                  "it needs schema_evolution='widen'", column=c.name, value=new)
+            changes.append(SchemaChange.update_column_type(c.name, _nullable(c.type), keep_nullability=True))
+            continue
+        was = first.get(existing.id)
+        widened_since = was is not None and (_sql(was.type) == new or _widens(was.type, c.type)) \
+            and _widens(c.type, existing.type)
+        if not widened_since:
             raise ValidationError(identifier, f"column type {old} cannot change to {new}: schema evolution only "
                                               "widens a type, it never narrows or converts one", column=c.name,
                                   value=new)
-        if mode != WIDEN:
-            raise ValidationError(identifier, f"column type {old} differs from the declared {new}; widening it "
-                                              "needs schema_evolution='widen'", column=c.name, value=new)
-        changes.append(SchemaChange.update_column_type(c.name, _nullable(c.type), keep_nullability=True))
     return changes
+
+
+def _first_schema(table):
+    """The oldest schema the table still has (its creation, unless expired)."""
+    schemas = table.schema_manager.list_all()
+    return schemas[0] if schemas else table.table_schema
 
 
 def evolve_for_source(spec, table, source_schema) -> object:

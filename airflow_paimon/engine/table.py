@@ -92,8 +92,9 @@ def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec 
             _refuse(identifier, _key_and_option_problems(table, spec))  # never altered: refused before any change
             declared = declared_columns(spec.columns)
             table = evolve(catalog_options, identifier, table,
-                           lambda t: plan_for_declared(t, identifier, declared, mode))
-        _check_matches(identifier, table, spec, ordered=mode == NO_EVOLUTION)
+                           lambda t: plan_for_declared(t, identifier, declared, mode))  # checks every column
+        else:
+            _check_matches(identifier, table, spec)
     check_table(table)  # its own options, maybe set by another engine
     return table
 
@@ -112,14 +113,13 @@ def _check_spec(identifier: str, spec: TableSpec) -> None:
     check_options(identifier, spec.options, TableShape(types, tuple(spec.primary_keys), tuple(spec.partition_keys)))
 
 
-def _check_matches(identifier: str, table, spec: TableSpec, ordered: bool = True) -> None:
-    """An existing table must be the declared one — its columns in the declared order unless the table was
-    evolved to it (added columns come last); a difference is an error, never an ALTER."""
+def _check_matches(identifier: str, table, spec: TableSpec) -> None:
+    """An existing table must be exactly the declared one; a difference is an error, never an ALTER."""
     actual_cols = [(f.name, str(f.type).replace(" NOT NULL", "")) for f in table.table_schema.fields]
     declared = [(n, str(DataTypeParser.parse_atomic_type_sql_string(t)).replace(" NOT NULL", ""))
                 for n, t in spec.columns]
     problems = []
-    if (actual_cols != declared) if ordered else (sorted(actual_cols) != sorted(declared)):
+    if actual_cols != declared:
         problems.append(f"columns {actual_cols} != declared {declared}")
     _refuse(identifier, problems + _key_and_option_problems(table, spec))
 

@@ -63,9 +63,12 @@ def test_add_columns_adds_a_nullable_column_older_rows_read_null_and_the_index_s
     assert_table_equals(table, expected, "id")
     assert read_table(table).set_index("id").loc[[2, 4, 5], "email"].isna().all()
 
-    # the next bootstrap keeps the index (same keys), and the next run moves keys correctly with it
-    boot = bootstrap_result(opts, "db.t", warehouse + "/.index", 2)
+    # the next bootstrap keeps the index (same keys) — its table_schema lacking the column the source added —
+    # and the next run moves keys correctly with it
+    boot = bootstrap_index(BootstrapSpec(catalog_options=opts, table="db.t", shards=2, index_root=warehouse + "/.index",
+                                         table_spec=SPEC.to_dict(), schema_evolution="add_columns"), LocalIndexTasks())
     assert boot.index_decision == "reused", boot.reason
+    assert schema_ids(warehouse) == [0, 1]
     day3 = pd.DataFrame({"id": [2, 6, 8], "dt": list("bba"), "v": [20.0, 61.0, 80.0], "email": ["b@x", None, "h@x"]})
     upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), pa.Table.from_pandas(
         day3, schema=DAY2_SCHEMA, preserve_index=False), run_id="day3")  # schema_evolution="none": same columns
@@ -131,6 +134,10 @@ def test_widen_grows_value_column_types_from_the_source(warehouse):
     assert [str(f.type) for f in table.table_schema.fields] == ["INT NOT NULL", "BIGINT", "DOUBLE", "DECIMAL(14, 2)",
                                                                "VARCHAR(5)"]
     assert schema_ids(warehouse) == [0, 1]
+    # the next run's bootstrap still declares the first types: the table stays wider, nothing changes
+    boot = bootstrap_index(BootstrapSpec(catalog_options=opts, table="db.t", shards=1, index_root=warehouse + "/.index",
+                                         table_spec=spec.to_dict(), schema_evolution="widen"), LocalIndexTasks())
+    assert boot.index_decision == "not_needed" and schema_ids(warehouse) == [0, 1]
     expected = expected_upsert([first.astype({"f": "float64"}), second], "id")
     actual = assert_table_equals(table, expected, "id")
     assert actual.loc[actual["id"] == 1, "f"].item() == 0.5 and actual.loc[actual["id"] == 2, "n"].item() == 2 ** 40
