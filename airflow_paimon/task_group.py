@@ -29,13 +29,14 @@ def group_id_of(table: str) -> str:
 
 
 def paimon_upsert(group_id: str | None = None, *, table: str, source: str | dict, table_schema: dict | None = None,
-                  compact: bool = True, compact_kwargs: dict[str, Any] | None = None,
+                  schema_evolution: str = "none", compact: bool = True, compact_kwargs: dict[str, Any] | None = None,
                   bootstrap_kwargs: dict[str, Any] | None = None,
                   paimon_conn_id: str = PaimonHook.default_conn_name, spark_conn_id: str = "spark_default",
                   spark_conf: dict[str, Any] | None = None, **write_kwargs) -> TaskGroup:
     """A TaskGroup (id ``group_id``, default from the table name) upserting ``source`` into ``table``: tasks
     ``bootstrap_index`` (creating the table from ``table_schema`` if it does not exist; ``bootstrap_kwargs``
-    such as ``shards``), ``assign_and_write`` (``source`` and ``write_kwargs``: ``source_format``,
+    such as ``shards``; ``schema_evolution`` lets both it and the write grow the table: ``"add_columns"`` or
+    ``"widen"``), ``assign_and_write`` (``source`` and ``write_kwargs``: ``source_format``,
     ``row_kind_column``, ``write_mode``, ...), ``commit`` and, with ``compact``, ``compact``
     (``compact_kwargs``: ``full``, ``scope``, ``every_n_runs``, ...). Use it inside ``with DAG(...)``; it chains
     like a task. A task downstream of the group runs after compaction; when ``every_n_runs`` skips the
@@ -45,9 +46,10 @@ def paimon_upsert(group_id: str | None = None, *, table: str, source: str | dict
               "spark_conf": spark_conf}
     with TaskGroup(group_id or group_id_of(table), tooltip=f"upsert into Paimon table {table}") as group:
         bootstrap = PaimonBootstrapIndexOperator(task_id="bootstrap_index", table_schema=table_schema, **common,
-                                                 **(bootstrap_kwargs or {}))
+                                                 schema_evolution=schema_evolution, **(bootstrap_kwargs or {}))
         write = PaimonAssignAndWriteOperator(task_id="assign_and_write", source=source,
-                                             upstream_output=bootstrap.output, **common, **write_kwargs)
+                                             upstream_output=bootstrap.output, schema_evolution=schema_evolution,
+                                             **common, **write_kwargs)
         commit = PaimonCommitOperator(task_id="commit", upstream_output=write.output, **common)
         if compact:
             PaimonCompactOperator(task_id="compact", upstream_output=commit.output, **common,

@@ -50,21 +50,22 @@ def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
 
 
 def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None,
-              write_mode: str = "upsert") -> CommitSpec:
+              write_mode: str = "upsert", schema_evolution: str = "none") -> CommitSpec:
     """The assign-and-write job on ``source`` (row kinds: ``row_kinds``, default all +I); returns the commit
     job's spec."""
-    written = write_run(ctx, source, run_id, row_kinds, write_mode)
+    written = write_run(ctx, source, run_id, row_kinds, write_mode, schema_evolution)
     return CommitSpec.after(written, catalog_options=ctx.catalog_options, table=ctx.identifier,
                             staging_root=ctx.staging_root)
 
 
 def write_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None,
-              write_mode: str = "upsert") -> AssignWriteResult:
-    """The assign-and-write job on ``source``; its result."""
+              write_mode: str = "upsert", schema_evolution: str = "none", write=None) -> AssignWriteResult:
+    """The assign-and-write job on ``source``; its result. ``write``: instead of the in-process pipeline."""
     staging_root = ctx.staging_root
     spec = AssignWriteSpec(catalog_options=ctx.catalog_options, table=ctx.identifier, source={}, shards=ctx.shards,
                            base_snapshot_id=ctx.base_snapshot_id, index_uri=ctx.index_uri,
-                           staging_root=staging_root, dag_id="test", run_id=run_id, write_mode=write_mode)
+                           staging_root=staging_root, dag_id="test", run_id=run_id, write_mode=write_mode,
+                           schema_evolution=schema_evolution)
 
     def read(table, row_kind_column):
         n = source.num_rows
@@ -73,7 +74,7 @@ def write_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kind
                 .append_column(ORDER, pa.array(np.arange(n), pa.int64()))
                 .append_column(ROW_KIND, pa.array(kinds, pa.int8())))
 
-    return assign_and_write(spec, read=read, write=_assign_then_write)
+    return assign_and_write(spec, read=read, write=write or _assign_then_write, source_schema=lambda: source.schema)
 
 
 def _fixed_buckets(source: pa.Table, ctx: WriteContext) -> pa.Table:
@@ -108,7 +109,8 @@ def _assign_then_write(source: pa.Table, ctx: WriteContext, shape: TableShape) -
     return written
 
 
-def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None, write_mode: str = "upsert"):
+def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None, write_mode: str = "upsert",
+           schema_evolution: str = "none"):
     """Stage and commit one run; (snapshot id, already committed)."""
-    result = run_commit(stage_run(ctx, source, run_id, row_kinds, write_mode))
+    result = run_commit(stage_run(ctx, source, run_id, row_kinds, write_mode, schema_evolution))
     return result.snapshot_id, result.already_committed

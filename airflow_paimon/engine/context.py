@@ -9,14 +9,21 @@ import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.table import get_table
 
 
 @functools.lru_cache(maxsize=8)
-def cached_table(options_json: str, identifier: str):
-    return get_table(json.loads(options_json), identifier)
+def cached_table(options_json: str, identifier: str, schema_id: int | None = None):
+    """The table, opened once per process and schema: a Python worker that outlives one job (Spark reuses
+    them) must not write a later job's files with the columns of a schema the table has since evolved from."""
+    table = get_table(json.loads(options_json), identifier)
+    if schema_id is not None and table.table_schema.id != schema_id:
+        raise PaimonJobError(f"table {identifier}: its schema changed to {table.table_schema.id} during this job "
+                             f"(planned with schema {schema_id}); retry the task")
+    return table
 
 
 @dataclass
@@ -29,6 +36,7 @@ class WriteContext:
     staging_uri: str = ""  # where this run stages its commit and index changes
     # (encoded partition, bucket) -> max sequence number of the bucket's live files at the base snapshot
     max_sequence_numbers: dict[tuple[str, int], int] = field(default_factory=dict)
+    schema_id: int | None = None  # the table schema the driver planned with (None: the latest)
 
     def __setstate__(self, state: dict) -> None:
         """Unpickled in a Python worker: its index, staging and data files use the connection's options."""
@@ -37,7 +45,7 @@ class WriteContext:
 
     def table(self):
         """The table handle, opened once per Python worker."""
-        return cached_table(json.dumps(self.catalog_options, sort_keys=True), self.identifier)
+        return cached_table(json.dumps(self.catalog_options, sort_keys=True), self.identifier, self.schema_id)
 
     @property
     def primary_keys(self) -> list[str]:

@@ -61,18 +61,40 @@ def is_last_of_key(data: pa.Table, key_fields: list[str]) -> pa.Array:
 def read_columns(path: str, columns: list[str]) -> pa.Table:
     """``columns`` of one data file. A file in Paimon's thin layout (pypaimon-rust, Java with
     ``data-file.thin-mode``) has no ``_KEY_`` columns; they are read from the value columns they copy."""
+    return _read(*_reader(path), columns)
+
+
+def read_as(path: str, target: pa.Schema, names: dict[str, str | None] | None = None) -> pa.Table:
+    """``target``'s columns of one data file, cast to ``target``'s types, for a file written under an older
+    table schema: ``names`` maps a column to its name in the file, by Paimon field id (None: the column was
+    added after the file was written, read as nulls); without ``names``, a column the file lacks is null."""
+    present, read = _reader(path)
+    if names is None:
+        names = {c: c if c in present or is_key_column(c) and value_column(c) in present else None
+                 for c in target.names}
+    stored = [c for c in target.names if names.get(c, c) is not None]
+    data = _read(present, read, [names.get(c, c) for c in stored])
+    columns = [data.column(names.get(f.name, f.name)).cast(f.type) if f.name in stored
+               else pa.nulls(data.num_rows, f.type) for f in target]
+    return pa.table(columns, schema=target)
+
+
+def _read(present: list[str], read, columns: list[str]) -> pa.Table:
+    physical = [value_column(c) if is_key_column(c) and c not in present else c for c in columns]
+    data = read(list(dict.fromkeys(physical)))
+    return pa.table([data.column(p) for p in physical], names=columns)
+
+
+def _reader(path: str):
+    """(column names, read(columns) -> Table) of one parquet or orc data file."""
     if path.endswith(".orc"):
         import pyarrow.orc as orc
         file = orc.ORCFile(_open(path))
-        names, read = file.schema.names, lambda cols: file.read(columns=cols)
-    elif path.endswith(".parquet"):
+        return file.schema.names, lambda cols: file.read(columns=cols)
+    if path.endswith(".parquet"):
         file = pq.ParquetFile(_open(path))
-        names, read = file.schema_arrow.names, lambda cols: file.read(columns=cols)
-    else:
-        raise NotImplementedError(f"reading {path}: only parquet and orc data files are supported")
-    physical = [value_column(c) if is_key_column(c) and c not in names else c for c in columns]
-    data = read(list(dict.fromkeys(physical)))
-    return pa.table([data.column(p) for p in physical], names=columns)
+        return file.schema_arrow.names, lambda cols: file.read(columns=cols)
+    raise NotImplementedError(f"reading {path}: only parquet and orc data files are supported")
 
 
 def _open(path: str):

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from airflow_paimon.engine.codec.system_fields import key_columns
 from airflow_paimon.engine.compact.merge import merge_key_values
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.data_files import read_columns
+from airflow_paimon.engine.data_files import read_as
 from airflow_paimon.engine.scan import buckets_at
 
 ROW_KIND_COLUMN = "row_kind"
@@ -79,7 +79,7 @@ def bucket_rows(table, paths: tuple[str, ...]) -> pa.Table:
     row_schema = pa.schema([f for f in schema if not f.name.startswith("_")])
     if not paths:
         return row_schema.empty_table()
-    kv = pa.concat_tables([read_columns(p, schema.names).cast(schema) for p in paths])
+    kv = pa.concat_tables([read_as(p, schema) for p in paths])  # a file of an older schema: added columns null
     keys = key_columns(table.trimmed_primary_keys)
     merged = merge_key_values(kv, keys, table.table_schema.options, drop_delete=True,
                               table=table.identifier.get_full_name())

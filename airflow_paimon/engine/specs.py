@@ -18,7 +18,10 @@ T = TypeVar("T", bound="Wire")
 # Operators import this module while a DAG file is parsed, so it imports nothing heavy (no pypaimon, pyarrow);
 # the constants the operators check at parse time live here.
 STAGING_RETENTION_SECONDS = 7 * 86400  # staging of a run that never committed is abandoned after this
-SCOPES = ("snapshot", "table")  # what a compaction covers: the buckets written since the last one, or all
+SCOPES = ("snapshot", "table")
+# What a write may change in the table's schema (engine/schema_evolution.py): nothing, add nullable columns,
+# also widen column types
+SCHEMA_EVOLUTIONS = ("none", "add_columns", "widen")  # what a compaction covers: the buckets written since the last one, or all
 # Orphan removal's floor: no younger file is an orphan, whatever older_than says. A commit writes its manifests
 # moments before its snapshot, a write or compaction its data files minutes before their commit (Paimon itself
 # only refuses a cut-off in the future).
@@ -70,6 +73,7 @@ class BootstrapSpec(JobSpec):
     shards: int
     index_root: str
     table_spec: dict[str, Any] | None = None  # creates the table when absent (engine/table.py TableSpec)
+    schema_evolution: str = "none"  # one of SCHEMA_EVOLUTIONS: how an existing table may grow to table_spec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +104,7 @@ class AssignWriteSpec(JobSpec):
     run_id: str
     row_kind_column: str | None = None
     write_mode: str = "upsert"  # or "overwrite": dynamic partition overwrite (engine/commit/overwrite.py)
+    schema_evolution: str = "none"  # one of SCHEMA_EVOLUTIONS: how the table may grow to the source's columns
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,6 +11,8 @@ from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
+from airflow_paimon.engine.schema_evolution import NONE as NO_EVOLUTION, check_mode as schema_evolution_mode
+from airflow_paimon.engine.schema_evolution import declared_columns, evolve, plan_for_declared
 from airflow_paimon.engine.table_options import TableColumns, check_options, check_table
 
 
@@ -63,8 +65,10 @@ def get_table(catalog_options: dict, identifier: str):
         raise ValidationError(identifier, "table does not exist and no schema was declared to create it") from None
 
 
-def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec | None):
-    """Open the table; create it from ``spec`` on first use; refuse a ``spec`` the table does not match."""
+def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec | None,
+                        schema_evolution: str | None = None):
+    """Open the table; create it from ``spec`` on first use; refuse a ``spec`` the table does not match —
+    unless ``schema_evolution`` lets the table grow to it (engine/schema_evolution.py)."""
     validate_identifier(identifier)
     catalog = open_catalog(catalog_options)
     try:
@@ -82,7 +86,15 @@ def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec 
         catalog.create_table(identifier, schema, True)  # ignore_if_exists: a concurrent creator is fine
         table = catalog.get_table(identifier)
     if spec is not None:
-        _check_matches(identifier, table, spec)
+        mode = schema_evolution_mode(identifier, schema_evolution)
+        if mode != NO_EVOLUTION:
+            _check_spec(identifier, spec)
+            _refuse(identifier, _key_and_option_problems(table, spec))  # never altered: refused before any change
+            declared = declared_columns(spec.columns)
+            table = evolve(catalog_options, identifier, table,
+                           lambda t: plan_for_declared(t, identifier, declared, mode))  # checks every column
+        else:
+            _check_matches(identifier, table, spec)
     check_table(table)  # its own options, maybe set by another engine
     return table
 
@@ -109,6 +121,11 @@ def _check_matches(identifier: str, table, spec: TableSpec) -> None:
     problems = []
     if actual_cols != declared:
         problems.append(f"columns {actual_cols} != declared {declared}")
+    _refuse(identifier, problems + _key_and_option_problems(table, spec))
+
+
+def _key_and_option_problems(table, spec: TableSpec) -> list[str]:
+    problems = []
     if list(table.primary_keys) != spec.primary_keys:
         problems.append(f"primary keys {list(table.primary_keys)} != declared {spec.primary_keys}")
     if list(table.partition_keys) != spec.partition_keys:
@@ -117,5 +134,9 @@ def _check_matches(identifier: str, table, spec: TableSpec) -> None:
     for k, v in spec.options.items():
         if str(actual_opts.get(k)) != v:
             problems.append(f"option {k}={actual_opts.get(k)!r} != declared {v!r}")
+    return problems
+
+
+def _refuse(identifier: str, problems: list[str]) -> None:
     if problems:
         raise ValidationError(identifier, "existing table differs from the declared schema: " + "; ".join(problems))

@@ -24,7 +24,7 @@ from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.progress import progress_line
-from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
+from airflow_paimon.engine.specs import (SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitResult, CommitSpec, JobSpec)
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.lineage import DatasetRef, TableLineageMixin, source_dataset, spark_openlineage_conf
@@ -230,22 +230,35 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         self._hook.on_kill()
 
 
+def check_schema_evolution(value: str) -> str:
+    """``schema_evolution`` checked when the DAG is parsed."""
+    if value not in SCHEMA_EVOLUTIONS:
+        raise ValueError(f"schema_evolution must be one of {list(SCHEMA_EVOLUTIONS)}, got {value!r}")
+    return value
+
+
 class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
     """At the table's latest snapshot, build (or reuse) the global key index; creates the table from
-    ``table_schema`` (columns, primary_keys, partition_keys, options) if it does not exist."""
+    ``table_schema`` (columns, primary_keys, partition_keys, options) if it does not exist.
+    ``schema_evolution``: ``"none"`` (default: an existing table that differs from ``table_schema`` is an
+    error), ``"add_columns"`` (declared columns the table lacks are added, nullable, at the end) or ``"widen"``
+    (also declared wider types: INT → BIGINT, FLOAT → DOUBLE, VARCHAR(n) → VARCHAR(m > n) / STRING,
+    DECIMAL(p, s) → DECIMAL(q > p, s)). Never a drop, rename, narrowing or key change."""
 
     job = "bootstrap_index"
 
-    def __init__(self, *, table_schema: dict | None = None, shards: int = 4, **kwargs) -> None:
+    def __init__(self, *, table_schema: dict | None = None, shards: int = 4, schema_evolution: str = "none",
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         if shards < 1:
             raise ValueError("shards must be at least 1")
         self.table_schema = table_schema
         self.shards = shards
+        self.schema_evolution = check_schema_evolution(schema_evolution)
 
     def job_spec(self, context, hook: PaimonHook) -> BootstrapSpec:
         return BootstrapSpec(**self.common_spec(hook), table_spec=self.table_schema, shards=self.shards,
-                             index_root=hook.index_root())
+                             index_root=hook.index_root(), schema_evolution=self.schema_evolution)
 
 
 class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
@@ -259,6 +272,10 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
     ``write_mode``: ``"upsert"`` (default) or ``"overwrite"``: the partitions the batch writes rows into are
     replaced by it in one OVERWRITE snapshot (dynamic partition overwrite, for backfills; cross-partition and
     fixed-bucket tables; see engine/commit/overwrite.py). Templated.
+    ``schema_evolution``: ``"none"`` (default: a source column the table lacks is an error), ``"add_columns"``
+    (it is added to the table as a nullable column at the end, typed from the source; older rows read null)
+    or ``"widen"`` (also a value column whose source type is wider: INT → BIGINT, FLOAT → DOUBLE, DECIMAL
+    precision up). One new table schema before anything is written; never a drop, rename or narrowing.
     ``upstream_output``: the bootstrap task's ``.output``; without it, the nearest upstream bootstrap task.
     """
 
@@ -268,10 +285,12 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
 
     def __init__(self, *, source: str | dict, source_format: str | None = None,
                  source_options: dict | None = None, row_kind_column: str | None = None,
-                 write_mode: str = "upsert", upstream_output: XComArg | dict | None = None, **kwargs) -> None:
+                 write_mode: str = "upsert", schema_evolution: str = "none",
+                 upstream_output: XComArg | dict | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.upstream_output = self.upstream_output_of(upstream_output, PaimonBootstrapIndexOperator)
         self.write_mode = write_mode
+        self.schema_evolution = check_schema_evolution(schema_evolution)
         self.row_kind_column = row_kind_column
         self.source = source
         self.source_format = source_format
@@ -288,7 +307,7 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
         return AssignWriteSpec(**self.common_spec(hook), source=source, base_snapshot_id=bootstrap.base_snapshot_id,
                                index_uri=bootstrap.index_uri, shards=bootstrap.shards, staging_root=hook.staging_root(),
                                dag_id=dag_run.dag_id, run_id=dag_run.run_id, row_kind_column=self.row_kind_column,
-                               write_mode=self.write_mode or "upsert")
+                               write_mode=self.write_mode or "upsert", schema_evolution=self.schema_evolution)
 
     def lineage_inputs(self) -> list[DatasetRef]:
         source = source_dataset(self.source)

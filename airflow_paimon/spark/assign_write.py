@@ -2,22 +2,29 @@
 bucket mode's Spark pipeline (spark/pipelines/: cross-partition, dynamic, fixed, append)."""
 from __future__ import annotations
 
+import functools
+
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.write.run import assign_and_write
 from airflow_paimon.spark.pipelines import PIPELINES
 from airflow_paimon.spark.routing import without_adaptive_execution
-from airflow_paimon.spark.source import read_source, validate_and_cast, validation_errors
+from airflow_paimon.spark.source import arrow_schema, read_source, validate_and_cast, validation_errors
 
 
 def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
     identifier = spec.table
+    frame = functools.cache(lambda: read_source(spark, spec.source, identifier))
 
     def read(table, row_kind_column):
         with validation_errors(identifier, spec.source):
-            return validate_and_cast(read_source(spark, spec.source, identifier), table, identifier, row_kind_column)
+            return validate_and_cast(frame(), table, identifier, row_kind_column)
 
     def write(source, ctx, shape):
         with validation_errors(identifier, spec.source), without_adaptive_execution(spark):
             return PIPELINES[shape.name](source, ctx).collect()
 
-    return assign_and_write(spec, read=read, write=write)
+    def source_schema():
+        with validation_errors(identifier, spec.source):
+            return arrow_schema(frame())
+
+    return assign_and_write(spec, read=read, write=write, source_schema=source_schema)

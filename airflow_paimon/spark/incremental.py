@@ -40,10 +40,10 @@ def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadRes
     if row_kind in {f.name for f in table.table_schema.fields}:
         raise ValueError(f"{identifier}: row_kind_column {row_kind!r} is a column of the table; choose another name")
     work = plan_incremental(table, start, end)
-    options_json = json.dumps(spec.catalog_options, sort_keys=True)
+    options_json, schema_id = json.dumps(spec.catalog_options, sort_keys=True), table.table_schema.id
 
     def diff(batches):
-        t = cached_table(options_json, identifier)
+        t = cached_table(options_json, identifier, schema_id)  # as planned: a reused worker's may be older
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 rows = diff_partition(t, work[i], row_kind)

@@ -71,6 +71,21 @@ def _format_of(path: str, identifier: str) -> str:
     raise ValidationError(identifier, "cannot tell the source format from the path; pass format", value=path)
 
 
+def arrow_schema(df) -> pa.Schema:
+    """The source's columns as Arrow types (for schema evolution), each naming its Spark type; one without an
+    Arrow type as null (engine/schema_evolution.py refuses to add it, naming the Spark type)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = []
+    for f in df.schema.fields:
+        try:
+            arrow = to_arrow_type(f.dataType, timezone="UTC")
+        except Exception:  # noqa: BLE001 - pyspark raises its own error types for unsupported types
+            arrow = pa.null()
+        fields.append(pa.field(f.name, arrow, metadata={"spark_type": f.dataType.simpleString()}))
+    return pa.schema(fields)
+
+
 def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = None):
     """The source as the table's columns and types plus its row kind (``_row_kind``) and input order
     (``_order``). Missing or extra columns are refused here; every per-row check (a value that does not

@@ -206,8 +206,6 @@ def test_rollback_deletes_later_tags_and_refuses_unknown_targets(opts, index_roo
         rollback(opts, "db.t", index_root, to_snapshot=3)
 
 
-@pytest.mark.xfail(strict=True, reason="engine/context.py cached_table (lru_cache per worker) keeps the table handle "
-                                       "opened before the ALTER: the new column is written empty")
 def test_a_write_after_alter_in_the_same_worker_keeps_the_new_column(opts, index_root):
     create_table(opts, "db.t", SPEC)
     write(opts, index_root, RUNS[:1])  # opens (and caches) the table handle in this process

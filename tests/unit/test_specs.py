@@ -15,12 +15,12 @@ from airflow_paimon.spark import job
 COMMON = {"catalog_options": {"warehouse": "/w", "fs.s3.secret-key": "s3cr3t-value"}, "table": "db.t"}
 EXAMPLES = [
     BootstrapSpec(**COMMON, shards=4, index_root="/w/.index",
-                  table_spec={"columns": [["id", "BIGINT"]], "primary_keys": ["id"]}),
+                  table_spec={"columns": [["id", "BIGINT"]], "primary_keys": ["id"]}, schema_evolution="widen"),
     BootstrapResult(table="db.t", shards=4, base_snapshot_id=3, index_uri="/w/.index/db.t", keys=10, reused=False,
                     index_decision="caught_up", reason="1 files appended since the index", data_files_read=1),
     AssignWriteSpec(**COMMON, shuffle_partitions=16, source={"path": "/in.parquet", "format": "parquet"},
                     base_snapshot_id=None, index_uri=None, shards=2, staging_root="/w/.staging", dag_id="d",
-                    run_id="manual__1", row_kind_column="op"),
+                    run_id="manual__1", row_kind_column="op", schema_evolution="add_columns"),
     AssignWriteResult(table="db.t", base_snapshot_id=3, commit_user="u", commit_identifier=7,
                       staging_uri="/w/.staging/db.t/u", rows_in=5, rows_written=4, deletes=1, moved_keys=2, files=3,
                       already_committed=False),
@@ -50,6 +50,13 @@ def test_defaults_fill_optional_keys():
     spec = CommitSpec.from_dict({**COMMON, "staging_uri": "s", "commit_user": "u", "commit_identifier": 1,
                                  "base_snapshot_id": None})
     assert spec.staging_root is None and spec.result_uri is None and spec.staging_retention_seconds == 7 * 86400
+
+
+def test_specs_of_an_operator_before_schema_evolution_still_load():
+    old_write = {k: v for k, v in EXAMPLES[2].to_dict().items() if k != "schema_evolution"}
+    old_bootstrap = {k: v for k, v in EXAMPLES[0].to_dict().items() if k != "schema_evolution"}
+    assert AssignWriteSpec.from_dict(old_write).schema_evolution == "none"
+    assert BootstrapSpec.from_dict(old_bootstrap).schema_evolution == "none"
 
 
 def test_missing_key_is_named():

@@ -83,3 +83,12 @@ def test_a_result_given_as_upstream_output_is_checked_for_the_table():
     with pytest.raises(AirflowFailException, match=r"compact_u writes table db.u but its upstream \(upstream_output\) "
                                                    "is for table db.t"):
         theirs.upstream_result({}, PaimonCommitOperator)
+
+
+def test_schema_evolution_reaches_the_bootstrap_and_the_write_and_is_checked_at_parse_time():
+    with new_dag() as dag:
+        paimon_upsert(table="demo.orders", source="/in.parquet", schema_evolution="add_columns")
+    assert {dag.get_task(f"demo_orders.{t}").schema_evolution for t in ("bootstrap_index", "assign_and_write")} == {
+        "add_columns"}
+    with new_dag("e"), pytest.raises(ValueError, match="schema_evolution must be one of"):
+        paimon_upsert(table="demo.orders", source="/in.parquet", schema_evolution="add")

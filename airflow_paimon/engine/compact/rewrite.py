@@ -16,10 +16,10 @@ from airflow_paimon.engine.codec.system_fields import (SEQUENCE_NUMBER_FIELD, VA
                                                       key_column, key_columns)
 from airflow_paimon.engine.compact.merge import merge_key_values, retract_counts
 from airflow_paimon.engine.compact.plan import BucketCompaction
-from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.paimon_compat import roll_write
-from airflow_paimon.engine.data_files import read_columns
+from airflow_paimon.engine.data_files import read_as, read_columns
+from airflow_paimon.engine.schema_evolution import file_column_names
 from airflow_paimon.engine.write.bucket_writer import file_schema
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
@@ -67,11 +67,6 @@ class BucketRewriter:
         self._written.clear()
 
     def _compact(self, min_size: int) -> None:
-        schema_id = self.table.table_schema.id
-        stale = [f.file_name for f in self.work.files if f.schema_id != schema_id]
-        if stale:
-            raise PaimonJobError(f"table {self.table.identifier.get_full_name()}: files {stale[:3]} were written "
-                                 "with an older schema; compacting across schema changes is not supported")
         candidate: list[list] = []
         for section in interval_partition(self.work.files):
             if len(section) > 1:
@@ -134,9 +129,13 @@ class BucketRewriter:
                                     delete_row_count=r) for m, r in zip(metas, retracts)]
 
     def _read(self, f, columns: list[str] | None = None) -> pa.Table:
+        """A file's rows in the current schema: a file of an older schema (before columns were added or
+        widened) is read by field id, added columns as nulls."""
         names = columns or self.schema.names
-        data = read_columns(self.work.paths[f.file_name], names)
         target = pa.schema([self.schema.field(n) for n in names])
+        if f.schema_id != self.table.table_schema.id:
+            return read_as(self.work.paths[f.file_name], target, file_column_names(self.table, f.schema_id))
+        data = read_columns(self.work.paths[f.file_name], names)
         return data.select(names).cast(target)
 
 

@@ -4,8 +4,9 @@
             moves a key) — no data file is read;
 - catch up: other writers appended after it — only the data files those snapshots added are read and
             applied in snapshot order;
-- rebuild:  otherwise (no index, OVERWRITE, schema or shard-count change, expired snapshots, a missing
-            or corrupt shard) — every live key at L, like Paimon's GlobalIndexAssigner bootstrap.
+- rebuild:  otherwise (no index, OVERWRITE, a change of keys or shard count, expired snapshots, a missing
+            or corrupt shard; an added or widened value column changes nothing) — every live key at L, like
+            Paimon's GlobalIndexAssigner bootstrap.
 
 The per-task steps (read a bucket's or a file's keys, write or update one shard) live here too, importing
 no pypaimon; engine/index/run.py orchestrates them and an executor (Spark, or the tests' local runner)
@@ -26,7 +27,8 @@ from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_values
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, compatible, newest_published, verify
+from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, compatible, key_signature,
+                                                newest_published, verify)
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex, decode_values, encode_values, write_sst
 from airflow_paimon.engine.index.store import advance, export_changes, load_shard, publish_file
 from airflow_paimon.engine.index.sharding import shard_of
@@ -62,8 +64,9 @@ def plan_bootstrap(table, table_uri: str, shards: int) -> BootstrapPlan:
 
     if base is None:
         return rebuild("no published index")
-    if not compatible(base, table.table_schema.id, shards):
-        return rebuild(f"published index of snapshot {base.snapshot_id} has another schema, shard count or hash")
+    keys = key_signature(table.table_schema)
+    if not compatible(base, shards) or (base.key_signature or _keys_of(table, base.schema_id)) != keys:
+        return rebuild(f"published index of snapshot {base.snapshot_id} has other keys, shard count or hash")
     problem = verify(table_uri, base)
     if problem:
         log.warning("index of %s at snapshot %s unusable, rebuilding: %s", table.identifier.get_full_name(),
@@ -78,13 +81,19 @@ def plan_bootstrap(table, table_uri: str, shards: int) -> BootstrapPlan:
             return rebuild(f"snapshot {sid} expired; the chain from the index is broken")
         if snap.commit_kind == "OVERWRITE":
             return rebuild(f"snapshot {sid} is an OVERWRITE")
-        if snap.schema_id != base.schema_id:
-            return rebuild(f"snapshot {sid} has schema {snap.schema_id}")
+        if snap.schema_id != base.schema_id and _keys_of(table, snap.schema_id) != keys:
+            return rebuild(f"snapshot {sid} has schema {snap.schema_id} with other keys")
         if snap.commit_kind == "APPEND":
             added += [(sid, e) for e in added_entries(table, snap)]
     if not added:
         return BootstrapPlan(REUSE, lid, base, reason="only COMPACT snapshots since the index")
     return BootstrapPlan(CATCH_UP, lid, base, added, reason=f"{len(added)} files appended since the index")
+
+
+def _keys_of(table, schema_id: int) -> str | None:
+    """The key_signature of one of the table's schemas (None: that schema file is gone)."""
+    schema = table.table_schema if schema_id == table.table_schema.id else table.schema_manager.get_schema(schema_id)
+    return key_signature(schema) if schema is not None else None
 
 
 # --- rebuild -------------------------------------------------------------------------------------------

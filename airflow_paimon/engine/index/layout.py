@@ -52,6 +52,8 @@ class IndexManifest:
     key_hash_scheme: str
     shard_meta: list[ShardMeta]
     origin: str = "rebuilt"  # rebuilt | caught_up | reused | committed
+    # the keys it indexes (key_signature); None: a manifest from before schema evolution, see its schema_id
+    key_signature: str | None = None
 
     @property
     def keys(self) -> int:
@@ -116,7 +118,8 @@ def publish_manifest(table_uri: str, manifest: IndexManifest) -> IndexManifest:
     if storage.write_bytes_if_absent(uri, manifest_to_json(manifest).encode()):
         return manifest
     existing = read_manifest(table_uri, manifest.snapshot_id)
-    if compatible(existing, manifest.schema_id, manifest.shards) and verify(table_uri, existing) is None:
+    if (compatible(existing, manifest.shards) and _same_keys(existing, manifest)
+            and verify(table_uri, existing) is None):
         return existing
     write_manifest(table_uri, manifest)
     return manifest
@@ -149,9 +152,24 @@ def newest_published(table_uri: str, at_most: int | None) -> IndexManifest | Non
     return read_manifest(table_uri, candidates[-1]) if candidates else None
 
 
-def compatible(manifest: IndexManifest | None, schema_id: int, shards: int) -> bool:
-    return (manifest is not None and manifest.schema_id == schema_id and manifest.shards == shards
-            and manifest.key_hash_scheme == KEY_HASH_SCHEME)
+def compatible(manifest: IndexManifest | None, shards: int) -> bool:
+    """Whether an index has the shard count and key hash asked for. Its keys are compared by key_signature,
+    not schema id: a column added or widened changes neither the keys nor their encoding."""
+    return manifest is not None and manifest.shards == shards and manifest.key_hash_scheme == KEY_HASH_SCHEME
+
+
+def key_signature(schema) -> str:
+    """What a global index depends on in a Paimon table schema: the primary and partition keys and their
+    types. Schemas with one signature index the same keys the same way."""
+    types = {f.name: str(f.type).replace(" NOT NULL", "").strip() for f in schema.fields}
+    return ("primary-keys: " + ", ".join(f"{k} {types.get(k)}" for k in schema.primary_keys)
+            + "; partition-keys: " + ", ".join(f"{k} {types.get(k)}" for k in schema.partition_keys))
+
+
+def _same_keys(a: IndexManifest, b: IndexManifest) -> bool:
+    if a.key_signature is not None and b.key_signature is not None:
+        return a.key_signature == b.key_signature
+    return a.schema_id == b.schema_id
 
 
 def describe_file(table_uri: str, relative: str, entries: int) -> IndexFile:

@@ -18,7 +18,8 @@ from airflow_paimon.engine import layout
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.index.bootstrap import (CATCH_UP, NOT_NEEDED, REBUILD, REUSE, catch_up_file,
                                                    catch_up_shard, plan_bootstrap, rebuild_part)
-from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, merge_shard_parts, publish_manifest
+from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, key_signature, merge_shard_parts,
+                                                publish_manifest)
 from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.store import clean_up
@@ -49,7 +50,7 @@ class IndexTasks(Protocol):
 def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks) -> BootstrapResult:
     identifier, shards = spec.table, spec.shards
     table_spec = TableSpec.from_dict(spec.table_spec) if spec.table_spec else None
-    table = get_or_create_table(spec.catalog_options, identifier, table_spec)
+    table = get_or_create_table(spec.catalog_options, identifier, table_spec, spec.schema_evolution)
     shape = shape_of(table)
     if not shape.needs_index:
         return _no_index_needed(table, shape, shards)
@@ -61,7 +62,8 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks) -> BootstrapResult:
     if plan.decision == REUSE:
         manifest = plan.base
         if manifest.snapshot_id != plan.snapshot_id:  # only COMPACT snapshots since: same keys, newer snapshot
-            manifest = publish_manifest(table_uri, replace(manifest, snapshot_id=plan.snapshot_id, origin=REUSE))
+            manifest = publish_manifest(table_uri, replace(manifest, snapshot_id=plan.snapshot_id, origin=REUSE,
+                                                           **_schema_of(table)))
     elif plan.decision == CATCH_UP:
         files_read = len(plan.added_files)
         manifest = _catch_up(table, plan, table_uri, tasks)
@@ -85,6 +87,11 @@ def _no_index_needed(table, shape: TableShape, shards: int) -> BootstrapResult:
                            base_snapshot_id=snapshot.id if snapshot else None, index_uri=None, keys=0, reused=True,
                            index_decision=NOT_NEEDED, reason=f"{shape.name} table needs no global index",
                            data_files_read=0)
+
+
+def _schema_of(table) -> dict:
+    """The schema fields of a manifest of ``table`` now (a reused or caught-up index may be of an older one)."""
+    return {"schema_id": table.table_schema.id, "key_signature": key_signature(table.table_schema)}
 
 
 def _key_facts(table) -> dict:
@@ -111,7 +118,8 @@ def _rebuild(table, snapshot_id, bucket_files, shards: int, table_uri: str, task
     name = table.identifier.get_full_name()
     manifest = publish_manifest(table_uri, IndexManifest(name, snapshot_id, table.table_schema.id, shards,
                                                          KEY_HASH_SCHEME, merge_shard_parts(shards, parts),
-                                                         origin=REBUILD))
+                                                         origin=REBUILD,
+                                                         key_signature=key_signature(table.table_schema)))
     log.debug("rebuilt the index of %s at snapshot %s: %s keys in %s tasks", name, snapshot_id, manifest.keys,
               len(groups))
     return manifest
@@ -139,7 +147,7 @@ def _catch_up(table, plan, table_uri: str, tasks: IndexTasks) -> IndexManifest:
                                                                      table.identifier.get_full_name()))
     metas = {m.shard: m for m in tasks.catch_up(read, len(files), apply, base.shards)}
     manifest = replace(base, snapshot_id=target, origin=CATCH_UP,
-                       shard_meta=[metas.get(m.shard, m) for m in base.shard_meta])
+                       shard_meta=[metas.get(m.shard, m) for m in base.shard_meta], **_schema_of(table))
     crash_point("bootstrap.before_manifest")
     return publish_manifest(table_uri, manifest)
 

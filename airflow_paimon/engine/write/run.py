@@ -17,6 +17,7 @@ from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.codec.keys import encode_partition_values
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.scan import buckets_at
+from airflow_paimon.engine.schema_evolution import evolve_for_source
 from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
@@ -30,10 +31,11 @@ WRITE_COUNTERS = ("rows_written", "deletes", "files")
 
 
 def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None], Any],
-                     write: Callable[[Any, WriteContext, TableShape], Sequence[Written]]) -> AssignWriteResult:
+                     write: Callable[[Any, WriteContext, TableShape], Sequence[Written]],
+                     source_schema: Callable[[], Any] | None = None) -> AssignWriteResult:
     """``read(table, row_kind_column)``: the validated source; ``write(source, ctx, shape)``: assign and write
-    it (the executor's pipeline for ``shape.name``), one Written per write task. Nothing is staged before both
-    succeeded."""
+    it (the executor's pipeline for ``shape.name``), one Written per write task; ``source_schema()``: the
+    source's Arrow schema, for schema evolution. Nothing is staged before both succeeded."""
     identifier = spec.table
     table = get_table(spec.catalog_options, identifier)
     shape = shape_of(table)
@@ -50,10 +52,11 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     check_table(table)  # its own options, maybe set by another engine since the bootstrap
     shards = shape.write_shards(table, spec)
     write_mode = check_write_mode(table, identifier, shape, spec.write_mode or "upsert")
+    table = evolve_for_source(spec, table, source_schema)  # a new schema, if any, before anything is staged
     source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"))
     storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
-                       staged_at)
+                       staged_at, schema_id=table.table_schema.id)
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
                                 b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot())}
 

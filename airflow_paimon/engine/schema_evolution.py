@@ -1,0 +1,260 @@
+"""Schema evolution on write: a source (or declared) column the table lacks becomes a new nullable column at
+the end; with ``widen`` a column's type also grows the ways Paimon reads old files back (INT → BIGINT,
+FLOAT → DOUBLE, VARCHAR(n) → VARCHAR(m > n) / STRING, DECIMAL(p, s) → DECIMAL(q > p, s)).
+
+Never dropped, renamed or narrowed, and keys, partition keys and options never change: each such difference
+is refused with a ValidationError naming the table and the column, before the table is altered. The change
+is one new Paimon schema (catalog ``alter_table``), planned against the table's latest schema — a retried
+task, or a concurrent run making the same change, finds the columns there and has nothing to do.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
+from pypaimon.schema.schema_change import SchemaChange
+
+from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.specs import SCHEMA_EVOLUTIONS
+
+log = logging.getLogger(__name__)
+
+NONE, ADD_COLUMNS, WIDEN = SCHEMA_EVOLUTIONS
+# Names Paimon's data files or this provider's pipelines use for their own columns
+_RESERVED = ("_KEY_", "_SEQUENCE_NUMBER", "_VALUE_KIND", "_ROW_ID", "_key", "_order", "_bucket", "_row_kind")
+_INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+_STRING_LENGTH = 2147483647  # STRING is VARCHAR(2147483647)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A wanted column: its name and Paimon type (nullability ignored)."""
+    name: str
+    type: object  # pypaimon DataType; None: the source's type has none (refused only if the column is new)
+    source_type: str = ""
+
+    @property
+    def type_sql(self) -> str:
+        return _sql(self.type)
+
+
+def check_mode(identifier: str, mode: str | None) -> str:
+    mode = mode or NONE
+    if mode not in SCHEMA_EVOLUTIONS:
+        raise ValidationError(identifier, f"schema_evolution must be one of {list(SCHEMA_EVOLUTIONS)}", value=mode)
+    return mode
+
+
+def source_columns(identifier: str, schema: pa.Schema, skip: tuple[str, ...] = ()) -> list[Column]:
+    """The columns of a source's Arrow schema as Paimon types; ``skip``: not table columns (the row kind)."""
+    skipped = {s.lower() for s in skip if s}
+    columns, seen = [], set()
+    for f in schema:
+        if f.name.lower() in skipped:
+            continue
+        if f.name.lower() in seen:  # Spark matches names case-insensitively: one column, twice
+            raise ValidationError(identifier, "source has this column twice (names differ only in case)",
+                                  column=f.name)
+        seen.add(f.name.lower())
+        shown = ((f.metadata or {}).get(b"spark_type") or str(f.type).encode()).decode()
+        try:
+            columns.append(Column(f.name, PyarrowFieldParser.to_paimon_type(f.type, True), shown))
+        except ValueError:
+            columns.append(Column(f.name, None, shown))
+    return columns
+
+
+def declared_columns(columns: list[tuple[str, str]]) -> list[Column]:
+    return [Column(n, DataTypeParser.parse_atomic_type_sql_string(t)) for n, t in columns]
+
+
+def plan_for_source(table, identifier: str, columns: list[Column], mode: str) -> list:
+    """The schema changes that let a source with ``columns`` be written to ``table``. The source's types
+    only widen value columns (a source type has no VARCHAR length: a string column never widens one);
+    a narrower or other source type is cast per row as without evolution."""
+    by_name = _table_columns(table)
+    wanted = {c.name.lower(): c for c in columns}
+    for name in by_name:
+        if name not in wanted:
+            raise ValidationError(identifier, "source lacks this table column; schema evolution adds columns, "
+                                              "it never drops or renames one", column=by_name[name].name)
+    changes = []
+    keys = {k.lower() for k in list(table.primary_keys) + list(table.partition_keys)}
+    for c in columns:
+        existing = by_name.get(c.name.lower())
+        if existing is None:
+            changes.append(_add(identifier, c))
+        elif (mode == WIDEN and c.type is not None and c.name.lower() not in keys and _widens(existing.type, c.type)
+              and _root(c.type)[0] != "VARCHAR"):
+            changes.append(SchemaChange.update_column_type(existing.name, _nullable(c.type), keep_nullability=True))
+    return changes
+
+
+def plan_for_declared(table, identifier: str, columns: list[Column], mode: str) -> list:
+    """The schema changes that make ``table`` at least the declared one (keys, partition keys and options
+    are compared by the caller): declared columns it lacks are added, with ``widen`` declared wider types
+    applied. The declaration may lag behind what writes did since the table was created: a column added
+    since may be missing from it, a column widened since may be declared with any type from its first one.
+    Refused: leaving out a column the table was created with (a drop or rename), a type narrower than the
+    column's first type or of another kind, another key type."""
+    by_name = {f.name: f for f in table.table_schema.fields}
+    first = {f.id: f for f in _first_schema(table).fields}
+    declared = {c.name for c in columns}
+    for name, f in by_name.items():
+        if name not in declared and f.id in first:
+            raise ValidationError(identifier, "table column is not declared; schema evolution adds columns, "
+                                              "it never drops or renames one", column=name)
+    keys = set(table.primary_keys) | set(table.partition_keys)
+    changes = []
+    for c in columns:
+        existing = by_name.get(c.name)
+        if existing is None:
+            changes.append(_add(identifier, c))
+            continue
+        old, new = _sql(existing.type), c.type_sql
+        if old == new:
+            continue
+        if c.name in keys:
+            raise ValidationError(identifier, f"key column type {old} cannot change to {new}", column=c.name,
+                                  value=new)
+        if _widens(existing.type, c.type):
+            if mode != WIDEN:
+                raise ValidationError(identifier, f"column type {old} differs from the declared {new}; widening "
+                                                  "it needs schema_evolution='widen'", column=c.name, value=new)
+            changes.append(SchemaChange.update_column_type(c.name, _nullable(c.type), keep_nullability=True))
+            continue
+        was = first.get(existing.id)
+        widened_since = was is not None and (_sql(was.type) == new or _widens(was.type, c.type)) \
+            and _widens(c.type, existing.type)
+        if not widened_since:
+            raise ValidationError(identifier, f"column type {old} cannot change to {new}: schema evolution only "
+                                              "widens a type, it never narrows or converts one", column=c.name,
+                                  value=new)
+    return changes
+
+
+def _first_schema(table):
+    """The oldest schema the table still has (its creation, unless expired)."""
+    schemas = table.schema_manager.list_all()
+    return schemas[0] if schemas else table.table_schema
+
+
+def evolve_for_source(spec, table, source_schema) -> object:
+    """The write's table, evolved to the source's columns as ``spec.schema_evolution`` allows (before
+    anything is staged); ``source_schema()``: the source's Arrow schema, asked for only when evolving."""
+    mode = check_mode(spec.table, spec.schema_evolution)
+    if mode == NONE or source_schema is None:
+        return table
+    row_kind = spec.row_kind_column or table.table_schema.options.get("rowkind.field")
+    not_table = (row_kind,) if row_kind and row_kind.lower() not in _table_columns(table) else ()
+    columns = source_columns(spec.table, source_schema(), skip=not_table)
+    return evolve(spec.catalog_options, spec.table, table, lambda t: plan_for_source(t, spec.table, columns, mode))
+
+
+def evolve(catalog_options: dict, identifier: str, table, plan) -> object:
+    """Apply ``plan(table)``'s changes as one new schema; the table handle at the schema written with.
+    A failed alter is judged against the table as it is then: if another attempt made the same change
+    meanwhile, nothing is left to do."""
+    from airflow_paimon.engine.table import open_catalog  # engine/table.py evolves declared tables with this module
+
+    changes = plan(table)
+    if not changes:
+        return table
+    catalog = open_catalog(catalog_options)
+    try:
+        catalog.alter_table(identifier, changes)
+    except Exception as e:  # noqa: BLE001 - pypaimon wraps every refusal in RuntimeError
+        table = catalog.get_table(identifier)
+        left = plan(table)
+        if not left:
+            return table
+        if isinstance(e.__cause__, ValueError):  # Paimon refuses the change itself
+            raise ValidationError(identifier, f"Paimon refuses the schema change: {e.__cause__}",
+                                  column=_column_of(left[0])) from None
+        raise
+    table = catalog.get_table(identifier)
+    log.info("table %s evolved to schema %s: %s", identifier, table.table_schema.id,
+             "; ".join(_describe(c) for c in changes))
+    return table
+
+
+def file_column_names(table, schema_id: int) -> dict[str, str | None]:
+    """For a data file written under schema ``schema_id``: each current column's name in that file, by
+    Paimon field id (None: added since), ``_KEY_`` columns included. Empty for the current schema."""
+    if schema_id == table.table_schema.id:
+        return {}
+    old = table.schema_manager.get_schema(schema_id)
+    if old is None:
+        raise ValueError(f"table {table.identifier.get_full_name()}: schema {schema_id} of a live data file is missing")
+    old_names = {f.id: f.name for f in old.fields}
+    names = {}
+    for f in table.table_schema.fields:
+        was = old_names.get(f.id)
+        names[f.name] = was
+        names["_KEY_" + f.name] = None if was is None else "_KEY_" + was
+    return names
+
+
+# --- types ------------------------------------------------------------------------------------------------------
+
+def _table_columns(table) -> dict:
+    return {f.name.lower(): f for f in table.table_schema.fields}
+
+
+def _add(identifier: str, c: Column):
+    if c.type is None:
+        raise ValidationError(identifier, "source column type has no Paimon type to add it as", column=c.name,
+                              value=c.source_type)
+    if any(c.name == r or (r.endswith("_") and c.name.startswith(r)) for r in _RESERVED):
+        raise ValidationError(identifier, "a new column cannot take a name Paimon or this provider uses for its "
+                                          "own columns", column=c.name)
+    return SchemaChange.add_column(c.name, _nullable(c.type))
+
+
+def _nullable(t):
+    copy = DataTypeParser.parse_data_type(t.to_dict())
+    copy.nullable = True
+    return copy
+
+
+def _sql(t) -> str:
+    return re.sub(r"\s+", " ", str(t).replace(" NOT NULL", "")).strip().upper().replace("INTEGER", "INT")
+
+
+def _root(t) -> tuple[str, tuple[int, ...]]:
+    """(type name, parameters): VARCHAR(n) and STRING as ("VARCHAR", (n,))."""
+    sql = _sql(t)
+    m = re.fullmatch(r"([A-Z_]+)\s*(?:\(([\d,\s]*)\))?", sql)
+    if not m:
+        return sql, ()
+    name, params = m.group(1), tuple(int(p) for p in (m.group(2) or "").replace(" ", "").split(",") if p)
+    if name == "STRING":
+        return "VARCHAR", (_STRING_LENGTH,)
+    return name, params
+
+
+def _widens(old, new) -> bool:
+    """Whether ``new`` is strictly wider than ``old`` in a way every Paimon reader casts old files to."""
+    (a, old_params), (b, new_params) = _root(old), _root(new)
+    if a in _INTEGERS and b in _INTEGERS:
+        return _INTEGERS.index(b) > _INTEGERS.index(a)
+    if (a, b) == ("FLOAT", "DOUBLE"):
+        return True
+    if a == b == "VARCHAR" and len(old_params) == len(new_params) == 1:
+        return new_params[0] > old_params[0]
+    if a == b == "DECIMAL" and len(old_params) == len(new_params) == 2:
+        return new_params[1] == old_params[1] and new_params[0] > old_params[0]
+    return False
+
+
+def _column_of(change) -> str:
+    return ".".join(change.field_names)
+
+
+def _describe(change) -> str:
+    kind = "add column" if type(change).__name__ == "AddColumn" else "widen column"
+    data_type = getattr(change, "data_type", None) or getattr(change, "new_data_type", None)
+    return f"{kind} {_column_of(change)} {_sql(data_type)}"
