@@ -193,8 +193,9 @@ def test_more_places_in_a_decimal_source_are_refused_unless_zero(spark, warehous
 def _assert_nothing_written(jobs, run_id: str = "bad"):
     """The bad run staged nothing and the table is as seeded."""
     from airflow_paimon.engine.commit.identity import CommitIdentity
-    from airflow_paimon.engine.commit.staging import staging_uri_of
-    staged = staging_uri_of(jobs.staging_root, jobs.table, CommitIdentity.for_run("tests", run_id, jobs.table).commit_user)
+    from airflow_paimon.engine import layout
+    staged = layout.staging_dir(jobs.staging_root, jobs.table,
+                                CommitIdentity.for_run("tests", run_id, jobs.table).commit_user)
     assert not os.path.exists(staged) or not os.listdir(staged), os.listdir(staged)
     table = get_table(jobs.options, jobs.table)
     assert [s.id for s in table.snapshot_manager().list_snapshots()] == [1]
