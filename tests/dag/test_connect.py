@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from airflow.exceptions import AirflowException
 
-from airflow_paimon.engine.commit.staging import STAGED_FILE
+from airflow_paimon.engine.layout import STAGED_FILE
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import BootstrapSpec
 from airflow_paimon.engine.table import get_table

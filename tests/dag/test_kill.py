@@ -15,7 +15,7 @@ import pytest
 from airflow.exceptions import AirflowException
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.commit.staging import STAGED_FILE
+from airflow_paimon.engine.layout import STAGED_FILE
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
