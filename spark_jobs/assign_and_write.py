@@ -1,6 +1,5 @@
 """Spark job: assign-and-write. Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
-from airflow_paimon.spark.job import run
-from airflow_paimon.spark.jobs import JOBS
+from airflow_paimon.spark.job import run_job
 
 if __name__ == "__main__":
-    run(*JOBS["assign_and_write"])
+    run_job("assign_and_write")

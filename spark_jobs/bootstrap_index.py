@@ -1,6 +1,5 @@
 """Spark job: bootstrap-index. Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
-from airflow_paimon.spark.job import run
-from airflow_paimon.spark.jobs import JOBS
+from airflow_paimon.spark.job import run_job
 
 if __name__ == "__main__":
-    run(*JOBS["bootstrap_index"])
+    run_job("bootstrap_index")

@@ -4,17 +4,16 @@
     12 files staged, 6.8 s      (one line)
 
 Made from the job's result (engine/specs.py), the same dict the task returns to XCom; ``seconds`` is what the
-task spent on the job, Spark's start included.
+task spent on the job, Spark's start included. One ``describe_*`` per job, named in its record in engine/jobs.py
+(``progress_line`` there makes the line).
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from airflow_paimon.engine.specs import (AssignWriteResult, BootstrapResult, CommitResult, CompactResult,
-                                         ExpireResult, IncrementalReadResult, OrphansResult, Wire)
+                                         ExpireResult, IncrementalReadResult, OrphansResult)
 
 
-def _bootstrap(r: BootstrapResult) -> str:
+def describe_bootstrap(r: BootstrapResult) -> str:
     if r.index_decision == "not_needed":
         return f"no global index needed ({r.reason})"
     read = f", {r.data_files_read:,} data files read" if r.data_files_read else ""
@@ -26,7 +25,7 @@ def _at(snapshot_id: int | None) -> str:
     return "on the empty table" if snapshot_id is None else f"at snapshot {snapshot_id}"
 
 
-def _assign_write(r: AssignWriteResult) -> str:
+def describe_assign_write(r: AssignWriteResult) -> str:
     if r.already_committed:
         return "already committed by an earlier try, nothing written"
     keys = f", {r.new_keys:,} new keys, {r.moved_keys:,} moved" if r.new_keys is not None else ""
@@ -34,7 +33,7 @@ def _assign_write(r: AssignWriteResult) -> str:
             f"{r.files:,} files staged")
 
 
-def _commit(r: CommitResult) -> str:
+def describe_commit(r: CommitResult) -> str:
     if r.commit_kind is None:
         return f"nothing to commit, table stays {_at(r.snapshot_id)}"
     parts = [f"snapshot {r.snapshot_id} {r.commit_kind}"]
@@ -45,49 +44,26 @@ def _commit(r: CommitResult) -> str:
     return ", ".join(parts) + (" (committed by an earlier try)" if r.already_committed else "")
 
 
-def _compact(r: CompactResult) -> str:
+def describe_compact(r: CompactResult) -> str:
     if not r.compacted_buckets:
         return f"nothing to compact {_at(r.snapshot_id)}"
     return (f"snapshot {r.snapshot_id} COMPACT, {r.compacted_buckets:,} buckets, {r.files_before:,} files -> "
             f"{r.files_after:,}" + (" (committed by an earlier try)" if r.already_committed else ""))
 
 
-def _expire(r: ExpireResult) -> str:
+def describe_expire(r: ExpireResult) -> str:
     verb = "would expire" if r.dry_run else "expired"
     return (f"{verb} {r.expired_snapshots:,} snapshots ({r.deleted_data_files:,} data files, "
             f"{r.deleted_metadata_files:,} metadata files), earliest snapshot {r.earliest_snapshot_id}")
 
 
-def _orphans(r: OrphansResult) -> str:
+def describe_orphans(r: OrphansResult) -> str:
     verb = "found" if r.dry_run else "removed"
     return (f"{verb} {r.orphan_files:,} orphan files ({r.orphan_bytes:,} bytes), "
             f"{r.stale_staging_dirs:,} stale staging dirs")
 
 
-def _incremental(r: IncrementalReadResult) -> str:
+def describe_incremental_read(r: IncrementalReadResult) -> str:
     return (f"snapshots ({r.start_snapshot_id}, {r.end_snapshot_id}]: {r.rows:,} rows ({r.inserts:,} inserts, "
             f"{r.updates:,} updates, {r.deletes:,} deletes) from {r.changed_partitions:,} partitions, "
             f"{r.files:,} files")
-
-
-# operator job name -> (its result type, its description)
-DESCRIBE: dict[str, tuple[type[Wire], Callable]] = {
-    "bootstrap_index": (BootstrapResult, _bootstrap),
-    "assign_and_write": (AssignWriteResult, _assign_write),
-    "commit": (CommitResult, _commit),
-    "compact": (CompactResult, _compact),
-    "expire_snapshots": (ExpireResult, _expire),
-    "remove_orphan_files": (OrphansResult, _orphans),
-    "incremental_read": (IncrementalReadResult, _incremental),
-}
-
-
-def progress_line(job: str, result: dict, seconds: float) -> str:
-    """``<job> <table>: <what it did>, <seconds> s`` for the result dict of ``job`` (a job of no entry in
-    DESCRIBE — another package's operator — gets its result's fields)."""
-    if job in DESCRIBE:
-        result_type, describe = DESCRIBE[job]
-        what = describe(result_type.from_dict(result))
-    else:
-        what = ", ".join(f"{k} {v}" for k, v in result.items() if k != "table")
-    return f"{job.replace('_', '-')} {result.get('table')}: {what}, {seconds:.1f} s"

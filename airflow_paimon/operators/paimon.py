@@ -1,8 +1,9 @@
 """The write as Airflow tasks: bootstrap-index → assign-and-write → commit, each a Spark job.
 
-Operators stay thin: build the job spec, submit ``spark_jobs/<job>.py`` through SparkSubmitHook (or, on a
-``spark_connect`` connection, run the job in the task process as a Spark Connect client), read the
-result file the job wrote, return it (it lands in XCom). Each reads what it needs from its upstream task's
+Operators stay thin: build the job spec (the type engine/jobs.py names for the operator's ``job``), run the
+job through the backend of the Spark connection's type (operators/backends.py: spark-submit of
+``spark_jobs/<job>.py``, or a Spark Connect client in the task process), read the result file the job wrote,
+return it (it lands in XCom). Each reads what it needs from its upstream task's
 XCom: the one passed as ``upstream_output`` (``write.output``), else the nearest upstream task of the right
 class, so a DAG only chains them.
 
@@ -13,37 +14,26 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 from airflow.exceptions import AirflowException
-from airflow.sdk import BaseHook, BaseOperator, XComArg
+from airflow.sdk import BaseOperator, XComArg
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.progress import progress_line
-from airflow_paimon.engine.specs import (SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
-                                         CommitResult, CommitSpec, JobSpec)
+from airflow_paimon.engine.jobs import JOBS, progress_line
+from airflow_paimon.engine.specs import (SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec, BootstrapResult,
+                                         BootstrapSpec, CommitResult, CommitSpec, JobSpec)
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.lineage import DatasetRef, TableLineageMixin, source_dataset, spark_openlineage_conf
 from airflow_paimon.links import PaimonTableLink
-from airflow_paimon.operators.submit import stop_process_group, submit_settings
 
 
 # Errors a retry of the same task cannot fix (bad input, a table another writer moved on): the task fails at
 # once, without its retries; the message says what to change or re-run.
 NOT_RETRIED = {ValidationError.__name__, StaleIndexError.__name__}
-
-
-def spark_job_path(job: str) -> str:
-    """The entry script of a Spark job: the checkout's spark_jobs/, else the copy packaged with the wheel."""
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here.parent / "spark_jobs" / f"{job}.py", here / "_spark_jobs" / f"{job}.py"):
-        if candidate.exists():
-            return str(candidate)
-    raise FileNotFoundError(f"Spark job {job}.py not found next to {here}")
 
 
 class UpstreamResultMixin:
@@ -127,11 +117,10 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         self.spark_conf = spark_conf or {}
         self.shuffle_partitions = shuffle_partitions
         self.spark_bin_dir = spark_bin_dir  # where spark-submit is, when not next to this Python nor on PATH
-        self._hook = None  # the running job's SparkSubmitHook, for on_kill
+        self._backend = None  # how the running job runs (operators/backends.py), for on_kill
         # As SparkSubmitOperator's flags; None: the [openlineage] spark_inject_* settings (lineage.py)
         self.openlineage_inject_parent_job_info = openlineage_inject_parent_job_info
         self.openlineage_inject_transport_info = openlineage_inject_transport_info
-        self._job_run = None  # the running job's JobRun in Spark Connect mode, for on_kill
 
     def job_spec(self, context, hook: PaimonHook) -> JobSpec:
         raise NotImplementedError
@@ -150,7 +139,11 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
             raise AirflowFailException(str(e)) from None
         hook = PaimonHook(self.paimon_conn_id)
         storage.configure(hook.catalog_options())  # the result file is read with the connection's credentials
-        spec = self.job_spec(context, hook).to_dict()
+        spec = self.job_spec(context, hook)
+        if not isinstance(spec, JOBS[self.job].spec):  # the operator's job and its spec, as engine/jobs.py pairs them
+            raise TypeError(f"{type(self).__name__}.job_spec gave a {type(spec).__name__}, not the "
+                            f"{JOBS[self.job].spec.__name__} of job {self.job}")
+        spec = spec.to_dict()
         ti = context["ti"]
         result_uri = layout.result_file(hook.results_root(), ti.dag_id, ti.run_id, ti.task_id, ti.map_index,
                                         ti.try_number)
@@ -161,50 +154,25 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         return result
 
     def _submit(self, spec: dict, result_uri: str, context=None) -> None:
-        """spark-submit the job. The spec (catalog options: keys, tokens) goes in a private file whose path
-        is the only argument, never on the command line; the job deletes the file once read, and so does
-        this method when the job ends however it ends."""
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+        """Run the job through the backend of the Spark connection's type (operators/backends.py) and raise
+        its error when it failed. Secret catalog options are masked in whatever the job prints."""
         from airflow.sdk.log import mask_secret
 
-        from airflow_paimon.spark.connect import CONN_TYPE as CONNECT_CONN_TYPE
-        from airflow_paimon.spark.job import secrets_of, spec_file, submit_conf
+        from airflow_paimon.operators.backends import backend_for
+        from airflow_paimon.spark.job import secrets_of
 
         for secret in secrets_of(spec):
-            mask_secret(secret)  # whatever spark-submit prints lands in the task log masked
-        connection = BaseHook.get_connection(self.spark_conn_id)
-        if connection.conn_type == CONNECT_CONN_TYPE:
-            return self._run_on_connect(spec, result_uri)
-        extras = connection.extra_dejson
-        deploy_mode = extras.get("deploy-mode")
-        if deploy_mode == "cluster":
-            raise AirflowException(f"{self.job} for table {self.table}: cluster deploy mode is not supported "
-                                   "(the driver reads its spec from a private file on this worker); use client")
-        settings = submit_settings(extras, connection.host, deploy_mode, self.spark_conf, self.spark_bin_dir)
-        conf = submit_conf(settings.python, settings.driver_python, self.spark_conf)
-        if context is not None:
-            conf = spark_openlineage_conf(conf, context, self.openlineage_inject_parent_job_info,
-                                          self.openlineage_inject_transport_info)
-        with spec_file(spec) as spec_path:
-            self._hook = submit = SparkSubmitHook(
-                conn_id=self.spark_conn_id, conf=conf, name=f"paimon-{self.job}-{self.table}",
-                application_args=["--spec-file", spec_path, "--result-uri", result_uri])
-            try:
-                # Its own session: on_kill stops the spark-submit JVM and every Python process under it together.
-                submit.submit(application=spark_job_path(self.job), env=settings.env, start_new_session=True)
-            except AirflowException as e:
-                self._job_failed(result_uri, e)
-
-    def _run_on_connect(self, spec: dict, result_uri: str) -> None:
-        """Spark Connect mode: the job runs here, in the task process, as a client of the connection's
-        server (no driver JVM, no interpreter start); its Spark work runs on the server's executors."""
-        from airflow_paimon.spark.connect import connection_url
-        from airflow_paimon.spark.job import JobRun, execute_job
-        from airflow_paimon.spark.jobs import JOBS
-
-        self._job_run = run = JobRun(result_uri, remote=connection_url(self.spark_conn_id), conf=self.spark_conf)
-        if not execute_job(*JOBS[self.job], spec, run):
-            self._job_failed(result_uri, "Spark Connect job failed")
+            mask_secret(secret)
+        extra_conf = None
+        if context is not None:  # OpenLineage's parent job and transport, on spark-submit
+            def extra_conf(conf: dict) -> dict:
+                return spark_openlineage_conf(conf, context, self.openlineage_inject_parent_job_info,
+                                              self.openlineage_inject_transport_info)
+        self._backend = backend_for(JOBS[self.job], self.table, self.spark_conn_id, self.spark_conf,
+                                    self.spark_bin_dir, extra_conf)
+        failure = self._backend.run(spec, result_uri)
+        if failure is not None:
+            self._job_failed(result_uri, failure)
 
     def _job_failed(self, result_uri: str, cause) -> None:
         """Raise the job's error (from its result file): without retries when a retry cannot help."""
@@ -219,15 +187,11 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         raise AirflowException(message) from None
 
     def on_kill(self) -> None:
-        """The task was killed: stop the Spark job (spark-submit, its driver and Python workers; on a cluster
-        in cluster deploy mode, the driver there through the hook; in Spark Connect mode the session's
-        operations on the server). Nothing is committed by a killed job."""
-        if self._job_run is not None:
-            self._job_run.kill()
-        if self._hook is None:
-            return
-        stop_process_group(getattr(self._hook, "_submit_sp", None))
-        self._hook.on_kill()
+        """The task was killed: stop the Spark job through its backend (spark-submit: its process group, and on a
+        cluster the driver there through the hook; Spark Connect: the session's operations on the server).
+        Nothing is committed by a killed job."""
+        if self._backend is not None:
+            self._backend.kill()
 
 
 def check_schema_evolution(value: str) -> str:

@@ -14,6 +14,8 @@ import logging
 import os
 import re
 
+from airflow_paimon.spark.submit import submit_conf
+
 log = logging.getLogger(__name__)
 
 CONN_TYPE = "spark_connect"  # the Spark provider's connection type (SparkConnectHook)
@@ -31,11 +33,9 @@ def connection_url(conn_id: str) -> str:
 
 
 def session_conf(conf: dict) -> dict[str, str]:
-    """The session-level part of the jobs' submit conf (spark/job.py submit_conf: the UTC time zone) with the
+    """The session-level part of the jobs' submit conf (spark/submit.py submit_conf: the UTC time zone) with the
     operator's ``spark_conf`` on top. Keys a session cannot set (the server's: executors, memory, Python,
     ...) are left out and logged."""
-    from airflow_paimon.spark.job import submit_conf
-
     ours = {k: v for k, v in submit_conf(None).items() if k.startswith("spark.sql.")}
     server_wide = sorted(k for k in conf if not k.startswith("spark.sql."))
     if server_wide:
@@ -44,11 +44,13 @@ def session_conf(conf: dict) -> dict[str, str]:
     return {**ours, **{k: str(v) for k, v in conf.items() if k.startswith("spark.sql.")}}
 
 
+class JobKilled(Exception):
+    """The task was killed while its job ran in the task process (Spark Connect mode)."""
+
+
 def connect_session(builder, remote: str, run):
     """A new session on the Connect server ``remote``, registered with the running job (``run``, a
     spark/job.py JobRun) so that it is released when the job ends and interrupted when the task is killed."""
-    from airflow_paimon.spark.job import JobKilled
-
     for key, value in session_conf(run.conf if run else {}).items():
         builder = builder.config(key, value)
     if run is not None and run.killed:

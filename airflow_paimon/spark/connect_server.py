@@ -31,8 +31,8 @@ import secrets
 import sys
 from pathlib import Path
 
-from airflow_paimon.operators.submit import submit_settings
-from airflow_paimon.spark.job import DRIVER_JAVA_OPTIONS, LOG_LEVEL, log4j2_java_options, submit_conf
+from airflow_paimon.spark.submit import (DRIVER_JAVA_OPTIONS, LOG_LEVEL, log4j2_java_options, submit_conf,
+                                         submit_settings)
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002  # Spark Connect's
@@ -41,7 +41,7 @@ TOKEN_CONF = "spark.connect.authenticate.token"
 
 
 def server_conf(python: str | None, host: str, port: int) -> dict[str, str]:
-    """The jobs' submit conf (spark/job.py) for a long-lived server: its own daemon module, worker reuse off
+    """The jobs' submit conf (spark/submit.py) for a long-lived server: its own daemon module, worker reuse off
     (see connect_daemon.py), the JIT and GC left at the JVM's defaults (the short-job options are for drivers
     that live seconds), the gRPC endpoint."""
     conf = {k: v for k, v in submit_conf(python).items() if k != "spark.pyspark.driver.python"}

@@ -26,12 +26,13 @@ import traceback
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.identifier import validate_identifier
+from airflow_paimon.engine.jobs import JOBS
 from airflow_paimon.engine.specs import JobSpec, Wire
+from airflow_paimon.spark.connect import JobKilled, connect_session
 
 log = logging.getLogger("airflow_paimon.job")
 
@@ -108,17 +109,15 @@ def redact(text: str, secrets: list[str]) -> str:
     return text
 
 
-class JobKilled(Exception):
-    """The task was killed while its job ran in the task process (Spark Connect mode)."""
-
-
 @dataclass
 class JobRun:
-    """One run of a job: where its result goes and, on Spark Connect, the server's URL (``remote``), the
-    operator's ``spark_conf`` for the session, and the sessions the job opened: released when it ends,
-    interrupted by ``kill()``."""
-    result_uri: str
+    """One run of a job: where its result goes (None: nowhere, the caller takes the returned result) and, on
+    Spark Connect, the server's URL (``remote``), the operator's ``spark_conf`` for the session, and the
+    sessions the job opened: released when it ends, interrupted by ``kill()``. ``spark``: a session the
+    caller already made, which ``spark_session()`` hands the job as it is (the fault tests' runner)."""
+    result_uri: str | None
     remote: str | None = None
+    spark: Any = None
     conf: dict[str, Any] = field(default_factory=dict)
     sessions: list = field(default_factory=list)
     on_close: list = field(default_factory=list)  # callables run when the job ends
@@ -158,19 +157,31 @@ def current_run() -> JobRun:
     return run
 
 
+@contextmanager
+def job_running(run: JobRun) -> Iterator[JobRun]:
+    """``run`` is the running job (current_run(), spark_session()) in this context; closed when it ends."""
+    token = _RUN.set(run)
+    run.thread = threading.get_ident()
+    try:
+        yield run
+    finally:
+        run.thread = None
+        _RUN.reset(token)
+        run.close()
+
+
 def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: dict, run: JobRun) -> bool:
-    """Run ``job`` (one of airflow_paimon/spark/jobs.py) on the spec ``raw`` read as ``spec_type``; write its
+    """Run ``job`` (a Job's spark_function, engine/jobs.py) on the spec ``raw`` read as ``spec_type``; write its
     result, or its error, to ``run.result_uri``; True when it succeeded. A secret catalog option's value
     reaches neither the log nor the error (both redacted); the result is written as the job returned it: its
     fields (paths, names) are no place for a secret, and redacting them would corrupt them."""
     secrets = secrets_of(raw)
     storage.configure(raw.get("catalog_options") or {})  # the result file even when the job fails early
-    token = _RUN.set(run)
-    run.thread = threading.get_ident()
     try:
-        spec = spec_type.from_dict(raw)
-        validate_identifier(spec.table)
-        result = job(spec).to_dict()
+        with job_running(run):
+            spec = spec_type.from_dict(raw)
+            validate_identifier(spec.table)
+            result = job(spec).to_dict()
     except Exception as e:
         log.error("job failed: %s", redact(traceback.format_exc(), secrets))
         if run.killed and not isinstance(e, JobKilled):  # what failed is a consequence: name the cause
@@ -178,21 +189,23 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
         error = redact(f"{type(e).__name__}: {e}", secrets)
         storage.write_bytes_atomic(run.result_uri, json.dumps({"error": error}).encode())
         return False
-    finally:
-        run.thread = None
-        _RUN.reset(token)
-        run.close()
     text = json.dumps(result)
     storage.write_bytes_atomic(run.result_uri, text.encode())
     log.debug("result: %s", text)  # the operator logs it as one progress line
     return True
 
 
+def run_job(name: str, argv: list[str] | None = None) -> None:
+    """The main of ``spark_jobs/<name>.py`` under spark-submit: the job ``name`` of engine/jobs.py."""
+    job = JOBS[name]
+    run(job.spark_function(), job.spec, argv)
+
+
 def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str] | None = None) -> None:
-    """The main of ``spark_jobs/<job>.py`` under spark-submit: the spec file and result URI from ``argv``;
-    exits non-zero when the job failed."""
+    """``job`` on the spec file and result URI from ``argv``, as a driver's main; exits non-zero when the job
+    failed."""
     # The driver's Python log: ours at INFO, libraries' (pypaimon, py4j) only from WARNING. The operator logs the
-    # result as one progress line (engine/progress.py); restating it here would print it twice.
+    # result as one progress line (engine/jobs.py); restating it here would print it twice.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("airflow_paimon").setLevel(logging.INFO)
     raw, result_uri = parse_args(argv)
@@ -200,54 +213,16 @@ def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str
         sys.exit(1)
 
 
-# The driver JVM of a short job: C1 only (no C2 compiler threads competing for the cores) and the serial GC.
-# Cuts 2-3 s off every spark-submit on 2 cores (tests/benchmarks/README.md); replace it via spark_conf for big drivers.
-SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-DRIVER_JAVA_OPTIONS, LOG_LEVEL = "spark.driver.extraJavaOptions", "spark.log.level"
-# Our log4j2 configuration of the driver JVM: Spark's lines below spark.log.level never reach the task log, not
-# even those printed before Spark applies that level (JVM start, SparkContext's first lines).
-LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
-
-
-def submit_conf(python: str | None, driver_python: str | None = None,
-                spark_conf: dict[str, Any] | None = None) -> dict[str, str]:
-    """The Spark conf a job is submitted with: ours, the user's ``spark_conf`` on top (the operator's; the
-    benchmarks' too). ``python``: the interpreter of the Python workers (None: Spark's default),
-    ``driver_python``: the driver's (default ``python``); see airflow_paimon/operators/submit.py.
-
-    A ``spark.driver.extraJavaOptions`` of the user's replaces SHORT_JOB_JAVA_OPTIONS, but the driver still
-    gets our log4j2 configuration, in front (a ``-Dlog4j2.configurationFile`` of the user's comes later and wins)."""
-    pythons = {"spark.pyspark.python": python, "spark.pyspark.driver.python": driver_python or python}
-    conf = {**{k: v for k, v in pythons.items() if v},
-            # No Spark UI: these jobs are short, the Airflow UI shows their logs and result.
-            "spark.ui.enabled": "false",
-            # Python workers fork from a daemon that imported what they need once (airflow_paimon/spark/daemon.py)
-            "spark.python.daemon.module": "airflow_paimon.spark.daemon",
-            DRIVER_JAVA_OPTIONS: SHORT_JOB_JAVA_OPTIONS,
-            # Timestamps never depend on the host's time zone (a user's spark_conf may still set another)
-            "spark.sql.session.timeZone": "UTC",
-            # Spark's own INFO lines (stages, block managers, ...) drown the task log; the operators log one
-            # progress line per job. spark_conf {"spark.log.level": "INFO"} brings them back.
-            LOG_LEVEL: "WARN",
-            **(spark_conf or {})}
-    ours = log4j2_java_options(conf[LOG_LEVEL] or "WARN")
-    conf[DRIVER_JAVA_OPTIONS] = f"{ours} {conf[DRIVER_JAVA_OPTIONS] or ''}".rstrip()
-    return conf
-
-
-def log4j2_java_options(level: str) -> str:
-    """The driver's JVM options for our log4j2 configuration at ``level`` (a file URI: no space to quote)."""
-    return f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -Dairflow_paimon.spark.log.level={level}"
-
-
 DEFAULT_SHUFFLE_PARTITIONS = 8
 
 
 def spark_session(spec: JobSpec, app_name: str):
-    """The job's Spark session: on the running job's Spark Connect server a new client session, released
-    when the job ends; else the driver's session of this spark-submit."""
+    """The job's Spark session: the running job's own ``spark`` when it has one; on its Spark Connect server a
+    new client session, released when the job ends; else the driver's session of this spark-submit."""
     from pyspark.sql import SparkSession
     run = _RUN.get()
+    if run is not None and run.spark is not None:
+        return run.spark
     remote = run.remote if run else None
     builder = SparkSession.builder.appName(f"{app_name} {spec.table}")
     partitions = spec.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS
@@ -255,5 +230,4 @@ def spark_session(spec: JobSpec, app_name: str):
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if not remote:
         return builder.getOrCreate()
-    from airflow_paimon.spark.connect import connect_session
     return connect_session(builder, remote, run)

@@ -1,14 +1,13 @@
-"""Every job by name: the spec it reads and what it runs. ``spark_jobs/<name>.py`` runs one under
-spark-submit (its own driver process); an operator on a Spark Connect connection runs one in its task
-process as a Connect client. Either way through the frame of airflow_paimon/spark/job.py, which hands
+"""The Spark function of every job, under the job's name in engine/jobs.py (Job.spark_function).
+``spark_jobs/<name>.py`` runs one under spark-submit (its own driver process); an operator on a Spark Connect connection runs one in its
+task process as a Connect client. Either way through the frame of airflow_paimon/spark/job.py, which hands
 ``spark_session()`` the Spark to use. Imports are inside the functions: a job loads only its own modules."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
 
 from airflow_paimon.engine.specs import (AssignWriteSpec, BootstrapSpec, CommitSpec, CompactSpec, ExpireSpec,
-                                         IncrementalReadSpec, JobSpec, OrphansSpec, Wire)
+                                         IncrementalReadSpec, OrphansSpec, Wire)
 from airflow_paimon.spark.job import current_run, spark_session
 
 
@@ -22,7 +21,7 @@ def assign_and_write(spec: AssignWriteSpec) -> Wire:
     return run_assign_and_write(spark_session(spec, "paimon-assign-and-write"), spec)
 
 
-def commit(spec: CommitSpec) -> Wire:  # driver-only
+def commit(spec: CommitSpec) -> Wire:
     from airflow_paimon.engine.commit.run import run_commit
     # the commit also drops this DAG's old result files, next to its own
     return run_commit(replace(spec, result_uri=current_run().result_uri))
@@ -38,23 +37,12 @@ def incremental_read(spec: IncrementalReadSpec) -> Wire:
     return run_incremental_read(spark_session(spec, "paimon-incremental-read"), spec)
 
 
-def expire_snapshots(spec: ExpireSpec) -> Wire:  # driver-only
+def expire_snapshots(spec: ExpireSpec) -> Wire:
     from airflow_paimon.spark.maintenance import run_expire_snapshots
     return run_expire_snapshots(spec)
 
 
-def remove_orphan_files(spec: OrphansSpec) -> Wire:  # driver-only
+def remove_orphan_files(spec: OrphansSpec) -> Wire:
     from airflow_paimon.spark.maintenance import run_remove_orphan_files
     return run_remove_orphan_files(spec)
 
-
-# name -> (job, spec type), the arguments of job.run() and job.execute_job()
-JOBS: dict[str, tuple[Callable[[JobSpec], Wire], type[JobSpec]]] = {
-    "bootstrap_index": (bootstrap_index, BootstrapSpec),
-    "assign_and_write": (assign_and_write, AssignWriteSpec),
-    "commit": (commit, CommitSpec),
-    "compact": (compact, CompactSpec),
-    "incremental_read": (incremental_read, IncrementalReadSpec),
-    "expire_snapshots": (expire_snapshots, ExpireSpec),
-    "remove_orphan_files": (remove_orphan_files, OrphansSpec),
-}

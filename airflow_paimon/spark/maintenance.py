@@ -13,7 +13,7 @@ from airflow_paimon.engine.table import get_table
 def run_expire_snapshots(spec: ExpireSpec) -> ExpireResult:
     table = get_table(spec.catalog_options, spec.table)
     options = ExpireOptions.of(spec.table, dict(table.table_schema.options), spec.options)
-    return ExpireResult.from_dict(expire_snapshots(table, options, dry_run=spec.dry_run))
+    return expire_snapshots(table, options, dry_run=spec.dry_run)
 
 
 def run_remove_orphan_files(spec: OrphansSpec) -> OrphansResult:
@@ -22,5 +22,5 @@ def run_remove_orphan_files(spec: OrphansSpec) -> OrphansResult:
         raise ValidationError(spec.table, f"older_than_ms must be at least {MIN_ORPHAN_AGE_MS} (one hour): younger "
                               "files may belong to a write, compaction or commit in flight", value=margin_ms)
     table = get_table(spec.catalog_options, spec.table)
-    return OrphansResult.from_dict(remove_orphan_files(table, int(time.time() * 1000) - margin_ms,
-                                                       staging_root=spec.staging_root, dry_run=spec.dry_run))
+    return remove_orphan_files(table, int(time.time() * 1000) - margin_ms, staging_root=spec.staging_root,
+                               dry_run=spec.dry_run)

@@ -161,7 +161,7 @@ def run(m: int, b: int, repeat: int, modes: tuple, out: Path, log=print) -> dict
                 log(f"run {r} {mode}: {json.dumps({k: v for k, v in measured.items() if k != 'results'})}")
     finally:
         if server is not None:
-            from airflow_paimon.operators.submit import stop_process_group
+            from airflow_paimon.spark.submit import stop_process_group
             stop_process_group(server, grace_seconds=60)
         shutil.rmtree(work, ignore_errors=True)
     for mode, runs in result["runs"].items():

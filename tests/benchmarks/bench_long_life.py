@@ -116,7 +116,7 @@ def run_mode(mode: str, args, work: Path, log=print) -> dict:
         if i % args.expire_every == 0:  # a maintenance DAG: Paimon's retention, ages not waited for
             rec["expire_s"], result = timed(lambda: expire_snapshots(get_table(opts, TABLE), ExpireOptions.of(
                 TABLE, {"snapshot.num-retained.min": str(args.retain), "snapshot.time-retained": "0 ms"})))
-            rec["expired_snapshots"] = result["expired_snapshots"]
+            rec["expired_snapshots"] = result.expired_snapshots
         table = get_table(opts, TABLE)
         snapshot = table.snapshot_manager().get_latest_snapshot()
         rec["base_manifests"], rec["delta_manifests"] = manifest_counts(table, snapshot)

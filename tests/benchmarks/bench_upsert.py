@@ -326,7 +326,7 @@ def submit_command(script: str, name: str, args: list[str], conf: dict | None = 
     """What SparkSubmitHook runs for the operators (PaimonSparkJobOperator._submit) on master local[2]: the same
     default conf (``submit_conf``), ``conf`` on top as the operator's ``spark_conf``. ``defaults=False``: a
     plain spark-submit, only the Python interpreter set."""
-    from airflow_paimon.spark.job import submit_conf
+    from airflow_paimon.spark.submit import submit_conf
 
     base = submit_conf(sys.executable)
     if not defaults:

@@ -22,7 +22,7 @@ from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import BootstrapSpec
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.hooks.paimon import PaimonHook
-from airflow_paimon.operators.submit import stop_process_group
+from airflow_paimon.spark.submit import stop_process_group
 from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
 from airflow_paimon.spark.bootstrap import run_bootstrap
 from airflow_paimon.spark.connect import default_parallelism
@@ -221,7 +221,8 @@ def test_on_kill_interrupts_the_connect_job_and_commits_nothing(airflow_home, wa
         session.stop()
     result_uri = str(tmp_path / "result.json")
     thread, outcome = slow_write(op, hook, index.to_dict(), result_uri)
-    assert wait_for(lambda: op._job_run is not None and op._job_run.sessions, 60)
+    assert wait_for(lambda: getattr(op._backend, "job_run", None) is not None and op._backend.job_run.sessions,
+                    60)
     time.sleep(5)  # the source's tasks sleep on the server's two cores
     assert outcome == {}
     op.on_kill()

@@ -26,7 +26,7 @@ from local_runner import bootstrap as rebuild_index
 RUN_JOB = Path(__file__).with_name("run_job.py")
 ROOT = RUN_JOB.parents[2]
 ATTEMPT_TIMEOUT = 180
-JOBS = ("bootstrap", "assign_and_write", "commit", "compact")  # one DAG run, in order
+JOBS = ("bootstrap_index", "assign_and_write", "commit", "compact")  # one DAG run, in order
 
 
 class Attempt:
@@ -84,7 +84,7 @@ def index_content(index_uri: str, snapshot_id: int | None) -> dict[bytes, tuple[
 def assert_index_consistent(p: "Pipeline", scratch: Path) -> int:
     """The next run's bootstrap takes the published index as it is (no rebuild, no catch-up), and that index
     holds exactly what a full rebuild from the table's files holds; returns its key count."""
-    boot = p.run("bootstrap", p.spec("bootstrap", {}, "", ""))
+    boot = p.run("bootstrap_index", p.spec("bootstrap_index", {}, "", ""))
     assert boot["index_decision"] == "reused", boot
     snapshot = latest_snapshot(get_table(p.options, p.table))
     assert boot["base_snapshot_id"] == snapshot.id
@@ -112,10 +112,10 @@ class Pipeline:
     def spec(self, job: str, done: dict, source: str, run_id: str) -> JobSpec:
         """The spec of ``job`` in DAG run ``run_id``, given the results (XCom dicts) of the jobs ``done``."""
         common = {"catalog_options": self.options, "table": self.table}
-        if job == "bootstrap":
+        if job == "bootstrap_index":
             return BootstrapSpec(**common, table_spec=self.table_spec, shards=self.shards, index_root=self.index_root)
         if job == "assign_and_write":
-            boot = done["bootstrap"]
+            boot = done["bootstrap_index"]
             return AssignWriteSpec(**common, source={"path": source}, shards=boot["shards"], dag_id="faults",
                                    run_id=run_id, base_snapshot_id=boot["base_snapshot_id"],
                                    index_uri=boot["index_uri"], row_kind_column="op", staging_root=self.staging_root)

@@ -1,9 +1,9 @@
 """One attempt of a Spark job as its own process, the way spark_jobs/<job>.py runs it under spark-submit:
-read the spec (a JSON file), start a local[1] Spark session with the jobs' submit conf, call the job
-function, write its result as JSON. The fault tests run it with AIRFLOW_PAIMON_CRASH_AT set and
-SIGKILL lands at that point (airflow_paimon/engine/faults.py).
+read the spec (a JSON file) as the job's spec type (engine/jobs.py), start a local[1] Spark session with the
+jobs' submit conf, call the job's Spark function, write its result as JSON. The fault tests run it with
+AIRFLOW_PAIMON_CRASH_AT set and SIGKILL lands at that point (airflow_paimon/engine/faults.py).
 
-    python tests/faults/run_job.py <bootstrap|assign_and_write|commit|compact> SPEC_FILE RESULT_FILE
+    python tests/faults/run_job.py <bootstrap_index|assign_and_write|commit|compact> SPEC_FILE RESULT_FILE
 """
 from __future__ import annotations
 
@@ -12,16 +12,13 @@ import os
 import sys
 
 from airflow_paimon.engine.faults import CRASH_AT
-from airflow_paimon.engine.specs import AssignWriteSpec, BootstrapSpec, CommitSpec, CompactSpec, JobSpec, Wire
-
-SPECS = {"bootstrap": BootstrapSpec, "assign_and_write": AssignWriteSpec, "commit": CommitSpec,
-         "compact": CompactSpec}
-
+from airflow_paimon.engine.jobs import JOBS
+from airflow_paimon.engine.specs import JobSpec, Wire
 
 def spark_session():
     from pyspark.sql import SparkSession
 
-    from airflow_paimon.spark.job import submit_conf
+    from airflow_paimon.spark.submit import submit_conf
 
     builder = SparkSession.builder.master("local[1]").appName("airflow-paimon-fault")
     for key, value in {**submit_conf(sys.executable), "spark.sql.shuffle.partitions": "2",
@@ -32,22 +29,17 @@ def spark_session():
 
 
 def run_in(spark, job: str, spec: JobSpec) -> Wire:
-    """``job`` on ``spec`` with ``spark`` (the commit is driver-only, as in spark_jobs/commit.py)."""
-    from airflow_paimon.engine.commit.run import run_commit
-    from airflow_paimon.spark.assign_write import run_assign_and_write
-    from airflow_paimon.spark.bootstrap import run_bootstrap
-    from airflow_paimon.spark.compact import run_compact
+    """The Spark function of ``job`` on ``spec``, with ``spark`` as its session (None: driver-only)."""
+    from airflow_paimon.spark.job import JobRun, job_running
 
-    if job == "commit":
-        return run_commit(spec)
-    return {"bootstrap": run_bootstrap, "assign_and_write": run_assign_and_write, "compact": run_compact}[job](
-        spark, spec)
+    with job_running(JobRun(None, spark=spark)):
+        return JOBS[job].spark_function()(spec)
 
 
 def main(job: str, spec_file: str, result_file: str) -> None:
     with open(spec_file) as f:
-        spec = SPECS[job].from_dict(json.load(f))
-    result = run_in(None if job == "commit" else spark_session(), job, spec)
+        spec = JOBS[job].spec.from_dict(json.load(f))
+    result = run_in(None if JOBS[job].driver_only else spark_session(), job, spec)
     with open(result_file, "w") as f:
         json.dump(result.to_dict(), f)
 

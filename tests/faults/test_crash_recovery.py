@@ -27,10 +27,10 @@ SEED = 11
 log = logging.getLogger(__name__)
 EXECUTOR_POINTS = {"bootstrap.shard_file_published", "assign_write.task_written", "compact.bucket_rewritten"}
 CASES = [  # (job, crash point, how the bootstrap finds the index)
-    ("bootstrap", "bootstrap.shard_file_published", "rebuild"),
-    ("bootstrap", "bootstrap.before_manifest", "rebuild"),
-    ("bootstrap", "bootstrap.after_manifest", "rebuild"),
-    ("bootstrap", "bootstrap.before_manifest", "catch_up"),
+    ("bootstrap_index", "bootstrap.shard_file_published", "rebuild"),
+    ("bootstrap_index", "bootstrap.before_manifest", "rebuild"),
+    ("bootstrap_index", "bootstrap.after_manifest", "rebuild"),
+    ("bootstrap_index", "bootstrap.before_manifest", "catch_up"),
     ("assign_and_write", "assign_write.task_written", "reuse"),
     ("assign_and_write", "assign_write.before_stage", "reuse"),
     ("assign_and_write", "assign_write.after_stage", "reuse"),
@@ -112,7 +112,7 @@ def test_kill_then_retry_converges(spark, base, tmp_path, job, point, index):
     # the bootstrap's retry redoes what it must: an index published before the kill is taken as it is
     expected_decision = REUSE if point == "bootstrap.after_manifest" else {"rebuild": REBUILD, "catch_up": CATCH_UP,
                                                                         "reuse": REUSE}[index]
-    assert results["bootstrap"]["index_decision"] == expected_decision
+    assert results["bootstrap_index"]["index_decision"] == expected_decision
     # the run's data landed once, as the snapshot right after its base (and its compaction once, after it)
     assert results["commit"]["snapshot_id"] == before_id + 1
     table = get_table(p.options, p.table)

@@ -51,10 +51,11 @@ RUNNER = '''
 import json, subprocess, sys
 from pathlib import Path
 import airflow_paimon
-from airflow_paimon.operators.paimon import spark_job_path
+from airflow_paimon.engine.jobs import JOBS
+from airflow_paimon.operators.backends import entry_script
 
 assert Path(airflow_paimon.__file__).resolve().is_relative_to(Path(sys.prefix).resolve()), airflow_paimon.__file__
-job = spark_job_path("assign_and_write")
+job = entry_script(JOBS["assign_and_write"])
 assert Path(job).resolve().is_relative_to(Path(sys.prefix).resolve()), job
 subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], check=True,
                stdout=subprocess.DEVNULL)

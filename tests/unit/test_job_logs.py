@@ -1,5 +1,5 @@
 """Task logs a person reads: one progress line per job, made from the job's real result (engine/progress.py),
-and the driver JVM's log4j2 configuration (spark/job.py submit_conf). Through a real spark-submit:
+and the driver JVM's log4j2 configuration (spark/submit.py submit_conf). Through a real spark-submit:
 tests/dag/test_task_log.py."""
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pyarrow as pa
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
-from airflow_paimon.engine.progress import progress_line
+from airflow_paimon.engine.jobs import progress_line
 from airflow_paimon.engine.specs import CommitSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from airflow_paimon.spark.job import LOG4J2_CONFIG, SHORT_JOB_JAVA_OPTIONS, submit_conf
+from airflow_paimon.spark.submit import LOG4J2_CONFIG, SHORT_JOB_JAVA_OPTIONS, submit_conf
 from compaction_tables import COLUMNS, compact
 from file_age import age
 from local_runner import bootstrap, bootstrap_result, write_run
@@ -81,16 +81,16 @@ def test_progress_lines_of_real_results(warehouse):
     table = get_table(opts, "db.t")
     expired = expire_snapshots(table, ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1",
                                                                 "snapshot.time-retained": "0 ms"}))
-    assert (expired["expired_snapshots"], expired["earliest_snapshot_id"]) == (2, 3)
-    assert progress_line("expire_snapshots", expired, 2.0) == (
-        f"expire-snapshots db.t: expired 2 snapshots ({expired['deleted_data_files']} data files, "
-        f"{expired['deleted_metadata_files']} metadata files), earliest snapshot 3, 2.0 s")
+    assert (expired.expired_snapshots, expired.earliest_snapshot_id) == (2, 3)
+    assert progress_line("expire_snapshots", expired.to_dict(), 2.0) == (
+        f"expire-snapshots db.t: expired 2 snapshots ({expired.deleted_data_files} data files, "
+        f"{expired.deleted_metadata_files} metadata files), earliest snapshot 3, 2.0 s")
 
     orphan = Path(table.table_path) / "dt=a" / "bucket-0" / "data-never-committed-0.parquet"
     orphan.write_bytes(b"x" * 1234)
     age(str(orphan))
     found = remove_orphan_files(get_table(opts, "db.t"), int(time.time() * 1000) + 60_000, dry_run=True)
-    assert progress_line("remove_orphan_files", found, 0.5) == (
+    assert progress_line("remove_orphan_files", found.to_dict(), 0.5) == (
         "remove-orphan-files db.t: found 1 orphan files (1,234 bytes), 0 stale staging dirs, 0.5 s")
 
 

@@ -181,7 +181,7 @@ def test_rollback_to_a_tag_whose_snapshot_expired(opts, warehouse, index_root):
     write(opts, index_root, RUNS[1:], first=1)
     expired = expire_snapshots(get_table(opts, "db.t"), ExpireOptions.of("db.t", {
         "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}))
-    assert expired["earliest_snapshot_id"] == 3
+    assert expired.earliest_snapshot_id == 3
     tagged = get_table(opts, "db.t").copy({"scan.tag-name": "first"})
     assert_table_equals(tagged, expected_upsert(RUNS[:1], "id"), "id")  # the tag still reads
     result = rollback(opts, "db.t", index_root, to_tag="first")

@@ -52,29 +52,29 @@ def test_expiry_keeps_num_retained_min_and_never_deletes_a_needed_file(warehouse
     reads = snapshot_reads(table)
     options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "3", "snapshot.time-retained": "0 ms"})
     result = expire_snapshots(table, options)  # snapshot 6 still needs every file compaction 7 replaced
-    assert (result["expired_snapshots"], result["deleted_data_files"]) == (5, 0)
+    assert (result.expired_snapshots, result.deleted_data_files) == (5, 0)
     options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "2", "snapshot.time-retained": "0 ms"})
     result = expire_snapshots(get_table({"warehouse": warehouse}, "db.t"), options)
     table = get_table({"warehouse": warehouse}, "db.t")
     kept = table.snapshot_manager().list_snapshots()
-    assert [s.id for s in kept] == [7, 8] and result["expired_snapshots"] == 1
-    assert result["deleted_data_files"] > 0 and result["earliest_snapshot_id"] == 7
+    assert [s.id for s in kept] == [7, 8] and result.expired_snapshots == 1
+    assert result.deleted_data_files > 0 and result.earliest_snapshot_id == 7
     assert_every_needed_file_exists(table, kept)
     for s in kept:  # each retained snapshot reads what it read before expiry
         pd.testing.assert_frame_equal(at(table, **{"scan.snapshot-id": str(s.id)}), reads[s.id])
     pd.testing.assert_frame_equal(read_table(table)[list(expected.columns)].sort_values("id").reset_index(drop=True),
                                   expected, check_dtype=False)
     # expiry left no unreferenced file behind, and a second run is a no-op
-    assert remove_orphan_files(table, NOW_PLUS(), dry_run=True)["orphan_files"] == 0
-    assert expire_snapshots(table, options)["expired_snapshots"] == 0
+    assert remove_orphan_files(table, NOW_PLUS(), dry_run=True).orphan_files == 0
+    assert expire_snapshots(table, options).expired_snapshots == 0
 
 
 def test_time_retained_protects_young_snapshots_and_num_retained_max_caps_them(warehouse, history):
     table, _ = history
     young = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1"})  # default 1 h: all are young
-    assert expire_snapshots(table, young)["expired_snapshots"] == 0
+    assert expire_snapshots(table, young).expired_snapshots == 0
     capped = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "4"})
-    assert expire_snapshots(table, capped)["expired_snapshots"] == 4
+    assert expire_snapshots(table, capped).expired_snapshots == 4
     table = get_table({"warehouse": warehouse}, "db.t")
     assert [s.id for s in table.snapshot_manager().list_snapshots()] == [5, 6, 7, 8]
     assert_every_needed_file_exists(table, table.snapshot_manager().list_snapshots())
@@ -85,9 +85,9 @@ def test_expiry_limit_and_dry_run(warehouse, history):
     options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 s",
                                         "snapshot.expire.limit": "2"})
     files = sum(len(fs) for _, _, fs in os.walk(table.table_path))
-    assert expire_snapshots(table, options, dry_run=True)["expired_snapshots"] == 2
+    assert expire_snapshots(table, options, dry_run=True).expired_snapshots == 2
     assert sum(len(fs) for _, _, fs in os.walk(table.table_path)) == files
-    assert expire_snapshots(table, options)["earliest_snapshot_id"] == 3
+    assert expire_snapshots(table, options).earliest_snapshot_id == 3
 
 
 def test_tagged_snapshot_survives_expiry(warehouse, history):
@@ -130,11 +130,11 @@ def test_orphan_removal_deletes_uncommitted_writes_and_stale_staging_only(wareho
 
     # default margin (a day): the files are too young; the abandoned staging is not
     fresh = remove_orphan_files(table, staging_root=staging_root, dry_run=True)
-    assert (fresh["orphan_files"], fresh["stale_staging_dirs"]) == (0, 1)
+    assert (fresh.orphan_files, fresh.stale_staging_dirs) == (0, 1)
     dry = remove_orphan_files(table, NOW_PLUS(), staging_root=staging_root, dry_run=True)
-    assert dry["orphan_files"] == 2 and os.path.exists(uncommitted)
+    assert dry.orphan_files == 2 and os.path.exists(uncommitted)
     done = remove_orphan_files(table, NOW_PLUS(), staging_root=staging_root)
-    assert (done["orphan_files"], done["stale_staging_dirs"]) == (2, 1)
+    assert (done.orphan_files, done.stale_staging_dirs) == (2, 1)
     assert not os.path.exists(uncommitted) and not os.path.exists(stray_manifest) and not os.path.exists(staging)
     table = get_table({"warehouse": warehouse}, "db.t")
     assert_every_needed_file_exists(table, table.snapshot_manager().list_snapshots())
@@ -165,7 +165,7 @@ def test_expiry_keeps_what_a_streaming_consumer_reads_next(warehouse, history):
     result = expire_snapshots(get_table({"warehouse": warehouse}, "db.t"), options)
     table = get_table({"warehouse": warehouse}, "db.t")
     kept = table.snapshot_manager().list_snapshots()
-    assert [s.id for s in kept] == [4, 5, 6, 7, 8] and result["earliest_snapshot_id"] == 4
+    assert [s.id for s in kept] == [4, 5, 6, 7, 8] and result.earliest_snapshot_id == 4
     assert_every_needed_file_exists(table, kept)
     for s in kept:  # the consumer can still read every snapshot it has not read yet
         pd.testing.assert_frame_equal(at(table, **{"scan.snapshot-id": str(s.id)}), reads[s.id])

@@ -208,14 +208,14 @@ def test_expiry_deletes_manifests_only_expired_snapshots_listed(warehouse):
                                                                "snapshot.time-retained": "0 ms"}))
     table = h.table()
     retained = table.snapshot_manager().list_snapshots()
-    assert [s.id for s in retained] == [s.id for s in h.snapshots()][-4:] and result["expired_snapshots"] > 20
+    assert [s.id for s in retained] == [s.id for s in h.snapshots()][-4:] and result.expired_snapshots > 20
     needed = set().union(*(listed[s.id] for s in retained))
     gone = set().union(*(v for k, v in listed.items() if k < retained[0].id)) - needed
     after = set(os.listdir(manifest_dir))
     assert gone and not gone & after, sorted(gone & after)[:5]  # replaced manifests really deleted
     assert needed <= after and len(after) < len(before) / 3, (len(after), len(before))
     age(table.table_path)  # past orphan removal's one-hour floor
-    assert remove_orphan_files(table, NOW_PLUS(), dry_run=True)["orphan_files"] == 0
+    assert remove_orphan_files(table, NOW_PLUS(), dry_run=True).orphan_files == 0
     for s in retained:
         assert_reads_at(h, s.id)
 
@@ -248,7 +248,7 @@ def test_commit_killed_during_merge_lands_once_after_retry(warehouse, tmp_path, 
     # a killed attempt's manifests are orphans (no snapshot lists them): removed once old, the table reads the same
     age(table.table_path)
     orphans = remove_orphan_files(table, NOW_PLUS())
-    assert orphans["orphan_files"] == (len(leftovers) if merged_only else 0), orphans
+    assert orphans.orphan_files == (len(leftovers) if merged_only else 0), orphans
     assert not leftovers & set(os.listdir(manifest_dir)) if merged_only else leftovers <= set(os.listdir(manifest_dir))
     assert_reads_at(h, before + 1)
 

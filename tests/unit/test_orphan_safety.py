@@ -87,7 +87,7 @@ def test_orphan_removal_during_a_commit_keeps_the_commits_new_files(warehouse, m
     assert len(seen) == 1
     snapshot_id, latest, written, result, kept = seen[0]
     assert (snapshot_id, latest, written) == (2, 1, True)  # in flight: manifest lists written, no snapshot 2 yet
-    assert kept and result["orphan_files"] == 2  # the commit's files stayed; the old strays went meanwhile
+    assert kept and result.orphan_files == 2  # the commit's files stayed; the old strays went meanwhile
     assert not any(os.path.exists(p) for p in strays)
     table = get_table(opts, "db.t")
     assert_table_equals(table, expected_upsert([FIRST, SECOND], "id"), "id")
@@ -104,7 +104,7 @@ def test_orphan_removal_during_a_compaction_commit_keeps_its_rewritten_files(war
         get_table({"warehouse": warehouse}, "db.t"), now_ms())))
     result = compact(table, run_id="c", full=True, scope="table")
     assert result["compacted_buckets"] > 0 and len(seen) == 1
-    assert seen[0]["orphan_files"] == 0
+    assert seen[0].orphan_files == 0
     assert_reads(get_table({"warehouse": warehouse}, "db.t"), warehouse, expected, ["id"])
 
 
@@ -116,7 +116,7 @@ def test_no_file_younger_than_an_hour_is_an_orphan(warehouse):
     young, old = stray_files(table.table_path)
     age(young, 3000)  # 50 minutes
     result = remove_orphan_files(table, now_ms() + 60_000)  # even a cut-off in the future
-    assert result["orphan_files"] == 1 and os.path.exists(young) and not os.path.exists(old)
+    assert result.orphan_files == 1 and os.path.exists(young) and not os.path.exists(old)
 
 
 def test_older_than_below_the_floor_is_refused_before_anything_is_deleted(warehouse):
@@ -157,13 +157,13 @@ def test_file_uri_warehouse_has_no_orphans_when_healthy_and_loses_only_true_ones
     age(table.table_path)
     files = sorted(os.path.join(d, f) for d, _, fs in os.walk(warehouse + "/db.db/t") for f in fs)
     healthy = remove_orphan_files(table, now_ms(), dry_run=True)
-    assert (healthy["orphan_files"], healthy["sample"]) == (0, [])
+    assert (healthy.orphan_files, healthy.sample) == (0, [])
     strays = stray_files(table.table_path)
     dry = remove_orphan_files(table, now_ms(), dry_run=True)
-    assert dry["orphan_files"] == 2 and sorted(normalize(p) for p in dry["sample"]) == sorted(strays)
+    assert dry.orphan_files == 2 and sorted(normalize(p) for p in dry.sample) == sorted(strays)
     assert all(os.path.exists(p) for p in strays)
     done = remove_orphan_files(table, now_ms())
-    assert done["orphan_files"] == 2
+    assert done.orphan_files == 2
     assert sorted(os.path.join(d, f) for d, _, fs in os.walk(warehouse + "/db.db/t") for f in fs) == files
     assert_reads(get_table({"warehouse": uri}, "db.t"), warehouse, expected, ["id"], rust=False)
 

@@ -1,12 +1,12 @@
-"""Which Python the driver and executors run and where spark-submit is found (operators/submit.py)."""
+"""Which Python the driver and executors run and where spark-submit is found (spark/submit.py)."""
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
 
-from airflow_paimon.operators.submit import submit_settings
-from airflow_paimon.spark.job import submit_conf
+from airflow_paimon.spark.submit import submit_settings
+from airflow_paimon.spark.submit import submit_conf
 
 
 def test_local_master_runs_the_workers_interpreter():

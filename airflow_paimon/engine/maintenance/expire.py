@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.maintenance.references import SnapshotReader
+from airflow_paimon.engine.specs import ExpireResult
 from airflow_paimon.engine.table_options import JAVA_INT_MAX, duration_ms, integer
 
 log = logging.getLogger(__name__)
@@ -59,16 +60,17 @@ def expire_until(snapshots: list, options: ExpireOptions, now_ms: int) -> int:
     return max(end, earliest)
 
 
-def expire_snapshots(table, options: ExpireOptions, now_ms: int | None = None, dry_run: bool = False) -> dict:
-    """Expire snapshots of ``table``; returns counters for XCom."""
+def expire_snapshots(table, options: ExpireOptions, now_ms: int | None = None,
+                     dry_run: bool = False) -> ExpireResult:
+    """Expire snapshots of ``table``; returns the counts (the job's result)."""
     if table.branch_manager().branches():
         raise PaimonJobError(f"table {table.identifier.get_full_name()}: has branches; snapshot expiry here only "
                              "knows the main branch")
     manager = table.snapshot_manager()
     snapshots = manager.list_snapshots()
-    result = {"table": table.identifier.get_full_name(), "expired_snapshots": 0, "deleted_data_files": 0,
-              "deleted_metadata_files": 0, "earliest_snapshot_id": snapshots[0].id if snapshots else None,
-              "dry_run": dry_run}
+    result = ExpireResult(table=table.identifier.get_full_name(), expired_snapshots=0, deleted_data_files=0,
+                          deleted_metadata_files=0, earliest_snapshot_id=snapshots[0].id if snapshots else None,
+                          dry_run=dry_run)
     if not snapshots:
         return result
     end = expire_until(snapshots, options, int(time.time() * 1000) if now_ms is None else now_ms)
@@ -91,8 +93,8 @@ def expire_snapshots(table, options: ExpireOptions, now_ms: int | None = None, d
         data |= {p for e in reader.changelog_entries(snap) for p in reader.data_paths(e)}
     metadata = set().union(*(reader.metadata_files(s) for s in expired))
     data, metadata = data - needed.data, metadata - needed.metadata
-    result.update(expired_snapshots=len(expired), deleted_data_files=len(data), deleted_metadata_files=len(metadata),
-                  earliest_snapshot_id=end)
+    result = replace(result, expired_snapshots=len(expired), deleted_data_files=len(data),
+                     deleted_metadata_files=len(metadata), earliest_snapshot_id=end)
     if dry_run:
         return result
     file_io = table.file_io
@@ -103,5 +105,5 @@ def expire_snapshots(table, options: ExpireOptions, now_ms: int | None = None, d
     for snap in expired:
         file_io.delete_quietly(manager.get_snapshot_path(snap.id))
     file_io.overwrite_file_utf8(f"{manager.snapshot_dir}/EARLIEST", str(end))
-    log.debug("%s: expired snapshots %s..%s", result["table"], expired[0].id, expired[-1].id)
+    log.debug("%s: expired snapshots %s..%s", result.table, expired[0].id, expired[-1].id)
     return result

@@ -23,7 +23,7 @@ from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.staging import abandoned, data_file_paths, load, runs
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.maintenance.references import References, SnapshotReader, normalize
-from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, STAGING_RETENTION_SECONDS
+from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, STAGING_RETENTION_SECONDS, OrphansResult
 
 log = logging.getLogger(__name__)
 DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
@@ -96,8 +96,8 @@ def stale_staging(table_staging: str, now_s: float, older_than_ms: int) -> list[
 
 
 def remove_orphan_files(table, older_than_ms: int | None = None, staging_root: str | None = None,
-                        dry_run: bool = False) -> dict:
-    """Delete orphans (unless ``dry_run``); returns counters for XCom."""
+                        dry_run: bool = False) -> OrphansResult:
+    """Delete orphans (unless ``dry_run``); returns the counts and a sample (the job's result)."""
     if older_than_ms is None:
         older_than_ms = int(time.time() * 1000) - DEFAULT_OLDER_THAN_MS
     identifier, now_s = table.identifier.get_full_name(), time.time()
@@ -113,6 +113,5 @@ def remove_orphan_files(table, older_than_ms: int | None = None, staging_root: s
             storage.delete_dir_within(table_staging, path)
     log.debug("%s: %s orphan files (%s bytes), %s stale staging dirs%s", identifier, len(orphans),
               sum(s for _, s in orphans), len(staged), " (dry run)" if dry_run else "")
-    return {"table": identifier, "orphan_files": len(orphans), "orphan_bytes": sum(s for _, s in orphans),
-            "stale_staging_dirs": len(staged), "dry_run": dry_run,
-            "sample": [p for p, _ in orphans[:20]]}
+    return OrphansResult(table=identifier, orphan_files=len(orphans), orphan_bytes=sum(s for _, s in orphans),
+                         stale_staging_dirs=len(staged), dry_run=dry_run, sample=[p for p, _ in orphans[:20]])

@@ -1,5 +1,7 @@
-"""How a job is submitted, apart from the job itself: which Python the driver and executors run, where
-``spark-submit`` is found, and how a killed task takes its Spark processes down with it.
+"""How a job is submitted, apart from the job itself: the Spark conf it gets, which Python the driver and
+executors run, where ``spark-submit`` is found, and how a killed task takes its Spark processes down with it.
+Used by the spark-submit backend (airflow_paimon/operators/backends.py), the Spark Connect session conf
+(spark/connect.py) and the Connect server (spark/connect_server.py); imports nothing of Airflow or Spark.
 
 Settings, first found wins:
 - Python of the executors: the operator's ``spark_conf["spark.pyspark.python"]``, the Spark connection's
@@ -22,8 +24,48 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PYTHON, DRIVER_PYTHON = "spark.pyspark.python", "spark.pyspark.driver.python"
+
+# The driver JVM of a short job: C1 only (no C2 compiler threads competing for the cores) and the serial GC.
+# Cuts 2-3 s off every spark-submit on 2 cores (tests/benchmarks/README.md); replace it via spark_conf for big drivers.
+SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+DRIVER_JAVA_OPTIONS, LOG_LEVEL = "spark.driver.extraJavaOptions", "spark.log.level"
+# Our log4j2 configuration of the driver JVM: Spark's lines below spark.log.level never reach the task log, not
+# even those printed before Spark applies that level (JVM start, SparkContext's first lines).
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def submit_conf(python: str | None, driver_python: str | None = None,
+                spark_conf: dict[str, Any] | None = None) -> dict[str, str]:
+    """The Spark conf a job is submitted with: ours, the user's ``spark_conf`` on top (the operator's; the
+    benchmarks' too). ``python``: the interpreter of the Python workers (None: Spark's default),
+    ``driver_python``: the driver's (default ``python``); see submit_settings below.
+
+    A ``spark.driver.extraJavaOptions`` of the user's replaces SHORT_JOB_JAVA_OPTIONS, but the driver still
+    gets our log4j2 configuration, in front (a ``-Dlog4j2.configurationFile`` of the user's comes later and wins)."""
+    pythons = {"spark.pyspark.python": python, "spark.pyspark.driver.python": driver_python or python}
+    conf = {**{k: v for k, v in pythons.items() if v},
+            # No Spark UI: these jobs are short, the Airflow UI shows their logs and result.
+            "spark.ui.enabled": "false",
+            # Python workers fork from a daemon that imported what they need once (airflow_paimon/spark/daemon.py)
+            "spark.python.daemon.module": "airflow_paimon.spark.daemon",
+            DRIVER_JAVA_OPTIONS: SHORT_JOB_JAVA_OPTIONS,
+            # Timestamps never depend on the host's time zone (a user's spark_conf may still set another)
+            "spark.sql.session.timeZone": "UTC",
+            # Spark's own INFO lines (stages, block managers, ...) drown the task log; the operators log one
+            # progress line per job. spark_conf {"spark.log.level": "INFO"} brings them back.
+            LOG_LEVEL: "WARN",
+            **(spark_conf or {})}
+    ours = log4j2_java_options(conf[LOG_LEVEL] or "WARN")
+    conf[DRIVER_JAVA_OPTIONS] = f"{ours} {conf[DRIVER_JAVA_OPTIONS] or ''}".rstrip()
+    return conf
+
+
+def log4j2_java_options(level: str) -> str:
+    """The driver's JVM options for our log4j2 configuration at ``level`` (a file URI: no space to quote)."""
+    return f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -Dairflow_paimon.spark.log.level={level}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,132 @@
+"""How an operator's job runs, as the Apache Spark provider's deployment modes: one backend per kind of Spark
+connection, each submitting the job, waiting for it to end and leaving its result (or its error) in the result
+file, and each able to kill it.
+
+- ``spark`` connection → SparkSubmitBackend: ``spark-submit spark_jobs/<job>.py`` through SparkSubmitHook, the
+  job's driver in its own process (client deploy mode).
+- ``spark_connect`` connection → ConnectBackend: the job runs in the task process as a Spark Connect client of
+  the connection's server (no driver JVM, no interpreter start).
+
+Imported when a task runs, never while a DAG file is parsed.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, Callable
+
+from airflow.exceptions import AirflowException
+
+from airflow_paimon.engine.jobs import Job
+from airflow_paimon.spark.connect import CONN_TYPE as CONNECT_CONN_TYPE
+
+
+class JobBackend(ABC):
+    """Runs one job of engine/jobs.py on a spec dict; the result goes to ``result_uri`` (the job writes it)."""
+
+    def __init__(self, job: Job, table: str):
+        self.job, self.table = job, table
+
+    @abstractmethod
+    def run(self, spec: dict, result_uri: str) -> str | None:
+        """Submit the job on ``spec`` and wait for its end: None when it succeeded, else why it failed (the
+        result file then holds the job's own error, if it got as far as writing one)."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """Stop the running job (called from the task's on_kill); it commits nothing."""
+
+
+def entry_script(job: Job) -> str:
+    """The entry script of ``job``: the checkout's spark_jobs/, else the copy packaged with the wheel."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here.parent / "spark_jobs" / job.script, here / "_spark_jobs" / job.script):
+        if candidate.exists():
+            return str(candidate)
+    raise FileNotFoundError(f"Spark job {job.script} not found next to {here}")
+
+
+class SparkSubmitBackend(JobBackend):
+    """spark-submit of the job's entry script. The spec (catalog options: keys, tokens) goes in a private file
+    whose path is the only argument, never on the command line; the job deletes the file once read, and so
+    does this backend when the job ends however it ends. The driver reads that file, so it must run here:
+    cluster deploy mode is refused."""
+
+    def __init__(self, job: Job, table: str, conn_id: str, connection, spark_conf: dict[str, Any],
+                 spark_bin_dir: str | None = None, extra_conf: Callable[[dict], dict] | None = None):
+        super().__init__(job, table)
+        self.conn_id, self.spark_conf = conn_id, spark_conf
+        self.extras = connection.extra_dejson
+        self.deploy_mode = self.extras.get("deploy-mode")
+        if self.deploy_mode == "cluster":
+            raise AirflowException(f"{job.name} for table {table}: cluster deploy mode is not supported (the driver "
+                                   "reads its spec from a private file on this worker); use client")
+        self.master, self.spark_bin_dir = connection.host, spark_bin_dir
+        self.extra_conf = extra_conf  # conf added on top (OpenLineage's, lineage.py)
+        self.hook = None  # the running spark-submit's SparkSubmitHook
+
+    def run(self, spec: dict, result_uri: str) -> str | None:
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        from airflow_paimon.spark.job import spec_file
+        from airflow_paimon.spark.submit import submit_conf, submit_settings
+
+        settings = submit_settings(self.extras, self.master, self.deploy_mode, self.spark_conf, self.spark_bin_dir)
+        conf = submit_conf(settings.python, settings.driver_python, self.spark_conf)
+        if self.extra_conf is not None:
+            conf = self.extra_conf(conf)
+        with spec_file(spec) as spec_path:
+            self.hook = SparkSubmitHook(conn_id=self.conn_id, conf=conf, name=f"paimon-{self.job.name}-{self.table}",
+                                        application_args=["--spec-file", spec_path, "--result-uri", result_uri])
+            try:
+                # Its own session: kill() stops the spark-submit JVM and every Python process under it together.
+                self.hook.submit(application=entry_script(self.job), env=settings.env, start_new_session=True)
+            except AirflowException as e:
+                return str(e)
+        return None
+
+    def kill(self) -> None:
+        """SIGTERM the spark-submit's process group (its JVM, the Python driver and workers), then the hook's
+        own on_kill (a driver on a cluster, YARN application, K8s pod)."""
+        from airflow_paimon.spark.submit import stop_process_group
+
+        if self.hook is None:
+            return
+        stop_process_group(getattr(self.hook, "_submit_sp", None))
+        self.hook.on_kill()
+
+
+class ConnectBackend(JobBackend):
+    """The job in the task process as a client of the ``spark_connect`` connection's server; its Spark work runs
+    on the server's executors, and the spec never leaves memory."""
+
+    def __init__(self, job: Job, table: str, conn_id: str, spark_conf: dict[str, Any]):
+        super().__init__(job, table)
+        self.conn_id, self.spark_conf = conn_id, spark_conf
+        self.job_run = None  # the running job's JobRun (spark/job.py)
+
+    def run(self, spec: dict, result_uri: str) -> str | None:
+        from airflow_paimon.spark.connect import connection_url
+        from airflow_paimon.spark.job import JobRun, execute_job
+
+        self.job_run = JobRun(result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
+        if not execute_job(self.job.spark_function(), self.job.spec, spec, self.job_run):
+            return "Spark Connect job failed"
+        return None
+
+    def kill(self) -> None:
+        """Interrupt the job's sessions on the server and release them (JobRun.kill)."""
+        if self.job_run is not None:
+            self.job_run.kill()
+
+
+def backend_for(job: Job, table: str, conn_id: str, spark_conf: dict[str, Any], spark_bin_dir: str | None = None,
+                extra_conf: Callable[[dict], dict] | None = None) -> JobBackend:
+    """The backend of the Spark connection ``conn_id``'s type: ``spark_connect`` → ConnectBackend, else
+    SparkSubmitBackend (``extra_conf``, ``spark_bin_dir``: spark-submit's only)."""
+    from airflow.sdk import BaseHook
+
+    connection = BaseHook.get_connection(conn_id)
+    if connection.conn_type == CONNECT_CONN_TYPE:
+        return ConnectBackend(job, table, conn_id, spark_conf)
+    return SparkSubmitBackend(job, table, conn_id, connection, spark_conf, spark_bin_dir, extra_conf)
