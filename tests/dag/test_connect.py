@@ -22,11 +22,11 @@ from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import BootstrapSpec
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.hooks.paimon import PaimonHook
-from airflow_paimon.spark.submit import stop_process_group
 from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
 from airflow_paimon.spark.bootstrap import run_bootstrap
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.connect_server import TOKEN_ENV
+from airflow_paimon.spark.submit import stop_process_group
 from compaction_tables import batches, cross_partition_table
 from dag.dagrun import run_dag, use_warehouse
 from dag.test_kill import SLOW_SOURCE, processes_with, slow_write, wait_for
