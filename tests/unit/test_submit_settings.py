@@ -5,8 +5,7 @@ import os
 import sys
 from pathlib import Path
 
-from airflow_paimon.spark.submit import submit_settings
-from airflow_paimon.spark.submit import submit_conf
+from airflow_paimon.spark.submit import submit_conf, submit_settings
 
 
 def test_local_master_runs_the_workers_interpreter():
