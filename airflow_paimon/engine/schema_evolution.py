@@ -17,6 +17,7 @@ import pyarrow as pa
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 from pypaimon.schema.schema_change import SchemaChange
 
+from airflow_paimon.engine.table_alter import parse_type, widens
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.specs import SCHEMA_EVOLUTIONS
 
@@ -25,8 +26,6 @@ log = logging.getLogger(__name__)
 NONE, ADD_COLUMNS, WIDEN = SCHEMA_EVOLUTIONS
 # Names Paimon's data files or this provider's pipelines use for their own columns
 _RESERVED = ("_KEY_", "_SEQUENCE_NUMBER", "_VALUE_KIND", "_ROW_ID", "_key", "_order", "_bucket", "_row_kind")
-_INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
-_STRING_LENGTH = 2147483647  # STRING is VARCHAR(2147483647)
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ def plan_for_source(table, identifier: str, columns: list[Column], mode: str) ->
         if existing is None:
             changes.append(_add(identifier, c))
         elif (mode == WIDEN and c.type is not None and c.name.lower() not in keys and _widens(existing.type, c.type)
-              and _root(c.type)[0] != "VARCHAR"):
+              and parse_type(_sql(c.type)).root != "VARCHAR"):
             changes.append(SchemaChange.update_column_type(existing.name, _nullable(c.type), keep_nullability=True))
     return changes
 
@@ -224,30 +223,9 @@ def _sql(t) -> str:
     return re.sub(r"\s+", " ", str(t).replace(" NOT NULL", "")).strip().upper().replace("INTEGER", "INT")
 
 
-def _root(t) -> tuple[str, tuple[int, ...]]:
-    """(type name, parameters): VARCHAR(n) and STRING as ("VARCHAR", (n,))."""
-    sql = _sql(t)
-    m = re.fullmatch(r"([A-Z_]+)\s*(?:\(([\d,\s]*)\))?", sql)
-    if not m:
-        return sql, ()
-    name, params = m.group(1), tuple(int(p) for p in (m.group(2) or "").replace(" ", "").split(",") if p)
-    if name == "STRING":
-        return "VARCHAR", (_STRING_LENGTH,)
-    return name, params
-
-
 def _widens(old, new) -> bool:
-    """Whether ``new`` is strictly wider than ``old`` in a way every Paimon reader casts old files to."""
-    (a, old_params), (b, new_params) = _root(old), _root(new)
-    if a in _INTEGERS and b in _INTEGERS:
-        return _INTEGERS.index(b) > _INTEGERS.index(a)
-    if (a, b) == ("FLOAT", "DOUBLE"):
-        return True
-    if a == b == "VARCHAR" and len(old_params) == len(new_params) == 1:
-        return new_params[0] > old_params[0]
-    if a == b == "DECIMAL" and len(old_params) == len(new_params) == 2:
-        return new_params[1] == old_params[1] and new_params[0] > old_params[0]
-    return False
+    """engine/table_alter.py's widening rule, for pypaimon types."""
+    return widens(_sql(old), _sql(new))
 
 
 def _column_of(change) -> str:

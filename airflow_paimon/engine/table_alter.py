@@ -18,7 +18,7 @@ MAX_DECIMAL_PRECISION = 38
 # Options that decide where a row lives or how rows merge: files written under the old value would be wrong
 # under the new one. Paimon's own immutable options (CoreOptions.IMMUTABLE_OPTIONS) are refused too.
 FIXED_OPTIONS = ("bucket", "bucket-key", "merge-engine", "primary-key", "partition", "sequence.field")
-WIDENINGS = {"INT": "BIGINT", "FLOAT": "DOUBLE"}
+INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")  # each widens to any later one
 
 
 @dataclass(frozen=True)
@@ -52,20 +52,30 @@ def parse_type(sql: str) -> SqlType:
     return SqlType(root, params, nullable)
 
 
+def widens(old_type: str, new_type: str) -> bool:
+    """The one widening rule (ALTER and write-time schema evolution): ``new_type`` is strictly wider than
+    ``old_type`` in a way every Paimon reader casts old files to — a longer integer (TINYINT → … → BIGINT),
+    FLOAT → DOUBLE, VARCHAR(n) → VARCHAR(m > n) or STRING, DECIMAL(p, s) → DECIMAL(p' > p, s)."""
+    old, new = parse_type(old_type), parse_type(new_type)
+    if old.root in INTEGERS and new.root in INTEGERS:
+        return INTEGERS.index(new.root) > INTEGERS.index(old.root)
+    if (old.root, new.root) == ("FLOAT", "DOUBLE"):
+        return True
+    if old.root == new.root == "VARCHAR" and len(old.params) == len(new.params) == 1:
+        return new.params[0] > old.params[0]
+    return (old.root == new.root == "DECIMAL" and len(old.params) == len(new.params) == 2
+            and new.params[1] == old.params[1] and old.params[0] < new.params[0] <= MAX_DECIMAL_PRECISION)
+
+
 def check_column_change(table: str, name: str, old_type: str, new_type: str) -> bool:
     """Whether changing column ``name`` from ``old_type`` to ``new_type`` is a change (False: the same type);
-    ValidationError naming the table, column and types when it is not a widening this provider allows:
-    INT → BIGINT, FLOAT → DOUBLE, VARCHAR(n) → VARCHAR(m > n) or STRING, DECIMAL(p, s) → DECIMAL(p' > p, s).
-    Nullability is the column's own and is not changed."""
+    ValidationError naming the table, column and types when it is not a widening (``widens``). Nullability is
+    the column's own and is not changed."""
     old, new = parse_type(old_type), parse_type(new_type)
     if (old.root, old.params) == (new.root, new.params):
         return False
-    widened = (WIDENINGS.get(old.root) == new.root and not new.params
-               or old.root == new.root == "VARCHAR" and new.params[0] > old.params[0]
-               or old.root == new.root == "DECIMAL" and len(old.params) == len(new.params) == 2
-               and new.params[1] == old.params[1] and old.params[0] < new.params[0] <= MAX_DECIMAL_PRECISION)
-    if not widened:
-        raise ValidationError(table, f"cannot change type {old} to {new}: only INT → BIGINT, FLOAT → DOUBLE, "
+    if not widens(old_type, new_type):
+        raise ValidationError(table, f"cannot change type {old} to {new}: only a longer integer, FLOAT → DOUBLE, "
                                      "VARCHAR(n) → VARCHAR(m > n) or STRING and DECIMAL(p, s) → DECIMAL(p' > p, s) "
                                      "are allowed (never a narrowing or another type)", column=name, value=new_type)
     return True
