@@ -67,6 +67,10 @@ def s3_catalog_options(monkeypatch, tmp_path):
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    # moto keeps its buckets in process-wide state, not in the server: a fresh server of a later test in the
+    # same pytest worker would see this one's warehouse (a table of another shape); moto's reset endpoint clears it
+    import urllib.request
+    urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST"), timeout=30)
     options = {"warehouse": "s3://lake/warehouse", "fs.s3.endpoint": f"http://{host}:{port}",
                "fs.s3.accessKeyId": "paimon-test-key", "fs.s3.accessKeySecret": "paimon-test-secret",
                "fs.s3.region": "us-east-1", "fs.s3.path-style-access": "true"}
