@@ -8,7 +8,8 @@ from pypaimon.schema.schema_change import Move, SchemaChange
 
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.layout import check_segment
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table, open_catalog
+from airflow_paimon.engine.catalog import open_catalog
+from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.table_alter import AlterPlan, plan_alter, resulting_options
 from airflow_paimon.engine.table_options import TableColumns, check_options
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 from pypaimon.schema.schema_change import SchemaChange
 
+from airflow_paimon.engine.catalog import open_catalog
 from airflow_paimon.engine.table_alter import parse_type, widens
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.specs import SCHEMA_EVOLUTIONS
@@ -157,8 +158,6 @@ def evolve(catalog_options: dict, identifier: str, table, plan) -> object:
     """Apply ``plan(table)``'s changes as one new schema; the table handle at the schema written with.
     A failed alter is judged against the table as it is then: if another attempt made the same change
     meanwhile, nothing is left to do."""
-    from airflow_paimon.engine.table import open_catalog  # engine/table.py evolves declared tables with this module
-
     changes = plan(table)
     if not changes:
         return table

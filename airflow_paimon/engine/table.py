@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pypaimon import CatalogFactory, Schema
+from pypaimon import Schema
 from pypaimon.catalog.catalog_exception import TableNotExistException
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.catalog import open_catalog
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.schema_evolution import NONE as NO_EVOLUTION, check_mode as schema_evolution_mode
@@ -49,11 +49,6 @@ class TableSpec:
             fields.append(pa.field(name, PyarrowFieldParser.from_paimon_type(paimon_type),
                                    nullable=name not in self.primary_keys))
         return pa.schema(fields)
-
-
-def open_catalog(catalog_options: dict):
-    storage.configure(catalog_options)  # index, staging and result files: the same store, same credentials
-    return CatalogFactory.create(dict(catalog_options))
 
 
 def get_table(catalog_options: dict, identifier: str):

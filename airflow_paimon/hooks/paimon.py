@@ -102,7 +102,7 @@ class PaimonHook(BaseHook):
 
     def test_connection(self) -> tuple[bool, str]:
         try:
-            from airflow_paimon.engine.table import open_catalog
+            from airflow_paimon.engine.catalog import open_catalog
             databases = open_catalog(self.catalog_options()).list_databases()
             return True, f"warehouse {self.warehouse} reachable; databases: {databases}"
         except Exception as e:

@@ -11,7 +11,7 @@ from airflow_paimon.engine.compact.strategy import CompactOptions
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.shapes import shape_of
-from airflow_paimon.engine.table import open_catalog
+from airflow_paimon.engine.catalog import open_catalog
 
 MAX_SNAPSHOTS = 30  # newest first; older ones are one click away in Paimon's own tools
 MAX_INDEXES = 10

@@ -13,7 +13,8 @@ from airflow_paimon.engine.index.run import bootstrap_index
 from airflow_paimon.engine.scan import added_entries, latest_snapshot, live_entries
 from airflow_paimon.engine.schema_evolution import evolve, plan_for_source, source_columns
 from airflow_paimon.engine.specs import BootstrapSpec
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table, open_catalog
+from airflow_paimon.engine.catalog import open_catalog
+from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from compaction_tables import compact, rust_read
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from local_runner import LocalIndexTasks, bootstrap, bootstrap_result, upsert, write_run
