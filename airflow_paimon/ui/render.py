@@ -75,7 +75,8 @@ def table_page(v: TableView, root: str) -> str:
             + "</div>")
     chart = f"<div class='card'><h2>Records over snapshots</h2><p class='muted'>Paimon's record counts: old versions and deletes count until compaction merges them; the index holds one key per live row.</p>{records_chart(list(reversed(v.snapshots)))}</div>"
     return page(f"Paimon · {v.identifier}", head + chart + _snapshots(v) + "<div class='cols'>" + _schema(v)
-                + _index(v) + "</div>" + _buckets(v) + _staged(v))
+                + _index(v) + "</div>" + "<div class='cols'>" + _schema_versions(v) + _tags(v) + "</div>"
+                + _buckets(v) + _staged(v))
 
 
 def records_chart(snaps: list[SnapshotRow], width: int = 900, height: int = 220) -> str:
@@ -136,6 +137,22 @@ def _schema(v: TableView) -> str:
     opts = ", ".join(f"<code>{_text(k)}={_text(val)}</code>" for k, val in sorted(v.options.items()))
     return (f"<div class='card'><h2>Schema</h2><table><tr><th>column</th><th>type</th><th>key</th></tr>{rows}</table>"
             f"<p class='muted'>options: {opts or '—'}</p></div>")
+
+
+def _schema_versions(v: TableView) -> str:
+    rows = "".join(f"<tr><td class='n'>{_n(s.id)}</td><td>{_time(s.time_millis)}</td>"
+                   f"<td>{'<br>'.join(_text(c) for c in s.changes)}</td></tr>" for s in v.schemas)
+    return ("<div class='card'><h2>Schema versions</h2><table id='schemas'><tr><th class='n'>id</th>"
+            "<th>time (UTC)</th><th>what changed</th></tr>" + rows + "</table></div>")
+
+
+def _tags(v: TableView) -> str:
+    if not v.tags:
+        return "<div class='card'><h2>Tags</h2><p class='muted'>No tags.</p></div>"
+    rows = "".join(f"<tr><td><code>{_text(t.name)}</code></td><td class='n'>{_n(t.snapshot_id)}</td>"
+                   f"<td>{_time(t.time_millis)}</td></tr>" for t in v.tags)
+    return ("<div class='card'><h2>Tags</h2><table id='tags'><tr><th>tag</th><th class='n'>snapshot</th>"
+            "<th>snapshot time (UTC)</th></tr>" + rows + "</table></div>")
 
 
 def _index(v: TableView) -> str:

@@ -16,6 +16,8 @@ from airflow_paimon.engine.catalog import open_catalog
 MAX_SNAPSHOTS = 30  # newest first; older ones are one click away in Paimon's own tools
 MAX_INDEXES = 10
 MAX_BUCKETS = 40  # the most indebted buckets
+MAX_SCHEMAS = 20
+MAX_TAGS = 30
 
 
 @dataclass
@@ -62,6 +64,20 @@ class StagedRow:
 
 
 @dataclass
+class SchemaRow:
+    id: int
+    time_millis: int
+    changes: list[str]  # against the schema before it; the first one: "created"
+
+
+@dataclass
+class TagRow:
+    name: str
+    snapshot_id: int
+    time_millis: int  # the tagged snapshot's
+
+
+@dataclass
 class TableView:
     conn_id: str
     identifier: str
@@ -78,6 +94,8 @@ class TableView:
     compaction_trigger: int = 5
     indexes: list[IndexRow] = field(default_factory=list)
     staged: list[StagedRow] = field(default_factory=list)
+    schemas: list[SchemaRow] = field(default_factory=list)  # newest first
+    tags: list[TagRow] = field(default_factory=list)
     indebted: int = 0  # buckets at or past the trigger: the next compaction rewrites them
 
     @property
@@ -112,6 +130,7 @@ def table_view(hook, conn_id: str, identifier: str, runs_by_commit_user: dict) -
     view.snapshots = _snapshots(table, latest, runs_by_commit_user)
     _buckets(view, table, latest)
     view.indexes = _indexes(layout.index_dir(hook.index_root(), identifier))
+    view.schemas, view.tags = schema_versions(table), tags(table)
     committed = {s.commit_user for s in view.snapshots}
     view.staged = [s for s in _staged(layout.staging_dir(hook.staging_root(), identifier), runs_by_commit_user)
                    if s.commit_user not in committed]
@@ -129,6 +148,44 @@ def _snapshots(table, latest, runs_by_commit_user) -> list[SnapshotRow]:
         rows.append(SnapshotRow(s.id, s.commit_kind, s.time_millis, s.commit_user, s.commit_identifier,
                                 s.delta_record_count, s.total_record_count, runs_by_commit_user.get(s.commit_user)))
     return rows
+
+
+def schema_versions(table) -> list[SchemaRow]:
+    """Paimon's schema files, newest first, each with what changed against the one before."""
+    schemas = sorted(table.schema_manager.list_all(), key=lambda s: s.id)
+    rows = [SchemaRow(s.id, s.time_millis, schema_changes(prev, s))
+            for prev, s in zip([None, *schemas], schemas)]
+    return list(reversed(rows))[:MAX_SCHEMAS]
+
+
+def schema_changes(before, after) -> list[str]:
+    """Columns added / dropped / retyped and options set / reset, by field id (a rename keeps the id)."""
+    if before is None:
+        return ["created"]
+    old, new = {f.id: f for f in before.fields}, {f.id: f for f in after.fields}
+    changes = [f"added {f.name} {f.type}" for i, f in new.items() if i not in old]
+    changes += [f"dropped {f.name}" for i, f in old.items() if i not in new]
+    for i in new.keys() & old.keys():
+        a, b = old[i], new[i]
+        if a.name != b.name:
+            changes.append(f"renamed {a.name} to {b.name}")
+        if str(a.type) != str(b.type):
+            changes.append(f"{b.name}: {a.type} to {b.type}")
+    o, n = dict(before.options), dict(after.options)
+    changes += [f"set {k}={v}" for k, v in sorted(n.items()) if o.get(k) != v]
+    changes += [f"reset {k}" for k in sorted(o.keys() - n.keys())]
+    return changes or ["no column or option change"]
+
+
+def tags(table) -> list[TagRow]:
+    """Paimon's tags, the newest snapshot first."""
+    manager, rows = table.tag_manager(), []
+    for name in manager.list_tags():
+        tag = manager.get(name)
+        if tag is not None:
+            rows.append(TagRow(name, tag.id, tag.time_millis))
+    rows.sort(key=lambda t: (-t.snapshot_id, t.name))
+    return rows[:MAX_TAGS]
 
 
 def _buckets(view: TableView, table, latest) -> None:
