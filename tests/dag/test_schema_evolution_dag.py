@@ -56,3 +56,32 @@ def test_a_new_source_column_is_added_by_the_dag(airflow_home, warehouse, monkey
     assert xcoms["upsert.bootstrap_index"]["index_decision"] in ("reused", "caught_up")
     if missing() is None:
         assert_java_reads_as_pypaimon(warehouse, "db.t", ["id"])
+
+
+def test_example_dag_day_three_brings_a_new_column(airflow_home, warehouse, monkeypatch):
+    """dags/paimon_customers_evolving.py over three days; day 3's feed has an ``email`` column."""
+    from paimon_customers_evolving import TABLE, dag
+
+    use_warehouse(monkeypatch, warehouse)
+    feed = airflow_home["sources"] / "customers"
+    feed.mkdir(parents=True, exist_ok=True)
+    days = ["2026-11-01", "2026-11-02", "2026-11-03"]
+    batches = [
+        pd.DataFrame({"customer_id": [1, 2, 3], "name": ["ann", "bo", "cy"], "country": ["NL", "DE", "FR"],
+                      "score": [1.0, 2.0, 3.0]}),
+        pd.DataFrame({"customer_id": [2, 4], "name": ["bo", "di"], "country": ["AT", "BE"], "score": [2.5, 4.0]}),
+        pd.DataFrame({"customer_id": [3, 5], "name": ["cy", "ed"], "country": ["FR", "ES"], "score": [3.5, 5.0],
+                      "email": ["cy@x", None]}),
+    ]
+    for day, batch in zip(days, batches):
+        batch.to_parquet(feed / f"{day}.parquet", index=False)
+        run, states, xcoms = run_dag(dag, day)
+        assert run.state == "success", states
+    table = get_table({"warehouse": warehouse}, TABLE)
+    assert [f.name for f in table.table_schema.fields] == ["customer_id", "name", "country", "score", "email"]
+    schema_dir = os.path.join(warehouse, "demo.db", "customers", "schema")
+    assert sorted(os.listdir(schema_dir)) == ["schema-0", "schema-1"]  # one change, on day 3 only
+    expected = expected_upsert([b.assign(email=None) for b in batches[:2]] + [batches[2]], "customer_id")
+    assert_table_equals(table, expected, "customer_id")  # customers 1, 2, 4: email null
+    if missing() is None:
+        assert_java_reads_as_pypaimon(warehouse, TABLE, ["customer_id"])
