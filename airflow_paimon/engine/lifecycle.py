@@ -9,6 +9,7 @@ from pypaimon.schema.schema_change import Move, SchemaChange
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.layout import check_segment
 from airflow_paimon.engine.catalog import open_catalog
+from airflow_paimon.engine.schema_commit import alter_exclusively
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.table_alter import AlterPlan, plan_alter, resulting_options
 from airflow_paimon.engine.table_options import TableColumns, check_options
@@ -33,22 +34,27 @@ def alter_table(catalog_options: dict, identifier: str, set_options: dict | None
     apply → no new schema (``changed: False``)."""
     from pypaimon.common.options.core_options import CoreOptions
 
+    def missing(table) -> AlterPlan:  # what of the ALTER the table, as it is now, does not have
+        known = TableColumns.of_table(table)
+        options = {str(k): str(v) for k, v in table.table_schema.options.items()}
+        plan = plan_alter(identifier, known.columns, list(known.primary_keys), list(known.partition_keys), options,
+                          set_options, reset_options, add_columns, widen_columns,
+                          immutable=frozenset(CoreOptions.IMMUTABLE_OPTIONS))
+        if plan:
+            columns = {**known.columns, **dict(plan.add_columns), **dict(plan.widen_columns)}
+            check_options(identifier, resulting_options(options, plan),
+                          TableColumns(columns, known.primary_keys, known.partition_keys))
+        return plan
+
     table = get_table(catalog_options, identifier)
-    known = TableColumns.of_table(table)
-    options = {str(k): str(v) for k, v in table.table_schema.options.items()}
-    plan = plan_alter(identifier, known.columns, list(known.primary_keys), list(known.partition_keys), options,
-                      set_options, reset_options, add_columns, widen_columns,
-                      immutable=frozenset(CoreOptions.IMMUTABLE_OPTIONS))
+    plan = missing(table)
     if plan:
-        columns = {**known.columns, **dict(plan.add_columns), **dict(plan.widen_columns)}
-        check_options(identifier, resulting_options(options, plan),
-                      TableColumns(columns, known.primary_keys, known.partition_keys))
-        try:
-            open_catalog(catalog_options).alter_table(identifier, _schema_changes(identifier, plan))
+        try:  # planned again on top of any schema another writer creates meanwhile (engine/schema_commit.py)
+            table = alter_exclusively(open_catalog(catalog_options), identifier,
+                                      lambda t: _schema_changes(identifier, missing(t)))
         except (RuntimeError, ValueError) as e:  # pypaimon's own checks, after ours
             raise ValidationError(identifier, f"Paimon refused the ALTER ({'; '.join(plan.describe())}): "
                                               f"{e.__cause__ or e}") from None
-        table = get_table(catalog_options, identifier)
     return {"table": identifier, "schema_id": table.table_schema.id, "changed": bool(plan),
             "changes": plan.describe()}
 

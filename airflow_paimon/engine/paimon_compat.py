@@ -48,6 +48,10 @@ REQUIRED = (
             "call local_file: the snapshot file's local path (engine/commit/snapshot_commit.py)"),
     Private("pypaimon.snapshot.renaming_snapshot_commit:RenamingSnapshotCommit", "_commit_latest_hint",
             ("snapshot_id",), "call commit_latest_hint: ExclusiveSnapshotCommit (engine/commit/snapshot_commit.py)"),
+    Private("pypaimon.schema.schema_manager:SchemaManager", "_generate_table_schema", ("old_table_schema", "changes"),
+            "call next_schema: engine/schema_commit.py"),
+    Private("pypaimon.schema.schema_manager:SchemaManager", "_to_schema_path", ("schema_id",),
+            "call schema_path: engine/schema_commit.py"),
 )
 
 
@@ -87,3 +91,13 @@ def commit_latest_hint(snapshot_manager, snapshot_id: int) -> None:
     from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
 
     RenamingSnapshotCommit(snapshot_manager)._commit_latest_hint(snapshot_id)
+
+
+def next_schema(schema_manager, latest, changes):
+    """The TableSchema ``changes`` make of ``latest`` (id latest.id + 1), as pypaimon's commit_changes builds it."""
+    return schema_manager._generate_table_schema(latest, changes)
+
+
+def schema_path(schema_manager, schema_id: int) -> str:
+    """Where schema ``schema_id`` lives (``<table>/schema/schema-<id>``)."""
+    return schema_manager._to_schema_path(schema_id)

@@ -18,6 +18,7 @@ from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 from pypaimon.schema.schema_change import SchemaChange
 
 from airflow_paimon.engine.catalog import open_catalog
+from airflow_paimon.engine.schema_commit import alter_exclusively
 from airflow_paimon.engine.table_alter import parse_type, widens
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.specs import SCHEMA_EVOLUTIONS
@@ -156,24 +157,16 @@ def evolve_for_source(spec, table, source_schema) -> object:
 
 def evolve(catalog_options: dict, identifier: str, table, plan) -> object:
     """Apply ``plan(table)``'s changes as one new schema; the table handle at the schema written with.
-    A failed alter is judged against the table as it is then: if another attempt made the same change
-    meanwhile, nothing is left to do."""
+    Planned again on the table as it is whenever another writer's schema lands first (engine/schema_commit.py):
+    a retry, or a racing writer that made the same change, leaves nothing to do."""
     changes = plan(table)
     if not changes:
         return table
-    catalog = open_catalog(catalog_options)
     try:
-        catalog.alter_table(identifier, changes)
-    except Exception as e:  # noqa: BLE001 - pypaimon wraps every refusal in RuntimeError
-        table = catalog.get_table(identifier)
-        left = plan(table)
-        if not left:
-            return table
-        if isinstance(e.__cause__, ValueError):  # Paimon refuses the change itself
-            raise ValidationError(identifier, f"Paimon refuses the schema change: {e.__cause__}",
-                                  column=_column_of(left[0])) from None
-        raise
-    table = catalog.get_table(identifier)
+        table = alter_exclusively(open_catalog(catalog_options), identifier, plan)
+    except ValueError as e:  # Paimon refuses the change itself
+        raise ValidationError(identifier, f"Paimon refuses the schema change: {e}",
+                              column=_column_of(changes[0])) from None
     log.info("table %s evolved to schema %s: %s", identifier, table.table_schema.id,
              "; ".join(_describe(c) for c in changes))
     return table
