@@ -187,3 +187,44 @@ class PaimonRollbackOperator(PaimonTableOperator):
         result = rollback(hook.catalog_options(), self.table, hook.index_root(), to_snapshot, to_tag)
         storage.write_bytes_atomic(marker, json.dumps(result).encode())
         return {**result, "already_rolled_back": False}
+
+
+class PaimonExpirePartitionsOperator(PaimonTableOperator):
+    """Drop the partitions of ``table`` that are older than the table's ``partition.expiration-time`` (or
+    ``expiration_time``, a Paimon duration such as ``"30 d"``), as Paimon's partition expiry does: a partition's
+    time is read from its values (``partition.timestamp-pattern``, ``partition.timestamp-formatter``) and it
+    expires when that time is before ``now - expiration time``. ``now`` (templated) defaults to the DAG run's
+    data interval end, else its logical date, else the current time (UTC): a backfilled run expires what the
+    scheduled one would have. All expired partitions go in one OVERWRITE snapshot, exactly once per DAG run (a
+    retry finds it); the next bootstrap-index rebuilds the key index. ``dry_run`` lists them and commits nothing.
+
+    Returns ``{"table", "snapshot_id", "expired_partitions", "already_committed", "dry_run"}``."""
+
+    template_fields: Sequence[str] = ("table", "now", "expiration_time")
+
+    def __init__(self, *, now: str | None = None, expiration_time: str | None = None, dry_run: bool = False,
+                 **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.now, self.expiration_time, self.dry_run = now, expiration_time, dry_run
+
+    def run(self, context, hook: PaimonHook) -> dict:
+        import pendulum
+
+        from airflow_paimon.engine.commit.identity import CommitIdentity
+        from airflow_paimon.engine.partition_expiry import expire_partitions
+        from airflow_paimon.engine.table_options import duration_ms
+
+        if self.now not in (None, "", "None"):
+            try:
+                now = pendulum.parse(str(self.now))
+            except Exception:  # noqa: BLE001 - pendulum raises several types
+                raise ValidationError(self.table, "now must be a date or timestamp", value=self.now) from None
+        else:
+            now = context.get("data_interval_end") or context.get("logical_date") or pendulum.now("UTC")
+        now = pendulum.instance(now).in_timezone("UTC").naive() if now.tzinfo else now
+        expiration = None
+        if self.expiration_time not in (None, "", "None"):
+            expiration = duration_ms(self.table, {"expiration_time": self.expiration_time}, "expiration_time", None)
+        ti = context["ti"]
+        identity = CommitIdentity.for_run(ti.dag_id, ti.run_id, self.table + ":expire-partitions")
+        return expire_partitions(hook.catalog_options(), self.table, identity, now, expiration, self.dry_run)

@@ -134,3 +134,40 @@ def test_a_cleared_rollback_does_not_roll_back_again(airflow_home, warehouse, mo
     assert again.run_id == run.run_id and again.state == "success"
     assert done["already_rolled_back"] is True and done["deleted_snapshots"] == [2]
     assert_table_equals(get_table(opts, "db.t"), expected_upsert([BATCHES[0], BATCHES[2]], "id"), "id")
+
+
+def test_expire_partitions_in_a_dag_run(airflow_home, warehouse, monkeypatch):
+    """Daily partitions 2026-01-01..05; the run of 2026-01-06 (Airflow 3's cron schedule: data interval end =
+    logical date = 01-06 00:00; cut-off 01-04)
+    drops 01-01..03 in one OVERWRITE snapshot; its second task finds that snapshot; the next write re-inserts a
+    key of a dropped partition exactly once."""
+    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from paimon_lifecycle_dags import expire
+
+    use_warehouse(monkeypatch, warehouse)
+    opts = {"warehouse": warehouse}
+    spec = TableSpec.from_dict({**SCHEMA_E, "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}})
+    get_or_create_table(opts, "db.e", spec)
+    days = [f"2026-01-0{d}" for d in range(1, 6)]
+    first = pd.DataFrame({"id": range(10), "dt": [d for d in days for _ in (0, 1)], "v": [float(i) for i in range(10)]})
+    index_root = layout.default_root(warehouse, "index")
+    upsert(bootstrap(opts, "db.e", index_root, 2), pa.Table.from_pandas(first, schema=spec.arrow_schema(),
+                                                                         preserve_index=False), run_id="load")
+    run, states, xcoms = run_dag(expire, "2026-01-06")
+    assert run.state == "success", states
+    gone = [{"dt": d} for d in days[:3]]
+    assert xcoms["expire"] == {"table": "db.e", "snapshot_id": 2, "expired_partitions": gone,
+                               "already_committed": False, "dry_run": False}
+    assert xcoms["expire_again"] == {**xcoms["expire"], "already_committed": True}
+    kept = first[first.dt >= "2026-01-04"]
+    assert_table_equals(get_table(opts, "db.e"), kept, "id")
+    back = pd.DataFrame({"id": [0, 9], "dt": ["2026-01-05", "2026-01-05"], "v": [100.0, 109.0]})
+    upsert(bootstrap(opts, "db.e", index_root, 2), pa.Table.from_pandas(back, schema=spec.arrow_schema(),
+                                                                         preserve_index=False), run_id="after")
+    assert_table_equals(get_table(opts, "db.e"), expected_upsert([kept, back], "id"), "id")
+    if missing() is None:
+        assert_java_reads_as_pypaimon(warehouse, "db.e", ["id"])
+
+
+SCHEMA_E = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
+            "partition_keys": ["dt"]}

@@ -6,7 +6,8 @@ import pendulum
 from airflow.sdk import DAG
 
 from airflow_paimon.operators.lifecycle import (PaimonAlterTableOperator, PaimonCreateTableOperator,
-                                                PaimonCreateTagOperator, PaimonRollbackOperator)
+                                                PaimonCreateTagOperator, PaimonExpirePartitionsOperator,
+                                                PaimonRollbackOperator)
 from airflow_paimon.operators.paimon import PaimonCommitOperator
 
 SCHEMA = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
@@ -59,3 +60,8 @@ with DAG("test_lifecycle_rollback", schedule=None, start_date=START, params={"to
          default_args={"retries": 2}) as roll_back:
     PaimonRollbackOperator(task_id="rollback", table="db.t", to_tag="{{ params.to_tag }}") >> PaimonRollbackOperator(
         task_id="rollback_again", table="db.t", to_tag="{{ params.to_tag }}")
+
+# daily: the partitions more than 2 days older than the run's data interval end go, once per run
+with DAG("test_lifecycle_expire", schedule="@daily", start_date=START, default_args={"retries": 2}) as expire:
+    PaimonExpirePartitionsOperator(task_id="expire", table="db.e", expiration_time="2 d") >> \
+        PaimonExpirePartitionsOperator(task_id="expire_again", table="db.e", expiration_time="2 d")
