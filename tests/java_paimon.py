@@ -53,11 +53,12 @@ def reader_classpath() -> str:
     return f"{home / 'classes'}{os.pathsep}{home / 'wheel' / JAR}"
 
 
-def java_read(warehouse: str, table: str = "db.t", snapshot_id: int | None = None) -> pd.DataFrame:
-    """Every row Java Paimon reads from ``table`` (its latest snapshot, or ``snapshot_id``)."""
+def java_read(warehouse: str, table: str = "db.t", snapshot_id: int | None = None,
+              tag: str | None = None) -> pd.DataFrame:
+    """Every row Java Paimon reads from ``table`` (its latest snapshot, or ``snapshot_id``, or the tag named)."""
     args = ["java", "-cp", reader_classpath(), "PaimonRead", warehouse, table]
-    out = subprocess.run(args + ([str(snapshot_id)] if snapshot_id is not None else []), capture_output=True,
-                         text=True, timeout=300)
+    which = [f"tag:{tag}"] if tag is not None else [str(snapshot_id)] if snapshot_id is not None else []
+    out = subprocess.run(args + which, capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
         raise AssertionError(f"Java Paimon could not read {table}: {out.stderr[-3000:]}")
     return pd.DataFrame([json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")])
@@ -81,16 +82,20 @@ def _normal(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def assert_java_reads_as_pypaimon(warehouse: str, table: str, keys: list[str], snapshot_id: int | None = None):
-    """Java Paimon reads exactly the rows pypaimon reads (no key twice); returns Java's rows."""
+def assert_java_reads_as_pypaimon(warehouse: str, table: str, keys: list[str], snapshot_id: int | None = None,
+                                  tag: str | None = None):
+    """Java Paimon reads exactly the rows pypaimon reads (no key twice); returns Java's rows. ``tag``: Java reads
+    the tag by name (``scan.tag-name``), pypaimon the tagged snapshot."""
     from airflow_paimon.engine.table import get_table
     from oracle import read_table
 
     ours = get_table({"warehouse": warehouse}, table)
+    if tag is not None:
+        snapshot_id = ours.tag_manager().get_or_throw(tag).id
     if snapshot_id is not None:
         ours = ours.copy({"scan.snapshot-id": str(snapshot_id)})
     expected = _normal(read_table(ours))
-    actual = java_read(warehouse, table, snapshot_id)
+    actual = java_read(warehouse, table, None if tag is not None else snapshot_id, tag)
     if expected.empty:
         assert actual.empty, actual.head()
         return actual

@@ -1,5 +1,5 @@
 // Java Paimon (the reference implementation) reads a table: every row of its latest snapshot (or of the
-// snapshot given), one JSON object per line on stdout. Args: warehouse database.table [snapshot-id]
+// snapshot or tag given), one JSON object per line on stdout. Args: warehouse database.table [snapshot-id | tag:name]
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -28,7 +28,8 @@ public class PaimonRead {
         Table table = catalog.getTable(Identifier.fromString(args[1]));
         if (args.length > 2) {
             Map<String, String> dynamic = new HashMap<>();
-            dynamic.put("scan.snapshot-id", args[2]);
+            if (args[2].startsWith("tag:")) dynamic.put("scan.tag-name", args[2].substring(4));
+            else dynamic.put("scan.snapshot-id", args[2]);
             table = table.copy(dynamic);
         }
         List<DataField> fields = table.rowType().getFields();

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from compaction_tables import batches, compact, cross_partition_table, rust_read
+from compaction_tables import COLUMNS, batches, compact, cross_partition_table, rust_read
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from local_runner import bootstrap, upsert
 from oracle import assert_table_equals
@@ -67,3 +67,22 @@ def test_fixed_bucket_table(warehouse):
                pa.Table.from_pandas(frame, schema=spec.arrow_schema(), preserve_index=False), run_id=f"r{i}")
     rows = assert_java_reads_as_pypaimon(warehouse, "db.t", ["id", "dt"])
     assert len(rows) == len(pd.concat(data).drop_duplicates(["id", "dt"]))
+
+
+def test_a_tag_by_name(warehouse):
+    """A tag made by PaimonCreateTagOperator's engine call: Java Paimon reads it by name (scan.tag-name) as the
+    tagged snapshot, after later writes moved and updated its keys."""
+    from airflow_paimon.engine.lifecycle import create_tag
+
+    data = batches(3, seed=9)
+    table, expected = cross_partition_table(warehouse, data[:1])
+    create_tag({"warehouse": warehouse}, "db.t", "day-1")
+    tagged = assert_java_reads_as_pypaimon(warehouse, "db.t", ["id"], tag="day-1")
+    assert len(tagged) == len(expected)
+    schema = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id"]}).arrow_schema()
+    for i, batch in enumerate(data[1:]):
+        upsert(bootstrap({"warehouse": warehouse}, "db.t", warehouse + "/.index", 2),
+               pa.Table.from_pandas(batch, schema=schema, preserve_index=False), run_id=f"later-{i}")
+    latest = assert_java_reads_as_pypaimon(warehouse, "db.t", ["id"])
+    assert_java_reads_as_pypaimon(warehouse, "db.t", ["id"], tag="day-1")  # still the tagged state
+    assert not latest.reset_index(drop=True).equals(tagged.reset_index(drop=True))
