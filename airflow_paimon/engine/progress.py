@@ -14,11 +14,12 @@ from airflow_paimon.engine.specs import (AssignWriteResult, BootstrapResult, Com
 
 
 def describe_bootstrap(r: BootstrapResult) -> str:
+    how = ", decided from table metadata (no Spark job)" if r.decided_by == "metadata" else ""
     if r.index_decision == "not_needed":
-        return f"no global index needed ({r.reason})"
+        return f"no global index needed ({r.reason}){how}"
     read = f", {r.data_files_read:,} data files read" if r.data_files_read else ""
     return (f"index {r.index_decision.replace('_', ' ')} {_at(r.base_snapshot_id)} ({r.reason}), "
-            f"{r.keys:,} keys in {r.shards:,} shards{read}")
+            f"{r.keys:,} keys in {r.shards:,} shards{read}{how}")
 
 
 def _at(snapshot_id: int | None) -> str:

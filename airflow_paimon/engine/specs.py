@@ -88,6 +88,7 @@ class BootstrapResult(Wire):
     index_decision: str  # reused | caught_up | rebuilt | not_needed (engine/index/bootstrap.py)
     reason: str
     data_files_read: int
+    decided_by: str = "spark"  # "metadata": decided in the task from table metadata, no Spark job submitted
 
 
 # --- assign-and-write ------------------------------------------------------------------------------------------

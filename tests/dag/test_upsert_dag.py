@@ -38,6 +38,9 @@ def test_daily_dag_three_batches_match_oracle(airflow_home, warehouse, monkeypat
         assert run.state == "success", states
         assert xcoms["commit"]["snapshot_id"] == i + 1 and not xcoms["commit"]["already_committed"]
         assert xcoms["bootstrap_index"]["base_snapshot_id"] == (i or None)
+        # day 1 builds the index in a Spark job; later days reuse it, decided from metadata without Spark
+        assert (xcoms["bootstrap_index"]["decided_by"], xcoms["bootstrap_index"]["index_decision"]) == (
+            ("spark", "rebuilt") if i == 0 else ("metadata", "reused"))
         assert xcoms["assign_and_write"]["moved_keys"] == moved
         assert xcoms["assign_and_write"]["rows_in"] == len(batch)
         assert_table_equals(get_table({"warehouse": warehouse}, TABLE), expected_upsert(batches[: i + 1], "order_id"),

@@ -47,17 +47,22 @@ class IndexTasks(Protocol):
         shard s, all together, to ``apply(s, rows)``; the ShardMetas it returns."""
 
 
-def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks) -> BootstrapResult:
+def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapResult | None:
+    """The bootstrap. ``tasks`` None: decide from table metadata alone (the operator, before it would submit a
+    Spark job): the result when the index is reused or not needed, None when shards must be built or caught up
+    (nothing written then but what the job would also do first: creating or evolving the declared table)."""
     identifier, shards = spec.table, spec.shards
     table_spec = TableSpec.from_dict(spec.table_spec) if spec.table_spec else None
     table = get_or_create_table(spec.catalog_options, identifier, table_spec, spec.schema_evolution)
     shape = shape_of(table)
     if not shape.needs_index:
-        return _no_index_needed(table, shape, shards)
+        return _no_index_needed(table, shape, shards, "metadata" if tasks is None else "spark")
     table_uri = layout.index_dir(spec.index_root, identifier)
     plan = plan_bootstrap(table, table_uri, shards)
     log.debug("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.decision, plan.reason)
 
+    if tasks is None and plan.decision != REUSE:
+        return None
     files_read = 0
     if plan.decision == REUSE:
         manifest = plan.base
@@ -75,10 +80,11 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks) -> BootstrapResult:
     clean_up(table_uri)
     return BootstrapResult(table=identifier, shards=shards, base_snapshot_id=plan.snapshot_id, index_uri=table_uri,
                            keys=manifest.keys, reused=plan.decision == REUSE, index_decision=plan.decision,
-                           reason=plan.reason, data_files_read=files_read)
+                           reason=plan.reason, data_files_read=files_read,
+                           decided_by="metadata" if tasks is None else "spark")
 
 
-def _no_index_needed(table, shape: TableShape, shards: int) -> BootstrapResult:
+def _no_index_needed(table, shape: TableShape, shards: int, decided_by: str) -> BootstrapResult:
     """Fixed buckets hash the key, dynamic buckets keep Paimon's own HASH index, append tables have no key:
     the base snapshot is all the next task needs. Unsupported shapes are refused here, before any work."""
     shape.check(table)
@@ -86,7 +92,7 @@ def _no_index_needed(table, shape: TableShape, shards: int) -> BootstrapResult:
     return BootstrapResult(table=table.identifier.get_full_name(), shards=shards,
                            base_snapshot_id=snapshot.id if snapshot else None, index_uri=None, keys=0, reused=True,
                            index_decision=NOT_NEEDED, reason=f"{shape.name} table needs no global index",
-                           data_files_read=0)
+                           data_files_read=0, decided_by=decided_by)
 
 
 def _schema_of(table) -> dict:

@@ -1,0 +1,50 @@
+"""The bootstrap decided from table metadata (tasks=None, what PaimonBootstrapIndexOperator does before it would
+submit a Spark job): a reusable index or a table that needs none gives the job's own result, marked
+``decided_by: metadata``; anything that needs shards built or caught up gives None (the job runs)."""
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+
+from airflow_paimon.engine.index.run import bootstrap_index
+from airflow_paimon.engine.specs import BootstrapSpec
+from airflow_paimon.engine.table import TableSpec, get_or_create_table
+from local_runner import bootstrap, bootstrap_result, upsert
+
+CROSS = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
+                             "partition_keys": ["dt"], "options": {"bucket": "-1"}})
+FIXED = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
+                             "options": {"bucket": "2"}})
+
+
+def _decide(opts, index_root):
+    return bootstrap_index(BootstrapSpec(catalog_options=opts, table="db.t", shards=2, index_root=index_root), None)
+
+
+def _batch(spec, ids, dt="a"):
+    return pa.Table.from_pandas(pd.DataFrame({"id": ids, "dt": dt, "v": 1.0}), schema=spec.arrow_schema(),
+                                preserve_index=False)
+
+
+def test_cross_partition_reuse_is_decided_from_metadata_and_work_is_not(warehouse):
+    opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
+    get_or_create_table(opts, "db.t", CROSS)
+    assert _decide(opts, index_root) is None  # no index yet: a rebuild, the job's work
+    upsert(bootstrap(opts, "db.t", index_root, 2), _batch(CROSS, [1, 2, 3]), run_id="r1")  # publishes snapshot 1's
+    decided = _decide(opts, index_root)
+    job = bootstrap_result(opts, "db.t", index_root, 2)  # what the job computes at the same state
+    assert decided.decided_by == "metadata" and job.decided_by == "spark"
+    assert decided.to_dict() == {**job.to_dict(), "decided_by": "metadata"}
+    assert (decided.index_decision, decided.keys, decided.base_snapshot_id) == ("reused", 3, 1)
+
+    # another writer (its index elsewhere) committed snapshot 2: catching up is work for the job
+    upsert(bootstrap(opts, "db.t", warehouse + "/.other-index", 2), _batch(CROSS, [9], dt="b"), run_id="other")
+    assert _decide(opts, index_root) is None
+    assert bootstrap_result(opts, "db.t", index_root, 2).index_decision == "caught_up"
+
+
+def test_fixed_bucket_needs_no_index_and_no_job(warehouse):
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", FIXED)
+    decided = _decide(opts, warehouse + "/.index")
+    assert (decided.index_decision, decided.decided_by, decided.base_snapshot_id) == ("not_needed", "metadata", None)
