@@ -47,7 +47,8 @@ def describe_commit(r: CommitResult) -> str:
 
 def describe_compact(r: CompactResult) -> str:
     if not r.compacted_buckets:
-        return f"nothing to compact {_at(r.snapshot_id)}"
+        how = ", decided from table metadata (no Spark job)" if r.decided_by == "metadata" else ""
+        return f"nothing to compact {_at(r.snapshot_id)}{how}"
     return (f"snapshot {r.snapshot_id} COMPACT, {r.compacted_buckets:,} buckets, {r.files_before:,} files -> "
             f"{r.files_after:,}" + (" (committed by an earlier try)" if r.already_committed else ""))
 

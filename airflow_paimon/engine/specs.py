@@ -181,6 +181,7 @@ class CompactResult(Wire):
     files_after: int
     already_committed: bool
     base_snapshot_id: int | None = None  # the input snapshot (the commit's, or the latest when standalone)
+    decided_by: str = "spark"  # "metadata": nothing due (or done before), decided in the task, no Spark job
 
 
 # --- maintenance -----------------------------------------------------------------------------------------------

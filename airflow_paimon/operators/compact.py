@@ -86,6 +86,13 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
                            partition_filter=self.partition_filter or None, dag_id=dag_run.dag_id,
                            run_id=dag_run.run_id)
 
+    def decide_from_metadata(self, spec: dict) -> dict | None:
+        """Nothing due, or this run's compaction committed by an earlier try: decided here from the snapshot
+        and manifest files, without starting Spark (≈10 s of a spark-submit)."""
+        from airflow_paimon.engine.compact.run import decide_compaction
+
+        return self._decided(lambda: decide_compaction(CompactSpec.from_dict(spec)))
+
     def execute(self, context) -> dict:
         result = super().execute(context)
         compacted = CompactResult.from_dict(result)

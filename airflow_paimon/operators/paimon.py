@@ -160,6 +160,18 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         there is work, submit the job. Default: always submit."""
         return None
 
+    def _decided(self, decide) -> dict | None:
+        """``decide()``'s result as a dict: a refusal fails the task as the job's would; anything else unexpected
+        (say, a store only the cluster reaches) leaves the decision to the job."""
+        try:
+            result = decide()
+        except ValidationError as e:
+            raise AirflowFailException(f"{self.job} for table {self.table} failed: {e}") from None
+        except Exception as e:  # noqa: BLE001 - the Spark job decides (and reports) instead
+            self.log.warning("%s: deciding from metadata failed (%s); submitting the job", self.table, e)
+            return None
+        return None if result is None else result.to_dict()
+
     def _submit(self, spec: dict, result_uri: str, context=None) -> None:
         """Run the job through the backend of the Spark connection's type (operators/backends.py) and raise
         its error when it failed. Secret catalog options are masked in whatever the job prints."""
@@ -234,18 +246,10 @@ class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
     def decide_from_metadata(self, spec: dict) -> dict | None:
         """An index of the latest snapshot to reuse, or a table that needs none (fixed buckets, dynamic buckets):
         decided here from the snapshot files and the index manifest, without starting Spark (≈9 s of a
-        spark-submit). A refusal fails the task as the job's would; anything else unexpected leaves the
-        decision to the job."""
+        spark-submit)."""
         from airflow_paimon.engine.index.run import bootstrap_index
 
-        try:
-            result = bootstrap_index(BootstrapSpec.from_dict(spec), None)
-        except ValidationError as e:
-            raise AirflowFailException(f"{self.job} for table {self.table} failed: {e}") from None
-        except Exception as e:  # noqa: BLE001 - the Spark job decides (and reports) instead
-            self.log.warning("%s: deciding from metadata failed (%s); submitting the job", self.table, e)
-            return None
-        return None if result is None else result.to_dict()
+        return self._decided(lambda: bootstrap_index(BootstrapSpec.from_dict(spec), None))
 
 
 class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):

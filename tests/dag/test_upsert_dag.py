@@ -41,6 +41,9 @@ def test_daily_dag_three_batches_match_oracle(airflow_home, warehouse, monkeypat
         # day 1 builds the index in a Spark job; later days reuse it, decided from metadata without Spark
         assert (xcoms["bootstrap_index"]["decided_by"], xcoms["bootstrap_index"]["index_decision"]) == (
             ("spark", "rebuilt") if i == 0 else ("metadata", "reused"))
+        # compaction starts Spark only when it has buckets to rewrite
+        compacted = xcoms["compact"]
+        assert compacted["decided_by"] == ("spark" if compacted["compacted_buckets"] else "metadata"), compacted
         assert xcoms["assign_and_write"]["moved_keys"] == moved
         assert xcoms["assign_and_write"]["rows_in"] == len(batch)
         assert_table_equals(get_table({"warehouse": warehouse}, TABLE), expected_upsert(batches[: i + 1], "order_id"),

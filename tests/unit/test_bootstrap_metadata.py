@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from airflow_paimon.engine.index.run import bootstrap_index
 from airflow_paimon.engine.specs import BootstrapSpec
-from airflow_paimon.engine.table import TableSpec, get_or_create_table
+from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, bootstrap_result, upsert
 
 CROSS = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
@@ -48,3 +48,28 @@ def test_fixed_bucket_needs_no_index_and_no_job(warehouse):
     get_or_create_table(opts, "db.t", FIXED)
     decided = _decide(opts, warehouse + "/.index")
     assert (decided.index_decision, decided.decided_by, decided.base_snapshot_id) == ("not_needed", "metadata", None)
+
+
+def _compact_spec(opts, snapshot_id, run_id="c", **kwargs):
+    from airflow_paimon.engine.specs import CompactSpec
+
+    return CompactSpec(catalog_options=opts, table="db.t", dag_id="dag", run_id=run_id, snapshot_id=snapshot_id,
+                       **kwargs)
+
+
+def test_compaction_not_due_or_done_is_decided_from_metadata(warehouse):
+    """Compaction: nothing due → the job's "nothing" result without Spark; due → None (the job rewrites); this
+    run's compaction committed by an earlier try → that snapshot, without Spark."""
+    from airflow_paimon.engine.compact.run import decide_compaction
+    from compaction_tables import compact
+
+    opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
+    get_or_create_table(opts, "db.t", CROSS)
+    upsert(bootstrap(opts, "db.t", index_root, 2), _batch(CROSS, [1, 2, 3]), run_id="r1")
+    quiet = decide_compaction(_compact_spec(opts, 1))
+    assert (quiet.compacted_buckets, quiet.snapshot_id, quiet.decided_by) == (0, 1, "metadata")
+    assert decide_compaction(_compact_spec(opts, 1, full=True)) is None  # a full compaction has work
+    done = compact(get_table(opts, "db.t"), run_id="c", snapshot_id=1, full=True)
+    again = decide_compaction(_compact_spec(opts, 1, full=True))  # the same run's retry finds its snapshot
+    assert again.already_committed and again.snapshot_id == done["snapshot_id"] == 2
+    assert again.decided_by == "metadata"

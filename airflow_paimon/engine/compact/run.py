@@ -15,7 +15,7 @@ from airflow_paimon.engine.compact.rewrite import rewrite_bucket
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.specs import SCOPES
+from airflow_paimon.engine.specs import SCOPES, CompactResult, CompactSpec
 from airflow_paimon.engine.table_options import check_table
 
 log = logging.getLogger(__name__)
@@ -33,8 +33,9 @@ def compact_task(table, work: BucketCompaction) -> bytes:
 
 def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | None, *, full: bool = False,
                    scope: str = "snapshot", partition_filter: dict | None = None,
-                   execute: Callable[[list[BucketCompaction]], list[bytes]]) -> dict:
-    """Compact ``table``; returns the compact XCom dict (snapshot_id is the input id when nothing was due)."""
+                   execute: Callable[[list[BucketCompaction]], list[bytes]] | None) -> dict | None:
+    """Compact ``table``; returns the compact XCom dict (snapshot_id is the input id when nothing was due).
+    ``execute`` None: decide from metadata only — None when buckets would have to be rewritten."""
     identifier = table.identifier.get_full_name()
     _validate(table, scope, partition_filter)
     result = {"table": identifier, "base_snapshot_id": input_snapshot_id}
@@ -52,6 +53,8 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
     if not plan.buckets:
         log.debug("%s: nothing to compact", identifier)
         return nothing
+    if execute is None:
+        return None
     messages = [decode_message(table, m) for m in execute(plan.buckets)]
     crash_point("compact.before_commit")
     try:
@@ -76,3 +79,15 @@ def _validate(table, scope: str, partition_filter: dict | None) -> None:
             raise ValidationError(identifier, "partition filter names a column that is not a partition key",
                                   column=key)
     check_table(table, compaction=True)  # its own options, maybe set by another engine
+
+
+def decide_compaction(spec: CompactSpec) -> CompactResult | None:
+    """The compact job's result when table metadata decides it (nothing due, or this run's compaction committed
+    by an earlier try), without rewriting anything; None when buckets must be rewritten (the job's work)."""
+    from airflow_paimon.engine.table import get_table
+
+    table = get_table(spec.catalog_options, spec.table)
+    result = run_compaction(table, compaction_identity(spec.dag_id, spec.run_id, spec.table), spec.snapshot_id,
+                            full=spec.full, scope=spec.scope, partition_filter=spec.partition_filter, execute=None)
+    return None if result is None else CompactResult.from_dict({**result, "table": spec.table,
+                                                                 "decided_by": "metadata"})
