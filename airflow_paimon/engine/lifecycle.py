@@ -47,16 +47,17 @@ def alter_table(catalog_options: dict, identifier: str, set_options: dict | None
         return plan
 
     table = get_table(catalog_options, identifier)
-    plan = missing(table)
+    plan, schema_id = missing(table), table.table_schema.id
     if plan:
         try:  # planned again on top of any schema another writer creates meanwhile (engine/schema_commit.py)
-            table = alter_exclusively(open_catalog(catalog_options), identifier,
-                                      lambda t: _schema_changes(identifier, missing(t)))
+            table, created = alter_exclusively(open_catalog(catalog_options), identifier,
+                                               lambda t: _schema_changes(identifier, missing(t)))
         except (RuntimeError, ValueError) as e:  # pypaimon's own checks, after ours
             raise ValidationError(identifier, f"Paimon refused the ALTER ({'; '.join(plan.describe())}): "
                                               f"{e.__cause__ or e}") from None
-    return {"table": identifier, "schema_id": table.table_schema.id, "changed": bool(plan),
-            "changes": plan.describe()}
+        # the schema this ALTER created (a racing writer's may be newer already)
+        schema_id = created if created is not None else table.table_schema.id
+    return {"table": identifier, "schema_id": schema_id, "changed": bool(plan), "changes": plan.describe()}
 
 
 def _schema_changes(identifier: str, plan: AlterPlan) -> list:

@@ -23,25 +23,27 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 20  # each lost race means another writer's schema landed: progress, not a livelock
 
 
-def alter_exclusively(catalog, identifier: str, plan: Callable[[object], list]):
+def alter_exclusively(catalog, identifier: str, plan: Callable[[object], list]) -> tuple[object, int | None]:
     """Apply ``plan(table)`` (the SchemaChanges still missing, judged on the table as it is) as one new schema;
-    the table handle after it. Nothing missing → no new schema. Raises what pypaimon raises for a change it
+    (the table handle after it, the id of the schema this call created — None when nothing was missing). The
+    handle may already be at a later schema of another writer. Raises what pypaimon raises for a change it
     refuses (ValueError / RuntimeError), before anything is written."""
     for _ in range(MAX_ATTEMPTS):
         table = catalog.get_table(identifier)
         changes = plan(table)
         if not changes:
-            return table
+            return table, None
         if not isinstance(catalog, FileSystemCatalog):  # a REST catalog's server orders schema changes
             catalog.alter_table(identifier, changes)
-            return catalog.get_table(identifier)
+            table = catalog.get_table(identifier)
+            return table, table.table_schema.id
         manager = table.schema_manager
         new = paimon_compat.next_schema(manager, manager.latest(), changes)
         path = paimon_compat.schema_path(manager, new.id)
         if isinstance(manager.file_io, LocalFileIO):  # file:// URIs: the local path
             path = str(paimon_compat.local_file(manager.file_io, path))
         if storage.write_bytes_if_absent(path, JSON.to_json(new, indent=2).encode("utf-8")):
-            return catalog.get_table(identifier)
+            return catalog.get_table(identifier), new.id
         log.info("table %s: schema %s was created by another writer meanwhile; planning again on it",
                  identifier, new.id)
     raise PaimonJobError(f"table {identifier}: the schema changed {MAX_ATTEMPTS} times while this task evolved "

@@ -163,7 +163,7 @@ def evolve(catalog_options: dict, identifier: str, table, plan) -> object:
     if not changes:
         return table
     try:
-        table = alter_exclusively(open_catalog(catalog_options), identifier, plan)
+        table, _ = alter_exclusively(open_catalog(catalog_options), identifier, plan)
     except ValueError as e:  # Paimon refuses the change itself
         raise ValidationError(identifier, f"Paimon refuses the schema change: {e}",
                               column=_column_of(changes[0])) from None
