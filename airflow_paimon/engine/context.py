@@ -37,6 +37,7 @@ class WriteContext:
     # (encoded partition, bucket) -> max sequence number of the bucket's live files at the base snapshot
     max_sequence_numbers: dict[tuple[str, int], int] = field(default_factory=dict)
     schema_id: int | None = None  # the table schema the driver planned with (None: the latest)
+    write_mode: str = "upsert"  # or "overwrite" (engine/commit/overwrite.py)
 
     def __setstate__(self, state: dict) -> None:
         """Unpickled in a Python worker: its index, staging and data files use the connection's options."""
@@ -95,6 +96,12 @@ class WriteContext:
     def merge_rules(self) -> MergeRules:
         """The table's merge engine and its options, read once (per task process: the driver's copy travels)."""
         return MergeRules.of(self.options, self.identifier)
+
+    @property
+    def input_changelog(self) -> bool:
+        """Whether the writer writes changelog files: ``changelog-producer=input``, except for a partition
+        overwrite, which commits no changelog (as in Paimon)."""
+        return self.option("changelog-producer", "none").strip().lower() == "input" and self.write_mode != "overwrite"
 
     @property
     def target_row_num(self) -> int:

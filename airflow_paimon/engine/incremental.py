@@ -8,7 +8,8 @@ per partition the table's rows at the start are compared with those at the end, 
 
 Buckets whose data files did not change between the two snapshots are skipped without being read, so the
 cost follows the change, not the table. Compactions and overwrites in between need no special case (the
-diff is of table states); Paimon's changelog files are not needed (this provider's writer produces none).
+diff is of table states). A table with a changelog producer is read from its changelog instead
+(engine/changelog_read.py) unless the diff is asked for: ``scan_mode``.
 A bucket's rows are merged exactly as the table's merge engine merges them (engine/compact/merge.py).
 """
 from __future__ import annotations
@@ -26,6 +27,21 @@ from airflow_paimon.engine.data_files import read_as
 from airflow_paimon.engine.scan import buckets_at
 
 ROW_KIND_COLUMN = "row_kind"
+SCAN_MODES = ("auto", "diff", "changelog")
+
+
+def scan_mode_of(table, identifier: str, requested: str) -> str:
+    """``diff`` or ``changelog``: ``auto`` reads the changelog where the table has a changelog producer (as
+    Paimon's ``auto`` does), the diff otherwise; ``changelog`` of a table without one is refused."""
+    if requested not in SCAN_MODES:
+        raise ValidationError(identifier, f"scan_mode must be one of {list(SCAN_MODES)}", value=requested)
+    producer = str(table.table_schema.options.get("changelog-producer", "none")).strip().lower()
+    if requested == "auto":
+        return "diff" if producer == "none" else "changelog"
+    if requested == "changelog" and producer == "none":
+        raise ValidationError(identifier, "scan_mode 'changelog' needs a table with a changelog producer; this one "
+                                          "has none (use 'diff')", option="changelog-producer", value=producer)
+    return requested
 
 
 @dataclass(frozen=True)

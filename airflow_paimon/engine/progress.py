@@ -66,6 +66,7 @@ def describe_orphans(r: OrphansResult) -> str:
 
 
 def describe_incremental_read(r: IncrementalReadResult) -> str:
-    return (f"snapshots ({r.start_snapshot_id}, {r.end_snapshot_id}]: {r.rows:,} rows ({r.inserts:,} inserts, "
-            f"{r.updates:,} updates, {r.deletes:,} deletes) from {r.changed_partitions:,} partitions, "
-            f"{r.files:,} files")
+    befores = f"{r.update_befores:,} update-befores, " if r.update_befores else ""
+    return (f"snapshots ({r.start_snapshot_id}, {r.end_snapshot_id}], {r.scan_mode}: {r.rows:,} rows "
+            f"({r.inserts:,} inserts, {befores}{r.updates:,} updates, {r.deletes:,} deletes) from "
+            f"{r.changed_partitions:,} partitions, {r.files:,} files")

@@ -232,6 +232,7 @@ class IncrementalReadSpec(JobSpec):
     target: str  # a directory: part-NNNNN.parquet, one per changed partition
     end_snapshot_id: int | None = None  # inclusive; None: the latest snapshot
     row_kind_column: str = "row_kind"
+    scan_mode: str = "auto"  # "diff", "changelog", or "auto": changelog where the table has a changelog producer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,3 +249,5 @@ class IncrementalReadResult(Wire):
     inserts: int
     updates: int
     deletes: int
+    update_befores: int = 0  # -U rows (changelog mode only)
+    scan_mode: str = "diff"  # what was read: "diff" or "changelog"

@@ -7,7 +7,8 @@ Two kinds of check, both failing with a ValidationError naming the table, the op
   front rather than inside a Spark task.
 - Paimon options that change how a writer must write, which this provider's writer or compaction does not
   implement, are refused: a table written without them would be wrong (e.g. level-0 files are invisible to
-  readers in deletion-vector mode; a changelog producer expects changelog files nobody writes).
+  readers in deletion-vector mode; the 'lookup' and 'full-compaction' changelog producers expect changelog files a
+  compaction writes).
 
 Declared options are checked before ``create_table`` (engine/table.py); an existing table's own options (another
 engine may have set them) on every bootstrap, write and compaction, before anything is staged.
@@ -25,7 +26,10 @@ from airflow_paimon.engine.merge_engine import IGNORE_DELETE_KEYS, MergeEngine
 JAVA_INT_MAX = 2**31 - 1
 MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
 MERGE_ENGINES = tuple(m.value for m in MergeEngine)  # every merge engine Paimon has
-FILE_FORMATS = ("parquet", "orc")  # what engine/data_files.py reads back (index bootstrap, compaction)
+FILE_FORMATS = ("parquet", "orc")
+# Paimon's changelog producers written here: 'input' by the writer (engine/write/bucket_writer.py); 'lookup' and
+# 'full-compaction' (produced by compaction) are not
+CHANGELOG_PRODUCERS = ("none", "input")  # what engine/data_files.py reads back (index bootstrap, compaction)
 
 # Integer options this provider reads: (smallest, largest, other accepted values) as Paimon accepts them.
 INT_OPTIONS = {
@@ -235,10 +239,7 @@ def _check_merge(identifier: str, options: dict, shape: TableColumns) -> None:
     if boolean(identifier, options, "deletion-vectors.enabled"):
         raise _refuse(identifier, "deletion-vectors.enabled", options["deletion-vectors.enabled"],
                       "deletion vectors are not written here (readers would not see the new level-0 files)")
-    producer = _given(options, "changelog-producer")
-    if producer is not None and producer.strip().lower() != "none":
-        raise _refuse(identifier, "changelog-producer", producer,
-                      "no changelog files are written here; only 'none' is supported")
+    choice(identifier, options, "changelog-producer", CHANGELOG_PRODUCERS, "none")
     if boolean(identifier, options, "ignore-update-before"):
         raise _refuse(identifier, "ignore-update-before", options["ignore-update-before"],
                       "dropping -U records is not implemented (use 'ignore-delete' to drop -U and -D)")

@@ -14,13 +14,18 @@ class PaimonIncrementalReadOperator(PaimonSparkJobOperator):
     """Write the rows of ``table`` that changed in (``start_snapshot_id``, ``end_snapshot_id``] (start
     exclusive, end inclusive; end defaults to the latest snapshot) as parquet files under ``target`` (a
     directory; ``part-NNNNN.parquet``, one per changed partition), with a ``row_kind_column`` (default
-    ``row_kind``): ``+I`` new key, ``+U`` changed key (new values), ``-D`` key gone from its partition (old
-    values). Paimon's ``incremental-between`` in ``diff`` scan mode; see engine/incremental.py.
+    ``row_kind``). Paimon's ``incremental-between``; ``scan_mode``:
+
+    - ``diff``: the table at the end compared with the table at the start, key by key: ``+I`` new key, ``+U``
+      changed key (new values), ``-D`` key gone from its partition (old values); see engine/incremental.py.
+    - ``changelog``: the changelog files of the snapshots in the range (tables with ``changelog-producer``
+      ``input``): every change as written, in commit order, with its row kind; see engine/changelog_read.py.
+    - ``auto`` (default): ``changelog`` where the table has a changelog producer, else ``diff``.
 
     The target is a ready source for another table: ``PaimonAssignAndWriteOperator(source=target,
     row_kind_column="row_kind")``. Safe to retry: the same range gives the same files, stale parts are removed.
     Returns ``{"table", "start_snapshot_id", "end_snapshot_id", "target", "row_kind_column",
-    "changed_partitions", "files", "rows", "inserts", "updates", "deletes"}``.
+    "changed_partitions", "files", "rows", "inserts", "updates", "deletes", "update_befores", "scan_mode"}``.
     """
 
     job = "incremental_read"
@@ -28,10 +33,10 @@ class PaimonIncrementalReadOperator(PaimonSparkJobOperator):
                                       "end_snapshot_id", "target")
 
     def __init__(self, *, start_snapshot_id: int | str, target: str, end_snapshot_id: int | str | None = None,
-                 row_kind_column: str = "row_kind", **kwargs) -> None:
+                 row_kind_column: str = "row_kind", scan_mode: str = "auto", **kwargs) -> None:
         super().__init__(**kwargs)
         self.start_snapshot_id, self.end_snapshot_id = start_snapshot_id, end_snapshot_id
-        self.target, self.row_kind_column = target, row_kind_column
+        self.target, self.row_kind_column, self.scan_mode = target, row_kind_column, scan_mode
 
     def job_spec(self, context, hook: PaimonHook) -> IncrementalReadSpec:
         def snapshot_id(name: str, value) -> int | None:
@@ -49,4 +54,5 @@ class PaimonIncrementalReadOperator(PaimonSparkJobOperator):
             raise ValueError(f"{self.table}: target (a directory for the parquet files) is required")
         return IncrementalReadSpec(**self.common_spec(hook), start_snapshot_id=start,
                                    end_snapshot_id=snapshot_id("end_snapshot_id", self.end_snapshot_id),
-                                   target=self.target, row_kind_column=self.row_kind_column)
+                                   target=self.target, row_kind_column=self.row_kind_column,
+                                   scan_mode=self.scan_mode)

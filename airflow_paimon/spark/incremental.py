@@ -1,6 +1,7 @@
-"""incremental_read on Spark: the driver finds the partitions whose files changed between two snapshots, one
-Spark task per partition diffs it (engine/incremental.py) and writes one parquet file; the driver returns
-the counts."""
+"""incremental_read on Spark: the driver finds the partitions whose files changed between two snapshots (or,
+in changelog mode, the partitions with changelog files in the range), one Spark task per partition diffs it
+(engine/incremental.py) or reads its changelog (engine/changelog_read.py) and writes one parquet file; the
+driver returns the counts."""
 from __future__ import annotations
 
 import io
@@ -13,13 +14,16 @@ import pyarrow.parquet as pq
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.context import cached_table
-from airflow_paimon.engine.incremental import (ROW_KIND_COLUMN, diff_partition, plan_incremental, snapshot_range)
+from airflow_paimon.engine.changelog_read import changelog_rows, plan_changelog
+from airflow_paimon.engine.incremental import (ROW_KIND_COLUMN, diff_partition, plan_incremental, scan_mode_of,
+                                               snapshot_range)
 from airflow_paimon.engine.specs import IncrementalReadResult, IncrementalReadSpec
 from airflow_paimon.engine.table import get_table
 
 log = logging.getLogger(__name__)
 PART = re.compile(r"^part-\d{5}\.parquet$")
-COUNTS = "file string, rows long, inserts long, updates long, deletes long"
+COUNTS = "file string, rows long, inserts long, update_befores long, updates long, deletes long"
+KIND_COUNTS = {"inserts": "+I", "update_befores": "-U", "updates": "+U", "deletes": "-D"}
 
 
 def part_name(i: int) -> str:
@@ -39,19 +43,20 @@ def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadRes
     row_kind = spec.row_kind_column or ROW_KIND_COLUMN
     if row_kind in {f.name for f in table.table_schema.fields}:
         raise ValueError(f"{identifier}: row_kind_column {row_kind!r} is a column of the table; choose another name")
-    work = plan_incremental(table, start, end)
+    mode = scan_mode_of(table, identifier, spec.scan_mode)
+    work = plan_changelog(table, start, end) if mode == "changelog" else plan_incremental(table, start, end)
+    rows_of = changelog_rows if mode == "changelog" else diff_partition
     options_json, schema_id = json.dumps(spec.catalog_options, sort_keys=True), table.table_schema.id
 
     def diff(batches):
         t = cached_table(options_json, identifier, schema_id)  # as planned: a reused worker's may be older
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                rows = diff_partition(t, work[i], row_kind)
+                rows = rows_of(t, work[i], row_kind)
                 write_parquet(storage.join(target, part_name(i)), rows)
                 kinds = rows.column(row_kind)
-                counts = [int(pa.compute.sum(pa.compute.equal(kinds, k)).as_py() or 0) for k in ("+I", "+U", "-D")]
-                yield pa.RecordBatch.from_pylist([{"file": part_name(i), "rows": rows.num_rows, "inserts": counts[0],
-                                                   "updates": counts[1], "deletes": counts[2]}])
+                counts = {k: int(pa.compute.sum(pa.compute.equal(kinds, v)).as_py() or 0) for k, v in KIND_COUNTS.items()}
+                yield pa.RecordBatch.from_pylist([{"file": part_name(i), "rows": rows.num_rows, **counts}])
 
     written = [r.asDict() for r in spark.range(len(work), numPartitions=max(1, len(work)))
                .mapInArrow(diff, COUNTS).collect()] if work else []
@@ -60,7 +65,7 @@ def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadRes
         empty = bucket_rows(table, ())
         write_parquet(storage.join(target, part_name(0)),
                       empty.append_column(row_kind, pa.array([], pa.string())))
-        written = [{"file": part_name(0), "rows": 0, "inserts": 0, "updates": 0, "deletes": 0}]
+        written = [{"file": part_name(0), "rows": 0, **dict.fromkeys(KIND_COUNTS, 0)}]
     # A retry, or an earlier run into the same target, may have left parts this result does not have
     produced = {w["file"] for w in written}
     for name in storage.list_dir(target):
@@ -68,6 +73,6 @@ def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadRes
             storage.delete_file_within(target, storage.join(target, name))
     result = IncrementalReadResult(table=identifier, start_snapshot_id=start, end_snapshot_id=end, target=target,
                                    row_kind_column=row_kind, changed_partitions=len(work), files=len(written),
-                                   **{k: sum(w[k] for w in written) for k in ("rows", "inserts", "updates", "deletes")})
+                                   scan_mode=mode, **{k: sum(w[k] for w in written) for k in ("rows", *KIND_COUNTS)})
     log.debug("incremental read of %s (%d, %d]: %s", identifier, start, end, result)
     return result

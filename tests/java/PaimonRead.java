@@ -1,5 +1,7 @@
 // Java Paimon (the reference implementation) reads a table: every row of its latest snapshot (or of the
-// snapshot or tag given), one JSON object per line on stdout. Args: warehouse database.table [snapshot-id | tag:name]
+// snapshot or tag given), one JSON object per line on stdout. Args: warehouse database.table [snapshot-id | tag:name |
+// incremental:<start>,<end>,<scan mode>]; an incremental read (Paimon's incremental-between) adds each row's kind
+// as "_row_kind" ("+I", "-U", "+U", "-D").
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -17,7 +19,9 @@ import org.apache.paimon.data.Timestamp;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.table.Table;
+import org.apache.paimon.table.source.InnerTableRead;
 import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.TableRead;
 import org.apache.paimon.types.DataField;
 
 public class PaimonRead {
@@ -26,10 +30,15 @@ public class PaimonRead {
         options.set("warehouse", args[0]);
         Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options));
         Table table = catalog.getTable(Identifier.fromString(args[1]));
+        boolean incremental = args.length > 2 && args[2].startsWith("incremental:");
         if (args.length > 2) {
             Map<String, String> dynamic = new HashMap<>();
             if (args[2].startsWith("tag:")) dynamic.put("scan.tag-name", args[2].substring(4));
-            else dynamic.put("scan.snapshot-id", args[2]);
+            else if (incremental) {
+                String[] range = args[2].substring("incremental:".length()).split(",");
+                dynamic.put("incremental-between", range[0] + "," + range[1]);
+                dynamic.put("incremental-between-scan-mode", range[2]);
+            } else dynamic.put("scan.snapshot-id", args[2]);
             table = table.copy(dynamic);
         }
         List<DataField> fields = table.rowType().getFields();
@@ -38,7 +47,9 @@ public class PaimonRead {
             getters.add(InternalRow.createFieldGetter(fields.get(i).type(), i));
         }
         ReadBuilder builder = table.newReadBuilder();
-        RecordReader<InternalRow> reader = builder.newRead().createReader(builder.newScan().plan());
+        TableRead read = builder.newRead();
+        if (incremental) read = ((InnerTableRead) read).forceKeepDelete();  // a batch read drops -D rows otherwise
+        RecordReader<InternalRow> reader = read.createReader(builder.newScan().plan());
         StringBuilder out = new StringBuilder();
         reader.forEachRemaining(row -> {
             out.setLength(0);
@@ -47,6 +58,7 @@ public class PaimonRead {
                 if (i > 0) out.append(", ");
                 out.append(quote(fields.get(i).name())).append(": ").append(json(getters.get(i).getFieldOrNull(row)));
             }
+            if (incremental) out.append(", \"_row_kind\": ").append(quote(row.getRowKind().shortString()));
             System.out.println(out.append('}'));
         });
         reader.close();

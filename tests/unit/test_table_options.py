@@ -57,9 +57,9 @@ def files_under(path: str) -> dict[str, int]:
 REFUSED = [
     # unimplemented ways of writing
     ("fixed", {"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled", "true", "deletion vectors"),
-    ("fixed", {"changelog-producer": "input"}, "changelog-producer", "input", "only 'none'"),
-    ("fixed", {"changelog-producer": "lookup"}, "changelog-producer", "lookup", "only 'none'"),
-    ("fixed", {"changelog-producer": "full-compaction"}, "changelog-producer", "full-compaction", "only 'none'"),
+    ("fixed", {"changelog-producer": "lookup"}, "changelog-producer", "lookup", "supported: none, input"),
+    ("fixed", {"changelog-producer": "full-compaction"}, "changelog-producer", "full-compaction",
+     "supported: none, input"),
     ("append", {"changelog-producer": "input"}, "changelog-producer", "input", "needs a primary key"),
     ("fixed", {"bucket": "-2"}, "bucket", "-2", "postpone bucket (-2) is not written here"),
     ("fixed", {"bucket": "0"}, "bucket", "0", "-1 (dynamic) or at least 1"),
@@ -137,7 +137,7 @@ def pypaimon_table(warehouse, shape: str, options: dict, data: pd.DataFrame | No
 EXISTING = [
     ("fixed", {"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
     ("fixed", {"changelog-producer": "lookup"}, "changelog-producer"),
-    ("fixed", {"changelog-producer": "input"}, "changelog-producer"),
+    ("fixed", {"changelog-producer": "full-compaction"}, "changelog-producer"),
     ("fixed", {"merge-engine": "partial-update", "fields.v.sequence-group": "s"}, "fields.v.sequence-group"),
     ("fixed", {"snapshot.num-retained.min": "-3"}, "snapshot.num-retained.min"),
     ("cross-partition", {"sequence.field": "s"}, "sequence.field"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon.common.options.core_options import CoreOptions
+from pypaimon.common.options.core_options import ChangelogProducer, CoreOptions
 from pypaimon.write.commit_message import CommitMessage
 
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, key_column, key_columns
@@ -42,19 +42,23 @@ def key_value_layout(table, rows: pa.Table, kinds: pa.Array, max_sequence_number
 
 
 def write_bucket(table, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array,
-                 max_sequence_number: int) -> CommitMessage:
-    """Write the rows of one (partition, bucket); returns the CommitMessage that adds the new files."""
+                 max_sequence_number: int, changelog: bool = False) -> CommitMessage:
+    """Write the rows of one (partition, bucket); returns the CommitMessage that adds the new files.
+    ``changelog``: Paimon's ``changelog-producer=input`` — pypaimon's writer writes each data file's rows (with
+    their row kinds) once more as a changelog file, which the commit registers in the snapshot's changelog."""
     rows = rows.select(list(table.field_names)).cast(file_schema(table))
     kv = key_value_layout(table, rows, kinds, max_sequence_number)
     _check_unique(table, kv)
     writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket,
-                                max_seq_number=max_sequence_number, options=CoreOptions.copy(table.options))
+                                max_seq_number=max_sequence_number, options=CoreOptions.copy(table.options),
+                                changelog_producer=ChangelogProducer.INPUT if changelog else ChangelogProducer.NONE)
     try:
         roll_write(writer, kv)  # pypaimon's size-based roll of key-unique sorted rows into files
     except Exception:
         writer.abort()
         raise
-    return CommitMessage(partition=tuple(partition), bucket=bucket, new_files=list(writer.committed_files))
+    return CommitMessage(partition=tuple(partition), bucket=bucket, new_files=list(writer.committed_files),
+                         changelog_files=list(writer.committed_changelog_files))
 
 
 def file_schema(table) -> pa.Schema:

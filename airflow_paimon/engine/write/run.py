@@ -56,7 +56,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"))
     storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
-                       staged_at, schema_id=table.table_schema.id)
+                       staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
                                 b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot())}
 

@@ -42,12 +42,13 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
             rows, kinds = resolved.rows, resolved.row_kinds
         rounds = np.zeros(rows.num_rows, dtype=np.int64)
 
-    seq, files = ctx.max_sequence_numbers.get((encoded_partition, bucket), -1), []
+    seq, files, changelog = ctx.max_sequence_numbers.get((encoded_partition, bucket), -1), [], []
     for r in range(int(rounds.max()) + 1 if len(rounds) else 0):
         part = pa.array(np.nonzero(rounds == r)[0])
-        files += write_bucket(table, partition, bucket, rows.take(part), pa.array(kinds).take(part), seq).new_files
-        seq += len(part)
-    message = CommitMessage(partition=partition, bucket=bucket, new_files=files,
+        written = write_bucket(table, partition, bucket, rows.take(part), pa.array(kinds).take(part), seq,
+                               changelog=ctx.input_changelog)
+        files, changelog, seq = files + written.new_files, changelog + written.changelog_files, seq + len(part)
+    message = CommitMessage(partition=partition, bucket=bucket, new_files=files, changelog_files=changelog,
                             index_adds=ctx.shape.index_adds(ctx, partition, bucket, rows))
     deletes = int(is_retract(kinds).sum())
     counters = {"rows_written": rows.num_rows - deletes, "deletes": deletes, "files": len(files)}

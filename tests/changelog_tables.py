@@ -1,0 +1,49 @@
+"""Tables with ``changelog-producer=input`` written by the engine in-process, and their changelog read back
+(tests/unit/test_changelog_input.py, tests/java)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from airflow_paimon.engine.changelog_read import changelog_rows, plan_changelog
+from airflow_paimon.engine.table import TableSpec, get_or_create_table
+from local_runner import bootstrap, upsert
+
+COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]
+CROSS = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id"], "partition_keys": ["dt"],
+                             "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "30",
+                                         "changelog-producer": "input"}})
+FIXED = TableSpec.from_dict({**CROSS.to_dict(), "primary_keys": ["dt", "id"],
+                             "options": {"bucket": "3", "changelog-producer": "input"}})
+KINDS = np.array(["+I", "-U", "+U", "-D"], dtype=object)
+
+
+def soak(seed: int, n_batches: int = 4):
+    """Batches of inserts, updates, moves (cross-partition), deletes and in-batch duplicates; (frame, kinds)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for b in range(n_batches):
+        n = 120
+        ids = rng.integers(0, 200, n)  # in-batch duplicates on purpose
+        frame = pd.DataFrame({"id": ids, "dt": rng.choice(["a", "b", "c"], n), "v": rng.random(n).round(3)})
+        kinds = np.where(rng.random(n) < (0.15 if b else 0), 3, 0).astype(np.int8)  # -D after the first batch
+        out.append((frame, kinds))
+    return out
+
+
+def write_all(warehouse: str, spec: TableSpec, batches) -> list[int]:
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", spec)
+    snapshots = []
+    for i, (frame, kinds) in enumerate(batches):
+        ctx = bootstrap(opts, "db.t", warehouse + "/.index", 2)
+        sid, _ = upsert(ctx, pa.Table.from_pandas(frame, schema=spec.arrow_schema(), preserve_index=False),
+                        f"r{i}", row_kinds=kinds)
+        snapshots.append(sid)
+    return snapshots
+
+
+def changelog_of(table, start: int, end: int) -> pd.DataFrame:
+    parts = [changelog_rows(table, work, "row_kind") for work in plan_changelog(table, start, end)]
+    return pa.concat_tables(parts).to_pandas() if parts else pd.DataFrame(columns=["id", "dt", "v", "row_kind"])
