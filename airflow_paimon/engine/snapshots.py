@@ -11,11 +11,13 @@ COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
 
 
 def snapshot_summary(identifier: str, snapshot) -> dict:
-    """What a sensor / downstream task needs of one snapshot (JSON-serialisable)."""
+    """What a sensor / downstream task needs of one snapshot (JSON-serialisable). ``changelog_record_count``:
+    the rows of its changelog (None: it has no changelog files, so an incremental read of it is a diff)."""
     return {"table": identifier, "snapshot_id": snapshot.id, "commit_kind": snapshot.commit_kind,
             "commit_user": snapshot.commit_user, "commit_identifier": snapshot.commit_identifier,
             "time_millis": snapshot.time_millis, "delta_record_count": snapshot.delta_record_count,
-            "total_record_count": snapshot.total_record_count}
+            "total_record_count": snapshot.total_record_count,
+            "changelog_record_count": snapshot.changelog_record_count if snapshot.changelog_manifest_list else None}
 
 
 def check_commit_kinds(commit_kinds: Iterable[str] | None) -> tuple[str, ...] | None:

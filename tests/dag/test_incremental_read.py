@@ -90,6 +90,7 @@ def test_follow_a_table_through_its_changelog(airflow_home, warehouse, monkeypat
         read = xcoms["read_changes"]
         expected = changelog_of(source, end - 1, end)
         assert read["scan_mode"] == "changelog" and read["rows"] == len(expected) > 0
+        assert xcoms["wait"]["changelog_record_count"] == len(expected)  # the sensor's event says it has one
         assert (read["inserts"], read["deletes"]) == (int((expected.row_kind == "+I").sum()),
                                                       int((expected.row_kind == "-D").sum()))
         actual = pd.concat([pd.read_parquet(p) for p in sorted(glob.glob(f"{target}/part-*.parquet"))])

@@ -90,6 +90,7 @@ def test_trigger_waits_for_the_commit_then_sensor_completes(table):
     sensor = PaimonSnapshotSensor(task_id="wait", table="db.s", after_snapshot_id=1, deferrable=True)
     result = sensor.execute_complete({}, event.payload)
     assert (result["snapshot_id"], result["after_snapshot_id"], result["total_record_count"]) == (2, 1, 3)
+    assert result["changelog_record_count"] is None  # no changelog producer: an incremental read is a diff
 
 
 def test_trigger_reports_a_missing_table(airflow_home, warehouse, monkeypatch):
