@@ -38,6 +38,8 @@ class WriteContext:
     max_sequence_numbers: dict[tuple[str, int], int] = field(default_factory=dict)
     schema_id: int | None = None  # the table schema the driver planned with (None: the latest)
     write_mode: str = "upsert"  # or "overwrite" (engine/commit/overwrite.py)
+    # deletion-vector tables: (encoded partition, bucket) -> its live files at the base snapshot
+    bucket_files: dict[tuple[str, int], list] = field(default_factory=dict)
 
     def __setstate__(self, state: dict) -> None:
         """Unpickled in a Python worker: its index, staging and data files use the connection's options."""
@@ -96,6 +98,17 @@ class WriteContext:
     def merge_rules(self) -> MergeRules:
         """The table's merge engine and its options, read once (per task process: the driver's copy travels)."""
         return MergeRules.of(self.options, self.identifier)
+
+    @property
+    def deletion_vectors(self) -> bool:
+        """``deletion-vectors.enabled``: the write task looks up and marks old rows (engine/write/deletion_vectors.py)."""
+        from airflow_paimon.engine.write.deletion_vectors import enabled
+        return enabled(self.options)
+
+    @property
+    def num_levels(self) -> int:
+        from airflow_paimon.engine.compact.strategy import CompactOptions
+        return CompactOptions.of(self.options).levels
 
     @property
     def input_changelog(self) -> bool:

@@ -2,6 +2,7 @@
 of one file (parquet and orc, the full and the thin layout)."""
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -20,10 +21,11 @@ def read_key_rows(path: str, key_fields: list[str]) -> pa.Table:
     return rows.filter(is_last_of_key(rows, key_fields))
 
 
-def read_live_keys(paths: list[str], key_fields: list[str]) -> pa.Table:
-    """The primary keys alive in one bucket: newest version per key (all levels), retractions dropped."""
+def read_live_keys(paths: list[str], key_fields: list[str], deleted: dict[str, list[int]] | None = None) -> pa.Table:
+    """The primary keys alive in one bucket: newest version per key (all levels), retractions dropped.
+    ``deleted``: path -> row positions a deletion vector marks (left out)."""
     columns = list(dict.fromkeys(key_fields)) + [SEQUENCE_NUMBER, VALUE_KIND]
-    parts = [read_columns(p, columns) for p in paths]
+    parts = [without_rows(read_columns(p, columns), (deleted or {}).get(p)) for p in paths]
     if not parts:
         return pa.table({k: pa.array([]) for k in columns})
     data = pa.concat_tables(parts, promote_options="permissive")
@@ -37,6 +39,15 @@ def read_live_keys(paths: list[str], key_fields: list[str]) -> pa.Table:
     last = is_last_of_key(data, key_fields)
     newest = data.filter(last)
     return newest.filter(is_alive(newest.column(VALUE_KIND))).select(key_fields)
+
+
+def without_rows(rows: pa.Table, positions) -> pa.Table:
+    """``rows`` without the rows at ``positions`` (a deletion vector's marks; None or empty: all rows)."""
+    if not positions:
+        return rows
+    keep = np.ones(rows.num_rows, dtype=bool)
+    keep[np.asarray(positions, dtype=np.int64)] = False
+    return rows.filter(pa.array(keep))
 
 
 def is_alive(kinds) -> pa.Array:

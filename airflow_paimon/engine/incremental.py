@@ -35,6 +35,11 @@ def scan_mode_of(table, identifier: str, requested: str) -> str:
     Paimon's ``auto`` does), the diff otherwise; ``changelog`` of a table without one is refused."""
     if requested not in SCAN_MODES:
         raise ValidationError(identifier, f"scan_mode must be one of {list(SCAN_MODES)}", value=requested)
+    from airflow_paimon.engine.write.deletion_vectors import enabled
+
+    if enabled(table.table_schema.options):
+        raise ValidationError(identifier, "incremental reads of deletion-vector tables are not implemented here",
+                              option="deletion-vectors.enabled", value="true")
     producer = str(table.table_schema.options.get("changelog-producer", "none")).strip().lower()
     if requested == "auto":
         return "diff" if producer == "none" else "changelog"

@@ -21,7 +21,7 @@ from airflow_paimon.engine.paimon_compat import (overwrite_changes_provider, ove
                                                  try_commit)
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.table import get_table
-from airflow_paimon.engine.table_options import choice, duration_ms
+from airflow_paimon.engine.table_options import boolean, choice, duration_ms
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,9 @@ def expired_partitions(table, now: datetime, expiration_ms: int | None = None) -
     options = {str(k): str(v) for k, v in table.table_schema.options.items()}
     if not table.partition_keys:
         raise ValidationError(identifier, "partition expiry needs a partitioned table")
+    if boolean(identifier, options, "deletion-vectors.enabled"):  # its buckets' deletion vectors would stay
+        raise ValidationError(identifier, "partition expiry of deletion-vector tables is not implemented here",
+                              option="deletion-vectors.enabled", value=options["deletion-vectors.enabled"])
     choice(identifier, options, "partition.expiration-strategy", ("values-time",), "values-time")
     if expiration_ms is None:
         expiration_ms = duration_ms(identifier, options, "partition.expiration-time", None)

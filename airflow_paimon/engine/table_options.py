@@ -29,7 +29,9 @@ MERGE_ENGINES = tuple(m.value for m in MergeEngine)  # every merge engine Paimon
 FILE_FORMATS = ("parquet", "orc")
 # Paimon's changelog producers written here: 'input' by the writer (engine/write/bucket_writer.py); 'lookup' and
 # 'full-compaction' (produced by compaction) are not
-CHANGELOG_PRODUCERS = ("none", "input")  # what engine/data_files.py reads back (index bootstrap, compaction)
+CHANGELOG_PRODUCERS = ("none", "input")
+# merge engines whose deletion-vector writes need no old values (engine/write/deletion_vectors.py)
+DELETION_VECTOR_ENGINES = ("deduplicate", "first-row")  # what engine/data_files.py reads back (index bootstrap, compaction)
 
 # Integer options this provider reads: (smallest, largest, other accepted values) as Paimon accepts them.
 INT_OPTIONS = {
@@ -236,14 +238,22 @@ def _check_bucket(identifier: str, options: dict, shape: TableColumns) -> None:
 
 def _check_merge(identifier: str, options: dict, shape: TableColumns) -> None:
     """What a primary-key table's writer must do that this provider's writer does not, refused."""
-    if boolean(identifier, options, "deletion-vectors.enabled"):
-        raise _refuse(identifier, "deletion-vectors.enabled", options["deletion-vectors.enabled"],
-                      "deletion vectors are not written here (readers would not see the new level-0 files)")
-    choice(identifier, options, "changelog-producer", CHANGELOG_PRODUCERS, "none")
+    producer = choice(identifier, options, "changelog-producer", CHANGELOG_PRODUCERS, "none")
+    engine = choice(identifier, options, "merge-engine", MERGE_ENGINES, "deduplicate")
+    if boolean(identifier, options, "deletion-vectors.enabled"):  # engine/write/deletion_vectors.py
+        if engine not in DELETION_VECTOR_ENGINES:
+            raise _refuse(identifier, "deletion-vectors.enabled", options["deletion-vectors.enabled"],
+                          f"deletion vectors are written here for merge-engine {' and '.join(DELETION_VECTOR_ENGINES)}"
+                          f", not {engine}")
+        if producer != "none":
+            raise _refuse(identifier, "changelog-producer", options["changelog-producer"],
+                          "is not written here together with deletion vectors")
+        if _given(options, "sequence.field"):  # a batch row replaces the live one whatever its sequence field
+            raise _refuse(identifier, "sequence.field", options["sequence.field"],
+                          "is not written here together with deletion vectors")
     if boolean(identifier, options, "ignore-update-before"):
         raise _refuse(identifier, "ignore-update-before", options["ignore-update-before"],
                       "dropping -U records is not implemented (use 'ignore-delete' to drop -U and -D)")
-    engine = choice(identifier, options, "merge-engine", MERGE_ENGINES, "deduplicate")
     choice(identifier, options, "sequence.field.sort-order", ("ascending", "descending"), "ascending")
     _check_sequence_field(identifier, options, shape, engine)
     if engine == "partial-update":

@@ -28,14 +28,18 @@ def find_commit(table, commit_user: str, commit_identifier: int, after_snapshot_
 def check_not_moved(table, base_snapshot_id: int | None, latest=None) -> None:
     """Refuse if any non-COMPACT snapshot landed after the snapshot the index was bootstrapped at, up to
     ``latest`` (default: the latest now). COMPACT snapshots keep every key in its partition and bucket, so the
-    index stays right across them."""
+    index stays right across them — but not the row positions a deletion-vector write marked: in such a table
+    any snapshot in between is refused."""
+    from airflow_paimon.engine.write.deletion_vectors import enabled
+
+    allowed = () if enabled(table.table_schema.options) else (COMPACT,)
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot() if latest is None else latest
     if latest is None or latest.id == (base_snapshot_id or 0):
         return
     for sid in range((base_snapshot_id or 0) + 1, latest.id + 1):
         snap = manager.get_snapshot_by_id(sid)
-        if snap is None or snap.commit_kind != COMPACT:
+        if snap is None or snap.commit_kind not in allowed:
             commit_kind, user = (snap.commit_kind, snap.commit_user) if snap else ("expired", "?")
             raise StaleIndexError(
                 f"table {table.identifier.get_full_name()} changed since bootstrap at snapshot {base_snapshot_id}: "

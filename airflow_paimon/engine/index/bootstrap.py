@@ -85,6 +85,10 @@ def plan_bootstrap(table, table_uri: str, shards: int) -> BootstrapPlan:
             return rebuild(f"snapshot {sid} has schema {snap.schema_id} with other keys")
         if snap.commit_kind == "APPEND":
             added += [(sid, e) for e in added_entries(table, snap)]
+    from airflow_paimon.engine.write.deletion_vectors import enabled as deletion_vectors_enabled
+
+    if added and deletion_vectors_enabled(table.table_schema.options):
+        return rebuild("another writer's deletes are in deletion vectors, which catching up does not read")
     if not added:
         return BootstrapPlan(REUSE, lid, base, reason="only COMPACT snapshots since the index")
     return BootstrapPlan(CATCH_UP, lid, base, added, reason=f"{len(added)} files appended since the index")
@@ -107,9 +111,10 @@ class BasePart:
     bucket_counts: dict[str, dict[str, int]]
 
 
-def base_parts(buckets: list[tuple[list[str], tuple, int]], *, primary_keys: list[str],
+def base_parts(buckets: list[tuple], *, primary_keys: list[str],
                partition_types: list[pa.DataType], shards: int, local_dir: str, part: int) -> list[BasePart]:
-    """One rebuild task: every live key of some (paths, partition, bucket)s, written as one sorted SST per
+    """One rebuild task: every live key of some (paths, partition, bucket[, deleted])s — ``deleted``: path -> row
+    positions its deletion vector marks —, written as one sorted SST per
     shard — no shuffle; a key lives in exactly one bucket, so the parts of a shard never overlap. Each
     key's value names its place through a dictionary of the few places the task reads.
 
@@ -117,8 +122,8 @@ def base_parts(buckets: list[tuple[list[str], tuple, int]], *, primary_keys: lis
     task holds its keys once, encoded (10M BIGINT keys: ≈120 MB), plus one shard's sort at a time."""
     pieces: list[list[tuple[int, pa.Array]]] = [[] for _ in range(shards)]  # per shard: (bucket index, keys)
     places = []
-    for i, (paths, partition, bucket) in enumerate(buckets):
-        found = read_live_keys(paths, primary_keys)
+    for i, (paths, partition, bucket, *deleted) in enumerate(buckets):
+        found = read_live_keys(paths, primary_keys, deleted[0] if deleted else None)
         places.append(_place_value(partition, bucket, partition_types))
         if found.num_rows == 0:
             continue

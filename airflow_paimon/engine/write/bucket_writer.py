@@ -42,15 +42,22 @@ def key_value_layout(table, rows: pa.Table, kinds: pa.Array, max_sequence_number
 
 
 def write_bucket(table, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array,
-                 max_sequence_number: int, changelog: bool = False) -> CommitMessage:
+                 max_sequence_number: int, changelog: bool = False, level: int = 0) -> CommitMessage:
     """Write the rows of one (partition, bucket); returns the CommitMessage that adds the new files.
     ``changelog``: Paimon's ``changelog-producer=input`` — pypaimon's writer writes each data file's rows (with
     their row kinds) once more as a changelog file, which the commit registers in the snapshot's changelog."""
     rows = rows.select(list(table.field_names)).cast(file_schema(table))
     kv = key_value_layout(table, rows, kinds, max_sequence_number)
+    return write_key_values(table, partition, bucket, kv, changelog=changelog, level=level)
+
+
+def write_key_values(table, partition: tuple, bucket: int, kv: pa.Table, changelog: bool = False,
+                     level: int = 0) -> CommitMessage:
+    """Write rows already in the key-value layout (sorted by key, one row per key, sequence numbers set) as files
+    at ``level``; returns the CommitMessage that adds them."""
     _check_unique(table, kv)
     writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket,
-                                max_seq_number=max_sequence_number, options=CoreOptions.copy(table.options),
+                                max_seq_number=0, options=CoreOptions.copy(table.options), level=level,
                                 changelog_producer=ChangelogProducer.INPUT if changelog else ChangelogProducer.NONE)
     try:
         roll_write(writer, kv)  # pypaimon's size-based roll of key-unique sorted rows into files

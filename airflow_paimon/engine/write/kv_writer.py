@@ -19,10 +19,13 @@ from airflow_paimon.engine.codec.system_fields import VALUE_KIND
 
 
 class KeyValueFileWriter(KeyValueDataWriter):
+    """``level``: the LSM level its data files are written at (0 unless a deletion-vector write places its run
+    higher, engine/write/deletion_vectors.py)."""
     _retracts: int | None = None
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, level: int = 0, **kwargs):
         super().__init__(*args, **kwargs)
+        self.level = level
         self.parquet_writer_options = {**self.parquet_writer_options, "store_decimal_as_integer": True}
 
     def _write_data_to_file(self, data: pa.Table):
@@ -37,4 +40,5 @@ class KeyValueFileWriter(KeyValueDataWriter):
         meta = super()._create_data_file_meta(*args, **kwargs)
         if self._retracts is not None:
             meta.delete_row_count = self._retracts
+            meta.level = self.level  # a data file (a changelog file's meta is made elsewhere, at level 0)
         return meta

@@ -22,6 +22,8 @@ from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import check_table
+from airflow_paimon.engine.write.deletion_vectors import (check_no_level_0, enabled as deletion_vectors_enabled,
+                                                          live_files_by_bucket)
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,9 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
                        staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
                                 b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot())}
+    if ctx.deletion_vectors:  # each write task looks up its bucket's old rows in these files
+        ctx.bucket_files = live_files_by_bucket(table, ctx.base_snapshot(), ctx.partition_types)
+        check_no_level_0(identifier, ctx.bucket_files)
 
     written = write(source, ctx, shape)
     messages = [bytes(w["message"]) for w in written]
@@ -85,6 +90,9 @@ def check_write_mode(table, identifier: str, shape: TableShape, write_mode: str)
         raise ValidationError(identifier, f"write_mode must be one of {list(WRITE_MODES)}", value=write_mode)
     if write_mode == "overwrite" and not table.partition_keys:
         raise ValidationError(identifier, "write_mode 'overwrite' replaces partitions; the table has none",
+                              value=write_mode)
+    if write_mode == "overwrite" and deletion_vectors_enabled(table.table_schema.options):
+        raise ValidationError(identifier, "write_mode 'overwrite' of a deletion-vector table is not implemented here",
                               value=write_mode)
     if write_mode not in shape.write_modes:
         taking = " and ".join(s.label for s in shapes_taking(write_mode))

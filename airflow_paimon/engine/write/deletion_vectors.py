@@ -1,0 +1,233 @@
+"""Writing one bucket of a deletion-vector table (``deletion-vectors.enabled=true``), so that every row the run
+writes is visible to every reader after its commit (readers of such tables skip level-0 files and read the
+other files without merging, dropping the rows their deletion vectors mark).
+
+What Paimon's writer gets with its lookup compaction (``ForceUpLevel0Compaction`` + ``DeletionVectorsMaintainer``),
+done in the write task:
+
+- the bucket's live rows at the base snapshot are looked up by key (their key columns, the bucket's deletion
+  vectors applied); every key the batch writes or deletes marks its old row in the old file's deletion vector;
+- the batch's +I/+U rows are written as one sorted run at the level just below the bucket's lowest non-empty
+  level (the max level in an empty bucket), as Paimon's universal compaction places a compacted level 0;
+  -U/-D rows are not written (Paimon drops deletes when compacting with deletion vectors);
+- when level 1 is taken there is no such level: the bucket's live rows and the batch are merged into one run at
+  the max level, the old files and their deletion vectors are dropped (a full compaction of the bucket);
+- first-row keeps the old row: a batch row whose key is live is dropped.
+
+The deletion vectors of a bucket live in one index file (Paimon's ``DELETION_VECTORS`` index, per bucket): the
+message deletes the bucket's old index entry and adds the new one. pypaimon's own readers, writers and types
+are used for the format (BitmapDeletionVector, DeletionVector.read, IndexFileMeta).
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pypaimon.deletionvectors.bitmap_deletion_vector import BitmapDeletionVector
+from pypaimon.deletionvectors.deletion_vector import DeletionVector
+from pypaimon.index.deletion_vector_meta import DeletionVectorMeta
+from pypaimon.index.index_file_meta import IndexFileMeta
+from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+from pypaimon.manifest.index_manifest_file import IndexManifestFile
+from pypaimon.table.row.generic_row import GenericRow
+from pypaimon.table.source.deletion_file import DeletionFile
+from pypaimon.write.commit_message import CommitMessage
+
+from airflow_paimon.engine.codec.keys import encode_keys
+from airflow_paimon.engine.codec.kinds import FileKind, is_retract
+from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, key_column
+from airflow_paimon.engine.data_files import read_as, read_columns
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.merge_engine import MergeEngine
+
+DV_INDEX = IndexManifestFile.DELETION_VECTORS_INDEX
+DV_INDEX_VERSION = 1  # the first byte of a deletion-vector index file
+
+
+@dataclass(frozen=True)
+class LiveFile:
+    """A live data file of the bucket at the base snapshot."""
+    path: str
+    meta: object  # its DataFileMeta
+
+    @property
+    def name(self) -> str:
+        return self.meta.file_name
+
+    @property
+    def level(self) -> int:
+        return self.meta.level
+
+
+def enabled(options: dict) -> bool:
+    return str(options.get("deletion-vectors.enabled", "false")).strip().lower() == "true"
+
+
+def live_files_by_bucket(table, snapshot, partition_types) -> dict[tuple[str, int], list[LiveFile]]:
+    """(encoded partition, bucket) -> the bucket's live files at ``snapshot`` (computed once, on the driver)."""
+    from airflow_paimon.engine.codec.keys import encode_partition_values
+    from airflow_paimon.engine.scan import file_path, live_entries
+
+    out: dict[tuple[str, int], list[LiveFile]] = {}
+    for e in live_entries(table, snapshot):
+        key = (encode_partition_values(tuple(e.partition.values), partition_types), e.bucket)
+        out.setdefault(key, []).append(LiveFile(file_path(table, e), e.file))
+    return out
+
+
+def check_no_level_0(identifier: str, files: dict[tuple[str, int], list[LiveFile]]) -> None:
+    """Refuse, before anything is written, a deletion-vector table holding level-0 files: its readers do not see
+    them (deletion vectors turned on after other writes), and a write here would not merge with them."""
+    level_0 = sum(f.level == 0 for bucket in files.values() for f in bucket)
+    if level_0:
+        raise ValidationError(identifier, f"{level_0} live data files are at level 0, which readers of a deletion-"
+                                          "vector table skip (deletion vectors were turned on after they were "
+                                          "written); turn the option off and compact the table fully first",
+                              option="deletion-vectors.enabled", value="true")
+
+
+def bucket_deletion_vectors(table, snapshot, partition: tuple, bucket: int
+                            ) -> tuple[list[IndexManifestEntry], dict[str, DeletionVector]]:
+    """The bucket's deletion-vector index entries at ``snapshot`` and the vector of each data file they hold."""
+    if snapshot is None or not snapshot.index_manifest:
+        return [], {}
+    entries, vectors = [], {}
+    for e in IndexManifestFile(table).read(snapshot.index_manifest):
+        if e.kind != FileKind.ADD or e.index_file.index_type != DV_INDEX or e.bucket != bucket \
+                or tuple(e.partition.values) != tuple(partition):
+            continue
+        entries.append(e)
+        path = table.path_factory().bucket_index_path(tuple(partition), bucket, e.index_file, table.file_io)
+        for name, meta in (e.index_file.dv_ranges or {}).items():
+            vectors[name] = DeletionVector.read(table.file_io, DeletionFile(path, meta.offset, meta.length,
+                                                                            meta.cardinality))
+    return entries, vectors
+
+
+def write_index_file(table, partition: tuple, bucket: int, vectors: dict[str, DeletionVector]) -> IndexManifestEntry:
+    """One deletion-vector index file holding ``vectors`` (data file name -> vector), as Paimon lays it out:
+    a version byte, then per data file its serialized vector (length, magic number, bitmap, checksum)."""
+    name = f"index-{uuid.uuid4()}-0"
+    path, external = table.path_factory().new_bucket_index_path(tuple(partition), bucket, name)
+    chunks, ranges, position = [bytes([DV_INDEX_VERSION])], {}, 1
+    for data_file in sorted(vectors):
+        serialized = vectors[data_file].serialize()
+        ranges[data_file] = DeletionVectorMeta(data_file, position, int.from_bytes(serialized[:4], "big"),
+                                               vectors[data_file].get_cardinality())
+        chunks.append(serialized)
+        position += len(serialized)
+    data = b"".join(chunks)
+    with table.file_io.new_output_stream(path) as out:
+        out.write(data)
+    meta = IndexFileMeta(index_type=DV_INDEX, file_name=name, file_size=len(data), row_count=len(ranges),
+                         dv_ranges=ranges, external_path=path if external else None)
+    return IndexManifestEntry(kind=FileKind.ADD, partition=GenericRow(list(partition), table.partition_keys_fields),
+                              bucket=bucket, index_file=meta)
+
+
+def live_positions(table, files: list[LiveFile], vectors: dict[str, DeletionVector]) -> tuple[pa.Array, np.ndarray,
+                                                                                             np.ndarray]:
+    """(encoded key, file index, row position) of every live row of the bucket: each file's key columns, the rows
+    its deletion vector marks left out."""
+    keys, file_ids, positions = [], [], []
+    pk = list(table.trimmed_primary_keys)
+    for i, f in enumerate(files):
+        rows = read_columns(f.path, [key_column(k) for k in pk]).rename_columns(pk)
+        live = np.ones(rows.num_rows, dtype=bool)
+        if f.name in vectors:
+            live[np.fromiter(vectors[f.name].bit_map(), dtype=np.int64)] = False
+        where = np.nonzero(live)[0]
+        keys.append(encode_keys(rows.take(pa.array(where)), pk))
+        file_ids.append(np.full(len(where), i, dtype=np.int64))
+        positions.append(where)
+    if not keys:
+        return pa.array([], pa.binary()), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return pa.concat_arrays(keys), np.concatenate(file_ids), np.concatenate(positions)
+
+
+def write_bucket_with_deletion_vectors(table, engine: MergeEngine, snapshot, partition: tuple, bucket: int,
+                                       files: list[LiveFile], num_levels: int, rows: pa.Table, kinds: np.ndarray,
+                                       max_sequence_number: int) -> CommitMessage:
+    """The CommitMessage of one bucket's batch (rows unique per key, ``kinds`` their RowKind bytes) against the
+    bucket's ``files`` at ``snapshot``."""
+    from airflow_paimon.engine.write.bucket_writer import write_bucket
+
+    identifier = table.identifier.get_full_name()
+    if any(f.level == 0 for f in files):
+        raise PaimonJobError(f"table {identifier}: partition {partition} bucket {bucket} has level-0 files, which "
+                             "readers of a deletion-vector table do not see; compact it with its own engine first")
+    entries, vectors = bucket_deletion_vectors(table, snapshot, partition, bucket)
+    vectors = {name: dv for name, dv in vectors.items() if name in {f.name for f in files}}
+    old_keys, old_file, old_pos = live_positions(table, files, vectors)
+    pk = list(table.trimmed_primary_keys)
+    key_types = pa.schema([_file_field(table, k) for k in pk])
+    found = pc.index_in(encode_keys(rows.select(pk).cast(key_types), pk), value_set=old_keys)
+    hit = np.asarray(pc.is_valid(found).to_numpy(zero_copy_only=False), dtype=bool)
+    at = np.asarray(pc.fill_null(found, 0).to_numpy(zero_copy_only=False), dtype=np.int64)[hit]
+    keep = ~is_retract(kinds)
+    if engine is MergeEngine.FIRST_ROW:  # the old row stays, the batch's row of that key goes
+        keep &= ~hit
+        hit = np.zeros_like(hit)
+        at = at[:0]
+    marks: dict[int, list] = {}
+    for file_id, position in zip(old_file[at], old_pos[at]):
+        marks.setdefault(int(file_id), []).append(int(position))
+    written = rows.filter(pa.array(keep))
+    occupied = sorted({f.level for f in files})
+    if occupied and occupied[0] == 1:  # no free level below the bucket's runs: one run at the max level
+        return _rewrite(table, partition, bucket, files, vectors, marks, entries, num_levels, written,
+                        max_sequence_number)
+    level = occupied[0] - 1 if occupied else num_levels - 1
+    message = write_bucket(table, partition, bucket, written, pa.array(np.zeros(written.num_rows, np.int8)),
+                           max_sequence_number, level=level) if written.num_rows else \
+        CommitMessage(partition=tuple(partition), bucket=bucket, new_files=[])
+    for file_id, positions in marks.items():
+        name = files[file_id].name
+        vector = vectors.get(name) or BitmapDeletionVector()
+        for position in positions:
+            vector.delete(position)
+        vectors[name] = vector
+    if marks:  # a new index file for the bucket replaces the old one
+        message.index_deletes = [_deleted(e) for e in entries]
+        message.index_adds = [write_index_file(table, partition, bucket, vectors)]
+    return message
+
+
+def _rewrite(table, partition, bucket, files, vectors, marks, entries, num_levels, written,
+             max_sequence_number) -> CommitMessage:
+    """The bucket's live rows without the ones the batch replaces, and the batch, as one run at the max level."""
+    from airflow_paimon.engine.compact.rewrite import key_value_schema
+    from airflow_paimon.engine.write.bucket_writer import file_schema, key_value_layout, write_key_values
+
+    schema = key_value_schema(table)
+    parts = []
+    for i, f in enumerate(files):
+        kv = read_as(f.path, schema)
+        dead = np.zeros(kv.num_rows, dtype=bool)
+        if f.name in vectors:
+            dead[np.fromiter(vectors[f.name].bit_map(), dtype=np.int64)] = True
+        dead[marks.get(i, [])] = True
+        parts.append(kv.filter(pa.array(~dead)))
+    fresh = key_value_layout(table, written.select(list(table.field_names)).cast(file_schema(table)),
+                             pa.array(np.zeros(written.num_rows, np.int8)), max_sequence_number)
+    merged = pa.concat_tables([*parts, fresh.cast(schema)])
+    merged = merged.take(pc.sort_indices(merged, sort_keys=[(key_column(k), "ascending")
+                                                            for k in table.trimmed_primary_keys]
+                                         + [(SEQUENCE_NUMBER, "ascending")]))
+    message = write_key_values(table, partition, bucket, merged, level=num_levels - 1)
+    message.deleted_files = [f.meta for f in files]
+    message.index_deletes = [_deleted(e) for e in entries]
+    return message
+
+
+def _file_field(table, name: str) -> pa.Field:
+    from airflow_paimon.engine.write.bucket_writer import file_schema
+    return file_schema(table).field(name)
+
+
+def _deleted(entry: IndexManifestEntry) -> IndexManifestEntry:
+    return IndexManifestEntry(kind=FileKind.DELETE, partition=entry.partition, bucket=entry.bucket,
+                              index_file=entry.index_file)

@@ -1,0 +1,99 @@
+"""Deletion-vector tables (``deletion-vectors.enabled=true``): after every run each row it wrote is visible to
+readers that skip level 0 and apply deletion vectors (pypaimon; Java Paimon in tests/java) — no key twice, the
+pandas oracle's table — through updates, moves, deletes and in-batch duplicates, across enough runs to fill every
+level and rewrite buckets."""
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from airflow_paimon.engine.errors import StaleIndexError, ValidationError
+from airflow_paimon.engine.maintenance.references import SnapshotReader
+from airflow_paimon.engine.scan import live_entries
+from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from deletion_vector_tables import CROSS, FIXED, KINDS, runs, write
+from local_runner import bootstrap, stage_run
+from oracle import assert_table_equals, expected_upsert, read_table
+
+@pytest.mark.parametrize("spec", [CROSS, FIXED], ids=["cross-partition", "fixed-bucket"])
+def test_every_run_is_visible_and_right(warehouse, spec):
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", spec)
+    done, rewritten, vectors = [], 0, 0
+    for i, (frame, kinds) in enumerate(runs(seed=21)):
+        sid, _ = write(warehouse, spec, frame, kinds, f"r{i}")
+        done.append(frame.assign(row_kind=KINDS[kinds]))
+        table = get_table(opts, "db.t")
+        if spec is CROSS:
+            expected = expected_upsert(done, "id", row_kind="row_kind")
+            assert_table_equals(table, expected, "id")
+        else:
+            expected = expected_upsert([d.assign(k=d.dt + ":" + d.id.astype(str)) for d in done], "k",
+                                       row_kind="row_kind")
+            _assert_fixed(table, expected.drop(columns="k"))
+        files = live_entries(table, table.snapshot_manager().get_snapshot_by_id(sid))
+        assert files and all(e.file.level > 0 for e in files)  # level 0 is invisible in this mode
+        assert all((e.file.delete_row_count or 0) == 0 for e in files)  # deletes are vectors, not rows
+        delta = SnapshotReader(table).delta_entries(table.snapshot_manager().get_snapshot_by_id(sid))
+        rewritten += any(e.kind == 1 for e in delta)  # a bucket rewritten into the max level (level 1 was taken)
+        vectors += bool(_deletion_vectors(table, sid))
+    assert rewritten and vectors >= 3  # both ways of writing a bucket were taken, more than once
+
+
+def _deletion_vectors(table, snapshot_id) -> dict:
+    """Data file name -> how many rows its deletion vector marks, at ``snapshot_id``."""
+    from pypaimon.manifest.index_manifest_file import IndexManifestFile
+
+    snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
+    if not snapshot.index_manifest:
+        return {}
+    return {name: meta.cardinality for e in IndexManifestFile(table).read(snapshot.index_manifest)
+            if e.index_file.index_type == "DELETION_VECTORS" for name, meta in (e.index_file.dv_ranges or {}).items()}
+
+
+def _assert_fixed(table, expected):
+    actual = read_table(table)
+    assert not actual.duplicated(["dt", "id"]).any()
+    order = ["dt", "id"]
+    pd.testing.assert_frame_equal(actual[list(expected.columns)].sort_values(order).reset_index(drop=True),
+                                  expected.sort_values(order).reset_index(drop=True), check_dtype=False)
+
+
+def test_first_row_keeps_the_first_row(warehouse):
+    spec = TableSpec.from_dict({**FIXED.to_dict(), "options": {**FIXED.to_dict()["options"],
+                                                               "merge-engine": "first-row"}})
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", spec)
+    frames = [frame for frame, _ in runs(seed=4, n=4)]
+    for i, frame in enumerate(frames):
+        write(warehouse, spec, frame, None, f"r{i}")
+    expected = pd.concat(frames).drop_duplicates(["dt", "id"], keep="first")
+    _assert_fixed(get_table(opts, "db.t"), expected)
+
+
+def test_a_snapshot_in_between_is_refused_even_a_compaction(warehouse):
+    """Row positions marked against the base snapshot are wrong once anything rewrote the bucket."""
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", FIXED)
+    first, second = list(runs(seed=8, n=2))
+    write(warehouse, FIXED, *first, "r0")
+    ctx = bootstrap(opts, "db.t", warehouse + "/.index", 2)
+    spec = stage_run(ctx, pa.Table.from_pandas(second[0], schema=FIXED.arrow_schema(), preserve_index=False), "r1")
+    write(warehouse, FIXED, *second, "other")  # another writer's snapshot lands first
+    from airflow_paimon.engine.commit.run import run_commit
+
+    with pytest.raises(StaleIndexError):
+        run_commit(spec)
+
+
+@pytest.mark.parametrize("options, option", [
+    ({"merge-engine": "partial-update"}, "deletion-vectors.enabled"),
+    ({"merge-engine": "aggregation"}, "deletion-vectors.enabled"),
+    ({"changelog-producer": "input"}, "changelog-producer"),
+    ({"sequence.field": "v"}, "sequence.field"),
+])
+def test_refused_combinations(warehouse, options, option):
+    spec = TableSpec.from_dict({**FIXED.to_dict(), "options": {**FIXED.to_dict()["options"], **options}})
+    with pytest.raises(ValidationError, match=f"option '{option}'"):
+        get_or_create_table({"warehouse": warehouse}, "db.t", spec)
