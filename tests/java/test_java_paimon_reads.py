@@ -116,12 +116,17 @@ def test_changelog_producer_input(warehouse, shape):
 @pytest.mark.parametrize("shape", ["cross-partition", "fixed-bucket"])
 def test_deletion_vector_table(warehouse, shape):
     """Java Paimon reads a deletion-vector table (level 0 skipped, deletion vectors applied, no merge) as pypaimon
-    does after every run: runs at free levels with vectors, and buckets rewritten into the max level."""
+    does after every run — runs at free levels with vectors, buckets rewritten into the max level — and after a
+    full compaction that drops the vectors."""
     from deletion_vector_tables import CROSS, FIXED, runs, write
 
     spec = CROSS if shape == "cross-partition" else FIXED
     get_or_create_table({"warehouse": warehouse}, "db.t", spec)
+    keys = ["id"] if spec is CROSS else ["dt", "id"]
     for i, (frame, kinds) in enumerate(runs(seed=21, n=4)):
         write(warehouse, spec, frame, kinds, f"r{i}")
-        rows = assert_java_reads_as_pypaimon(warehouse, "db.t", ["id"] if spec is CROSS else ["dt", "id"])
+        rows = assert_java_reads_as_pypaimon(warehouse, "db.t", keys)
         assert len(rows) > 0
+    before = len(rows)
+    assert compact(get_table({"warehouse": warehouse}, "db.t"), full=True, scope="table")["compacted_buckets"]
+    assert len(assert_java_reads_as_pypaimon(warehouse, "db.t", keys)) == before  # vectors dropped, rows kept

@@ -97,3 +97,37 @@ def test_refused_combinations(warehouse, options, option):
     spec = TableSpec.from_dict({**FIXED.to_dict(), "options": {**FIXED.to_dict()["options"], **options}})
     with pytest.raises(ValidationError, match=f"option '{option}'"):
         get_or_create_table({"warehouse": warehouse}, "db.t", spec)
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["universal", "full"])
+def test_compaction_rewrites_buckets_without_their_deletion_vectors(warehouse, full):
+    """Compaction reads each file without the rows its vector marks, writes the bucket as one run at the max
+    level and drops the bucket's vectors; the table reads the same before and after, with every writer's view."""
+    from compaction_tables import compact
+
+    opts = {"warehouse": warehouse}
+    spec = TableSpec.from_dict({**CROSS.to_dict(), "options": {**CROSS.to_dict()["options"], "num-levels": "5",
+                                                               "num-sorted-run.compaction-trigger": "3"}})
+    get_or_create_table(opts, "db.t", spec)
+    done = []
+    for i, (frame, kinds) in enumerate(runs(seed=5, n=4)):
+        write(warehouse, spec, frame, kinds, f"r{i}")
+        done.append(frame.assign(row_kind=KINDS[kinds]))
+    table = get_table(opts, "db.t")
+    before = table.snapshot_manager().get_latest_snapshot().id
+    assert _deletion_vectors(table, before)
+    result = compact(table, full=full, scope="table")
+    assert result["compacted_buckets"] > 0 and result["snapshot_id"] == before + 1
+    table = get_table(opts, "db.t")
+    assert_table_equals(table, expected_upsert(done, "id", row_kind="row_kind"), "id")
+    after = _deletion_vectors(table, result["snapshot_id"])
+    live = live_entries(table, table.snapshot_manager().get_snapshot_by_id(result["snapshot_id"]))
+    assert set(after) <= {e.file.file_name for e in live}  # no vector of a file the compaction removed
+    assert len(after) < len(_deletion_vectors(table, before))
+    if full:  # every bucket one run at the max level, no vectors left
+        assert after == {} and {e.file.level for e in live} == {4}
+    # the next write marks rows in the compacted files, still right
+    frame, kinds = next(iter(runs(seed=6, n=2)))
+    write(warehouse, spec, frame, kinds, "after")
+    assert_table_equals(get_table(opts, "db.t"), expected_upsert(done + [frame.assign(row_kind=KINDS[kinds])], "id",
+                                                                 row_kind="row_kind"), "id")

@@ -18,6 +18,7 @@ from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.paimon_compat import try_commit
 from airflow_paimon.engine.scan import file_path
+from airflow_paimon.engine.write.deletion_vectors import enabled as deletion_vectors_enabled
 
 log = logging.getLogger(__name__)
 PROPERTY_PREFIX = "airflow-paimon.compact."
@@ -73,12 +74,18 @@ def check_no_conflict(table, plan, messages, latest=None) -> None:
         return
     buckets = {(tuple(m.partition), m.bucket) for m in messages}
     picked = set(plan.entries)
+    any_snapshot = bool(plan.index_deletes) or deletion_vectors_enabled(table.table_schema.options)
     reader = SnapshotReader(table)
     for sid in range(plan.snapshot_id + 1, latest.id + 1):
         snap = manager.get_snapshot_by_id(sid)
         if snap is None:
             raise CompactConflictError(f"table {name}: snapshot {sid} expired while compacting; "
                                        "nothing committed, re-run to plan again")
+        if any_snapshot:  # deletion vectors of the compacted files may have changed with it
+            raise CompactConflictError(f"table {name}: snapshot {sid} ({snap.commit_kind} by {snap.commit_user}) "
+                                       f"landed after compaction planned at snapshot {plan.snapshot_id}; in a "
+                                       "deletion-vector table it may mark rows of the files compacted; nothing "
+                                       "committed, re-run to plan again")
         for e in reader.delta_entries(snap):
             where = (tuple(e.partition.values), e.bucket)
             removed = e.kind == FileKind.DELETE and (*where, e.file.file_name, e.file.level) in picked
@@ -103,7 +110,8 @@ def commit_compaction(table, plan, messages, commit_user: str, commit_identifier
     committer = GuardedCommit(table, commit_user, lambda latest: check_no_conflict(table, plan, messages, latest))
     try:
         try_commit(committer, commit_kind=COMPACT, commit_identifier=commit_identifier,
-                   commit_entries_plan=lambda _latest: entries, detect_conflicts=True, snapshot_properties=props)
+                   commit_entries_plan=lambda _latest: entries, detect_conflicts=True, snapshot_properties=props,
+                   index_deletes=plan.index_deletes)
     except RuntimeError as e:
         if "conflict" not in str(e).lower():
             raise

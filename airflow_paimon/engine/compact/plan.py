@@ -6,9 +6,12 @@ from dataclasses import dataclass, field
 
 from airflow_paimon.engine.commit.committer import COMPACT
 from airflow_paimon.engine.compact.levels import level_sorted_runs, non_empty_highest_level, number_of_levels
-from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalCompaction, pick_full_compaction
+from airflow_paimon.engine.compact.strategy import (CompactOptions, CompactUnit, UniversalCompaction,
+                                                   pick_full_compaction)
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, live_entries
+from airflow_paimon.engine.write.deletion_vectors import (bucket_deletion_vectors, deleted_entry as _deleted,
+                                                          enabled as deletion_vectors_enabled)
 
 
 @dataclass
@@ -23,6 +26,7 @@ class BucketCompaction:
     drop_delete: bool
     files: list  # DataFileMeta picked, as the manifest holds them
     paths: dict = field(default_factory=dict)  # file name -> path
+    deleted: dict = field(default_factory=dict)  # file name -> row positions its deletion vector marks
 
 
 @dataclass
@@ -30,6 +34,7 @@ class CompactionPlan:
     snapshot_id: int | None  # the snapshot planned at; the commit detects conflicts against it
     buckets: list[BucketCompaction]
     entries: dict  # (partition, bucket, file name, level) -> ManifestEntry of every picked file
+    index_deletes: list = field(default_factory=list)  # deletion-vector index entries the compaction drops
 
 
 def writes_since_compaction(table, snapshot_id: int | None) -> list:
@@ -68,14 +73,22 @@ def plan_compaction(table, snapshot, full: bool, scope_snapshots: list | None = 
             continue
         groups[key].append(e)
 
-    buckets, entries = [], {}
+    buckets, entries, index_deletes = [], {}, []
+    with_vectors = deletion_vectors_enabled(options)
     for (partition, bucket), es in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         files = [e.file for e in es]
         num_levels = number_of_levels(compact_options.levels, files)
         runs = level_sorted_runs(files)
         unit = pick_full_compaction(num_levels, runs) if full else strategy.pick(num_levels, runs)
+        vectors, deleted = [], {}
+        if with_vectors:  # the whole bucket into one run at the max level: its deletion vectors all go
+            vectors, dvs = bucket_deletion_vectors(table, snapshot, partition, bucket)
+            deleted = {name: sorted(dv.bit_map()) for name, dv in dvs.items()}
+            if unit is not None or (full and deleted):
+                unit = CompactUnit(num_levels - 1, tuple(runs))
         if unit is None:
             continue
+        index_deletes += [_deleted(e) for e in vectors]
         picked = unit.files
         # Deletes may go only when nothing older lies below the output (Paimon's dropDelete rule).
         drop_delete = unit.output_level != 0 and unit.output_level >= non_empty_highest_level(files)
@@ -85,8 +98,8 @@ def plan_compaction(table, snapshot, full: bool, scope_snapshots: list | None = 
             entries[(partition, bucket, e.file.file_name, e.file.level)] = e
         buckets.append(BucketCompaction(partition, bucket, es[0].total_buckets, unit.output_level, num_levels - 1,
                                         drop_delete, picked, {e.file.file_name: file_path(table, e)
-                                                              for e in picked_entries}))
-    return CompactionPlan(snapshot.id, buckets, entries)
+                                                              for e in picked_entries}, deleted))
+    return CompactionPlan(snapshot.id, buckets, entries, index_deletes)
 
 
 def _matches(table, partition: tuple, partition_filter: dict) -> bool:

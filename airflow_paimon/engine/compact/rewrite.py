@@ -18,7 +18,7 @@ from airflow_paimon.engine.compact.merge import merge_key_values, retract_counts
 from airflow_paimon.engine.compact.plan import BucketCompaction
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.paimon_compat import roll_write
-from airflow_paimon.engine.data_files import read_as, read_columns
+from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
 from airflow_paimon.engine.schema_evolution import file_column_names
 from airflow_paimon.engine.write.bucket_writer import file_schema
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
@@ -93,6 +93,9 @@ class BucketRewriter:
         """Re-level a file that overlaps nothing; one with retractions is rewritten when going to the max
         level, where retractions must not survive."""
         level = self.work.output_level
+        if f.file_name in self.work.deleted:  # its deletion vector goes with the compaction: rewrite without them
+            self._merge_and_write([f])
+            return
         if f.level == level:
             return
         kinds = self._read(f, [VALUE_KIND]).column(VALUE_KIND)
@@ -134,9 +137,10 @@ class BucketRewriter:
         names = columns or self.schema.names
         target = pa.schema([self.schema.field(n) for n in names])
         if f.schema_id != self.table.table_schema.id:
-            return read_as(self.work.paths[f.file_name], target, file_column_names(self.table, f.schema_id))
-        data = read_columns(self.work.paths[f.file_name], names)
-        return data.select(names).cast(target)
+            data = read_as(self.work.paths[f.file_name], target, file_column_names(self.table, f.schema_id))
+        else:
+            data = read_columns(self.work.paths[f.file_name], names).select(names).cast(target)
+        return without_rows(data, self.work.deleted.get(f.file_name))  # rows a deletion vector marks
 
 
 def rewrite_bucket(table, work: BucketCompaction) -> CommitMessage:

@@ -17,7 +17,6 @@ from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import SCOPES, CompactResult, CompactSpec
 from airflow_paimon.engine.table_options import check_table
-from airflow_paimon.engine.write.deletion_vectors import enabled as deletion_vectors_enabled
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +44,6 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
         return {**result, "snapshot_id": done.id, **counters_from_snapshot(done), "already_committed": True}
     nothing = {**result, "snapshot_id": input_snapshot_id, "compacted_buckets": 0, "files_before": 0,
                "files_after": 0, "already_committed": False}
-    if deletion_vectors_enabled(table.table_schema.options):
-        log.info("%s: a deletion-vector table is kept compacted by its writes (one sorted run per write above "
-                 "level 0, the bucket rewritten into the max level when level 1 is taken); nothing to compact here",
-                 identifier)
-        return nothing
     scope_snapshots = None
     if scope == "snapshot":  # the buckets written since the last compaction, up to the input snapshot
         if input_snapshot_id is None:

@@ -191,7 +191,7 @@ def write_bucket_with_deletion_vectors(table, engine: MergeEngine, snapshot, par
             vector.delete(position)
         vectors[name] = vector
     if marks:  # a new index file for the bucket replaces the old one
-        message.index_deletes = [_deleted(e) for e in entries]
+        message.index_deletes = [deleted_entry(e) for e in entries]
         message.index_adds = [write_index_file(table, partition, bucket, vectors)]
     return message
 
@@ -219,7 +219,7 @@ def _rewrite(table, partition, bucket, files, vectors, marks, entries, num_level
                                          + [(SEQUENCE_NUMBER, "ascending")]))
     message = write_key_values(table, partition, bucket, merged, level=num_levels - 1)
     message.deleted_files = [f.meta for f in files]
-    message.index_deletes = [_deleted(e) for e in entries]
+    message.index_deletes = [deleted_entry(e) for e in entries]
     return message
 
 
@@ -228,6 +228,6 @@ def _file_field(table, name: str) -> pa.Field:
     return file_schema(table).field(name)
 
 
-def _deleted(entry: IndexManifestEntry) -> IndexManifestEntry:
+def deleted_entry(entry: IndexManifestEntry) -> IndexManifestEntry:
     return IndexManifestEntry(kind=FileKind.DELETE, partition=entry.partition, bucket=entry.bucket,
                               index_file=entry.index_file)

@@ -29,6 +29,7 @@ def write_dag(dag_id: str, commits: int = 1, table_schema: dict | None = None) -
 commit_twice = write_dag("test_commit_twice", commits=2, table_schema=SPEC)
 seed = write_dag("test_seed", table_schema=SPEC)
 bad_input = write_dag("test_bad_input")
+write = write_dag("test_write")  # any existing table (params.table) from any source (params.source)
 
 
 # The day the upstream adds a column: the group adds it to the table (and compacts across both schemas)
