@@ -12,7 +12,9 @@ from airflow_paimon.engine.catalog import open_catalog
 from airflow_paimon.engine.schema_commit import alter_exclusively
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.table_alter import AlterPlan, plan_alter, resulting_options
+from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table_options import TableColumns, check_options
+from airflow_paimon.engine.write.deletion_vectors import check_no_level_0, enabled
 
 
 def create_table(catalog_options: dict, identifier: str, spec: TableSpec) -> dict:
@@ -44,6 +46,9 @@ def alter_table(catalog_options: dict, identifier: str, set_options: dict | None
             columns = {**known.columns, **dict(plan.add_columns), **dict(plan.widen_columns)}
             check_options(identifier, resulting_options(options, plan),
                           TableColumns(columns, known.primary_keys, known.partition_keys))
+            if enabled(plan.set_options):  # turned on: files already at level 0 would vanish from every read
+                check_no_level_0(identifier, (e.file.level for e in live_entries(
+                    table, table.snapshot_manager().get_latest_snapshot())))
         return plan
 
     table = get_table(catalog_options, identifier)

@@ -61,8 +61,8 @@ def test_create_is_idempotent_and_refuses_another_schema(opts, warehouse):
     other = TableSpec.from_dict({**SCHEMA, "columns": [*SCHEMA["columns"], ["x", "INT"]]})
     with pytest.raises(ValidationError, match=r"table db\.t: existing table differs.*columns"):
         create_table(opts, "db.t", other)
-    bad = TableSpec.from_dict({**SCHEMA, "options": {"bucket": "-1", "deletion-vectors.enabled": "true"}})
-    with pytest.raises(ValidationError, match="option 'deletion-vectors.enabled'"):
+    bad = TableSpec.from_dict({**SCHEMA, "options": {"bucket": "-1", "changelog-producer": "lookup"}})
+    with pytest.raises(ValidationError, match="option 'changelog-producer'"):
         create_table(opts, "db.u", bad)
     assert schema_files(warehouse) == ["schema-0"]
 
@@ -103,7 +103,7 @@ def test_alter_widens_int_to_bigint_and_old_rows_read(opts):
 
 
 @pytest.mark.parametrize("changes,match", [
-    ({"set_options": {"deletion-vectors.enabled": "true"}}, "option 'deletion-vectors.enabled'"),
+    ({"set_options": {"changelog-producer": "lookup"}}, "option 'changelog-producer'"),
     ({"set_options": {"bucket": "4"}}, "option 'bucket'.*cannot be changed"),
     ({"set_options": {"merge-engine": "first-row"}}, "option 'merge-engine'"),
     ({"set_options": {"target-file-size": "lots"}}, "option 'target-file-size'.*memory size"),
@@ -214,3 +214,26 @@ def test_a_write_after_alter_in_the_same_worker_keeps_the_new_column(opts, index
     upsert(bootstrap(opts, "db.t", index_root, 2), pa.Table.from_pandas(after, preserve_index=False), run_id="n")
     start = expected_upsert(RUNS[:1], "id").assign(note=None)
     assert_table_equals(get_table(opts, "db.t"), expected_upsert([after], "id", start=start), "id")
+
+
+def test_deletion_vectors_turn_on_only_without_level_0_files(warehouse):
+    """Turning deletion vectors on would hide every level-0 file from readers: refused until a full compaction
+    has lifted them, then allowed, and the next writes keep the table readable."""
+    from compaction_tables import compact
+
+    opts = {"warehouse": warehouse}
+    spec = TableSpec.from_dict({**SCHEMA, "options": {"bucket": "-1"}})
+    create_table(opts, "db.t", spec)
+    first = pd.DataFrame({"id": [1, 2, 3], "dt": ["a", "a", "b"], "v": [1.0, 2.0, 3.0]})
+    upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), pa.Table.from_pandas(
+        first, schema=spec.arrow_schema(), preserve_index=False), "r0")
+    with pytest.raises(ValidationError, match="option 'deletion-vectors.enabled'.*level 0"):
+        alter_table(opts, "db.t", set_options={"deletion-vectors.enabled": "true"})
+    assert schema_files(warehouse) == ["schema-0"]
+    compact(get_table(opts, "db.t"), full=True, scope="table")
+    alter_table(opts, "db.t", set_options={"deletion-vectors.enabled": "true"})
+    second = pd.DataFrame({"id": [2, 4], "dt": ["b", "a"], "v": [5.0, 6.0]})  # 2 moves partition
+    upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), pa.Table.from_pandas(
+        second, schema=spec.arrow_schema(), preserve_index=False), "r1")
+    expected = pd.concat([first, second]).drop_duplicates("id", keep="last").sort_values("id")
+    assert_table_equals(get_table(opts, "db.t"), expected, "id")

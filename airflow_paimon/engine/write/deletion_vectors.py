@@ -78,10 +78,11 @@ def live_files_by_bucket(table, snapshot, partition_types) -> dict[tuple[str, in
     return out
 
 
-def check_no_level_0(identifier: str, files: dict[tuple[str, int], list[LiveFile]]) -> None:
-    """Refuse, before anything is written, a deletion-vector table holding level-0 files: its readers do not see
-    them (deletion vectors turned on after other writes), and a write here would not merge with them."""
-    level_0 = sum(f.level == 0 for bucket in files.values() for f in bucket)
+def check_no_level_0(identifier: str, levels) -> None:
+    """Refuse, before anything is written, a deletion-vector table holding level-0 files (``levels``: of every
+    live data file): its readers do not see them (deletion vectors turned on after other writes), and a write
+    here would not merge with them."""
+    level_0 = sum(level == 0 for level in levels)
     if level_0:
         raise ValidationError(identifier, f"{level_0} live data files are at level 0, which readers of a deletion-"
                                           "vector table skip (deletion vectors were turned on after they were "

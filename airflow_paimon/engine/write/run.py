@@ -63,7 +63,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
                                 b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot())}
     if ctx.deletion_vectors:  # each write task looks up its bucket's old rows in these files
         ctx.bucket_files = live_files_by_bucket(table, ctx.base_snapshot(), ctx.partition_types)
-        check_no_level_0(identifier, ctx.bucket_files)
+        check_no_level_0(identifier, (f.level for files in ctx.bucket_files.values() for f in files))
 
     written = write(source, ctx, shape)
     messages = [bytes(w["message"]) for w in written]

@@ -52,7 +52,7 @@ with DAG("test_lifecycle_alter", schedule=None, start_date=START, default_args={
         task_id="alter_again", table="db.t", **changes)
 
 with DAG("test_lifecycle_refused", schedule=None, start_date=START,
-         params={"set_options": {"deletion-vectors.enabled": "true"}}, default_args={"retries": 2},
+         params={"set_options": {"changelog-producer": "lookup"}}, default_args={"retries": 2},
          render_template_as_native_obj=True) as refused:
     PaimonAlterTableOperator(task_id="alter", table="db.t", set_options="{{ params.set_options }}")
 
