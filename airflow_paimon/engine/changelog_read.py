@@ -47,7 +47,7 @@ def plan_changelog(table, start: int, end: int) -> list[PartitionChangelog]:
 def changelog_rows(table, work: PartitionChangelog, row_kind_column: str) -> pa.Table:
     """The rows of one partition's changelog files (the table's columns as of now: a file of an older schema
     reads added columns as null), each with its row kind (``+I``, ``-U``, ``+U``, ``-D``), in file order."""
-    from airflow_paimon.engine.compact.rewrite import key_value_schema
+    from airflow_paimon.engine.write.bucket_writer import key_value_schema
 
     schema = key_value_schema(table)
     names = [f.name for f in schema if not f.name.startswith("_")]

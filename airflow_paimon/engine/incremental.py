@@ -94,7 +94,7 @@ def plan_incremental(table, start: int, end: int) -> list[PartitionDiff]:
 def bucket_rows(table, paths: tuple[str, ...]) -> pa.Table:
     """The live rows of one bucket made of ``paths``: every version of a key merged by the merge engine,
     retractions dropped; the table's columns only."""
-    from airflow_paimon.engine.compact.rewrite import key_value_schema
+    from airflow_paimon.engine.write.bucket_writer import key_value_schema
 
     schema = key_value_schema(table)
     row_schema = pa.schema([f for f in schema if not f.name.startswith("_")])

@@ -12,15 +12,14 @@ from pypaimon.write.commit_message import CommitMessage
 
 from airflow_paimon.engine.compact.levels import interval_partition
 from airflow_paimon.engine.codec.kinds import retracts
-from airflow_paimon.engine.codec.system_fields import (SEQUENCE_NUMBER_FIELD, VALUE_KIND, VALUE_KIND_FIELD,
-                                                      key_column, key_columns)
+from airflow_paimon.engine.codec.system_fields import VALUE_KIND, key_columns
 from airflow_paimon.engine.compact.merge import merge_key_values, retract_counts
 from airflow_paimon.engine.compact.plan import BucketCompaction
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
 from airflow_paimon.engine.schema_evolution import file_column_names
-from airflow_paimon.engine.write.bucket_writer import file_schema
+from airflow_paimon.engine.write.bucket_writer import key_value_schema
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
 log = logging.getLogger(__name__)
@@ -30,13 +29,6 @@ COMPACT_FILE_SOURCE = 1  # DataFileMeta.file_source: 0 APPEND, 1 COMPACT
 def min_file_size(table) -> int:
     """Files at least this big are re-levelled rather than rewritten (Paimon: 70% of target-file-size)."""
     return table.options.target_file_size(True) // 10 * 7
-
-
-def key_value_schema(table) -> pa.Schema:
-    """The physical layout of a primary-key data file: _KEY_ columns, sequence number, value kind, row."""
-    row = file_schema(table)
-    keys = [pa.field(key_column(k), row.field(k).type, nullable=False) for k in table.trimmed_primary_keys]
-    return pa.schema(keys + [SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, *row])
 
 
 class BucketRewriter:

@@ -68,6 +68,14 @@ def write_key_values(table, partition: tuple, bucket: int, kv: pa.Table, changel
                          changelog_files=list(writer.committed_changelog_files))
 
 
+def key_value_schema(table) -> pa.Schema:
+    """The physical layout of a primary-key data file (what key_value_layout builds): _KEY_ columns, sequence
+    number, value kind, row."""
+    row = file_schema(table)
+    keys = [pa.field(key_column(k), row.field(k).type, nullable=False) for k in table.trimmed_primary_keys]
+    return pa.schema(keys + [SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, *row])
+
+
 def file_schema(table) -> pa.Schema:
     from pypaimon.schema.data_types import PyarrowFieldParser
     return PyarrowFieldParser.from_paimon_schema(table.table_schema.fields)

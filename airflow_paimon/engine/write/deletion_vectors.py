@@ -21,6 +21,7 @@ are used for the format (BitmapDeletionVector, DeletionVector.read, IndexFileMet
 from __future__ import annotations
 
 import uuid
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,14 +35,18 @@ from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.manifest.index_manifest_file import IndexManifestFile
 from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.table.source.deletion_file import DeletionFile
+from pypaimon.utils.roaring_bitmap import RoaringBitmap
 from pypaimon.write.commit_message import CommitMessage
 
 from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.codec.kinds import FileKind, is_retract
-from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, key_column
-from airflow_paimon.engine.data_files import read_as, read_columns
-from airflow_paimon.engine.errors import PaimonJobError, ValidationError
-from airflow_paimon.engine.merge_engine import MergeEngine
+from airflow_paimon.engine.codec.system_fields import key_column, key_columns
+from airflow_paimon.engine.compact.merge import merge_key_values
+from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
+from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
+from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_layout, key_value_schema,
+                                                      write_key_values)
 
 DV_INDEX = IndexManifestFile.DELETION_VECTORS_INDEX
 DV_INDEX_VERSION = 1  # the first byte of a deletion-vector index file
@@ -129,104 +134,118 @@ def write_index_file(table, partition: tuple, bucket: int, vectors: dict[str, De
                               bucket=bucket, index_file=meta)
 
 
+def positions(vector: DeletionVector) -> np.ndarray:
+    """The row positions a deletion vector marks, ascending."""
+    from pyroaring import BitMap  # pypaimon's RoaringBitmap wraps it; its serialized form is the portable one
+
+    return np.frombuffer(BitMap.deserialize(vector.bit_map().serialize()).to_array(), dtype=np.uint32).astype(np.int64)
+
+
+def with_positions(vector: DeletionVector | None, marked: np.ndarray) -> DeletionVector:
+    """``vector`` (or an empty one) with the rows at ``marked`` marked too."""
+    from pyroaring import BitMap
+
+    added = array("I")
+    added.frombytes(np.asarray(marked, dtype=np.uint32).tobytes())
+    bitmap = RoaringBitmap.deserialize(BitMap(added).serialize())
+    if vector is not None:
+        bitmap = RoaringBitmap.or_(vector.bit_map(), bitmap)
+    return BitmapDeletionVector(bitmap)
+
+
 def live_positions(table, files: list[LiveFile], vectors: dict[str, DeletionVector]) -> tuple[pa.Array, np.ndarray,
                                                                                              np.ndarray]:
     """(encoded key, file index, row position) of every live row of the bucket: each file's key columns, the rows
     its deletion vector marks left out."""
-    keys, file_ids, positions = [], [], []
+    keys, file_ids, rows_at = [], [], []
     pk = list(table.trimmed_primary_keys)
     for i, f in enumerate(files):
         rows = read_columns(f.path, [key_column(k) for k in pk]).rename_columns(pk)
         live = np.ones(rows.num_rows, dtype=bool)
         if f.name in vectors:
-            live[np.fromiter(vectors[f.name].bit_map(), dtype=np.int64)] = False
+            live[positions(vectors[f.name])] = False
         where = np.nonzero(live)[0]
         keys.append(encode_keys(rows.take(pa.array(where)), pk))
         file_ids.append(np.full(len(where), i, dtype=np.int64))
-        positions.append(where)
+        rows_at.append(where)
     if not keys:
         return pa.array([], pa.binary()), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return pa.concat_arrays(keys), np.concatenate(file_ids), np.concatenate(positions)
+    return pa.concat_arrays(keys), np.concatenate(file_ids), np.concatenate(rows_at)
 
 
-def write_bucket_with_deletion_vectors(table, engine: MergeEngine, snapshot, partition: tuple, bucket: int,
+def write_bucket_with_deletion_vectors(table, rules: MergeRules, snapshot, partition: tuple, bucket: int,
                                        files: list[LiveFile], num_levels: int, rows: pa.Table, kinds: np.ndarray,
                                        max_sequence_number: int) -> CommitMessage:
-    """The CommitMessage of one bucket's batch (rows unique per key, ``kinds`` their RowKind bytes) against the
-    bucket's ``files`` at ``snapshot``."""
-    from airflow_paimon.engine.write.bucket_writer import write_bucket
-
-    identifier = table.identifier.get_full_name()
-    if any(f.level == 0 for f in files):
-        raise PaimonJobError(f"table {identifier}: partition {partition} bucket {bucket} has level-0 files, which "
-                             "readers of a deletion-vector table do not see; compact it with its own engine first")
+    """The CommitMessage of one bucket's batch (``kinds``: the rows' RowKind bytes; a key may repeat under
+    aggregation) against the bucket's ``files`` at ``snapshot``."""
     entries, vectors = bucket_deletion_vectors(table, snapshot, partition, bucket)
     vectors = {name: dv for name, dv in vectors.items() if name in {f.name for f in files}}
     old_keys, old_file, old_pos = live_positions(table, files, vectors)
     pk = list(table.trimmed_primary_keys)
-    key_types = pa.schema([_file_field(table, k) for k in pk])
+    key_types = pa.schema([file_schema(table).field(k) for k in pk])
     found = pc.index_in(encode_keys(rows.select(pk).cast(key_types), pk), value_set=old_keys)
     hit = np.asarray(pc.is_valid(found).to_numpy(zero_copy_only=False), dtype=bool)
-    at = np.asarray(pc.fill_null(found, 0).to_numpy(zero_copy_only=False), dtype=np.int64)[hit]
-    keep = ~is_retract(kinds)
-    if engine is MergeEngine.FIRST_ROW:  # the old row stays, the batch's row of that key goes
-        keep &= ~hit
-        hit = np.zeros_like(hit)
+    at = np.unique(np.asarray(pc.fill_null(found, 0).to_numpy(zero_copy_only=False), dtype=np.int64)[hit])
+    rows = rows.select(list(table.field_names)).cast(file_schema(table))
+    if rules.engine is MergeEngine.FIRST_ROW:  # the old row stays, the batch's row of that key goes
+        keep = ~hit & ~is_retract(kinds)
+        fresh = key_value_layout(table, rows.filter(pa.array(keep)), pa.array(kinds[keep]), max_sequence_number)
         at = at[:0]
-    marks: dict[int, list] = {}
-    for file_id, position in zip(old_file[at], old_pos[at]):
-        marks.setdefault(int(file_id), []).append(int(position))
-    written = rows.filter(pa.array(keep))
+    elif rules.engine is MergeEngine.DEDUPLICATE and not rules.sequence_fields:  # the batch's row replaces it
+        keep = ~is_retract(kinds)
+        fresh = key_value_layout(table, rows.filter(pa.array(keep)), pa.array(kinds[keep]), max_sequence_number)
+    else:  # Paimon's lookup merge: the old row and the batch's records of its key, merged by the merge engine
+        old = _rows_at(table, files, old_file[at], old_pos[at])
+        batch = key_value_layout(table, rows, pa.array(kinds), max_sequence_number)
+        fresh = merge_key_values(pa.concat_tables([old, batch]), key_columns(pk), dict(table.table_schema.options),
+                                 drop_delete=True, table=table.identifier.get_full_name(), rules=rules)
+    marks = {int(i): old_pos[at][old_file[at] == i] for i in np.unique(old_file[at])}
     occupied = sorted({f.level for f in files})
     if occupied and occupied[0] == 1:  # no free level below the bucket's runs: one run at the max level
-        return _rewrite(table, partition, bucket, files, vectors, marks, entries, num_levels, written,
-                        max_sequence_number)
+        return _rewrite(table, partition, bucket, files, vectors, marks, entries, num_levels, fresh)
     level = occupied[0] - 1 if occupied else num_levels - 1
-    message = write_bucket(table, partition, bucket, written, pa.array(np.zeros(written.num_rows, np.int8)),
-                           max_sequence_number, level=level) if written.num_rows else \
-        CommitMessage(partition=tuple(partition), bucket=bucket, new_files=[])
-    for file_id, positions in marks.items():
+    message = (write_key_values(table, partition, bucket, fresh, level=level) if fresh.num_rows
+               else CommitMessage(partition=tuple(partition), bucket=bucket, new_files=[]))
+    for file_id, marked in marks.items():
         name = files[file_id].name
-        vector = vectors.get(name) or BitmapDeletionVector()
-        for position in positions:
-            vector.delete(position)
-        vectors[name] = vector
+        vectors[name] = with_positions(vectors.get(name), marked)
     if marks:  # a new index file for the bucket replaces the old one
         message.index_deletes = [deleted_entry(e) for e in entries]
         message.index_adds = [write_index_file(table, partition, bucket, vectors)]
     return message
 
 
-def _rewrite(table, partition, bucket, files, vectors, marks, entries, num_levels, written,
-             max_sequence_number) -> CommitMessage:
-    """The bucket's live rows without the ones the batch replaces, and the batch, as one run at the max level."""
-    from airflow_paimon.engine.compact.rewrite import key_value_schema
-    from airflow_paimon.engine.write.bucket_writer import file_schema, key_value_layout, write_key_values
+def _rows_at(table, files: list[LiveFile], file_ids: np.ndarray, rows_at: np.ndarray) -> pa.Table:
+    """The key-value rows at (file, position), read in the table's current schema."""
+    schema = key_value_schema(table)
+    parts = [_read_file(table, files[i], schema).take(pa.array(rows_at[file_ids == i])) for i in np.unique(file_ids)]
+    return pa.concat_tables(parts) if parts else schema.empty_table()
 
+
+def _read_file(table, f: LiveFile, schema: pa.Schema) -> pa.Table:
+    """A data file in the current schema (a file of an older one by field id, added columns null)."""
+    from airflow_paimon.engine.schema_evolution import file_column_names
+
+    if f.meta.schema_id != table.table_schema.id:
+        return read_as(f.path, schema, file_column_names(table, f.meta.schema_id))
+    return read_columns(f.path, schema.names).select(schema.names).cast(schema)
+
+
+def _rewrite(table, partition, bucket, files, vectors, marks, entries, num_levels, fresh: pa.Table) -> CommitMessage:
+    """The bucket's live rows without the ones the batch replaces, and the batch's, as one run at the max level."""
     schema = key_value_schema(table)
     parts = []
     for i, f in enumerate(files):
-        kv = read_as(f.path, schema)
-        dead = np.zeros(kv.num_rows, dtype=bool)
-        if f.name in vectors:
-            dead[np.fromiter(vectors[f.name].bit_map(), dtype=np.int64)] = True
-        dead[marks.get(i, [])] = True
-        parts.append(kv.filter(pa.array(~dead)))
-    fresh = key_value_layout(table, written.select(list(table.field_names)).cast(file_schema(table)),
-                             pa.array(np.zeros(written.num_rows, np.int8)), max_sequence_number)
+        dead = np.concatenate([positions(vectors[f.name]) if f.name in vectors else np.zeros(0, np.int64),
+                               marks.get(i, np.zeros(0, np.int64))])
+        parts.append(without_rows(_read_file(table, f, schema), dead.tolist()))
     merged = pa.concat_tables([*parts, fresh.cast(schema)])
-    merged = merged.take(pc.sort_indices(merged, sort_keys=[(key_column(k), "ascending")
-                                                            for k in table.trimmed_primary_keys]
-                                         + [(SEQUENCE_NUMBER, "ascending")]))
+    merged = merged.take(pc.sort_indices(merged, sort_keys=[(k, "ascending") for k in key_columns(
+        table.trimmed_primary_keys)]))
     message = write_key_values(table, partition, bucket, merged, level=num_levels - 1)
     message.deleted_files = [f.meta for f in files]
     message.index_deletes = [deleted_entry(e) for e in entries]
     return message
-
-
-def _file_field(table, name: str) -> pa.Field:
-    from airflow_paimon.engine.write.bucket_writer import file_schema
-    return file_schema(table).field(name)
 
 
 def deleted_entry(entry: IndexManifestEntry) -> IndexManifestEntry:

@@ -46,7 +46,7 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     seq = ctx.max_sequence_numbers.get((encoded_partition, bucket), -1)
     if ctx.deletion_vectors:  # old rows marked in deletion vectors, the new ones written above level 0
         message = write_bucket_with_deletion_vectors(
-            table, rules.engine, ctx.base_snapshot(), partition, bucket,
+            table, rules, ctx.base_snapshot(), partition, bucket,
             ctx.bucket_files.get((encoded_partition, bucket), []), ctx.num_levels, rows, kinds, seq)
     else:
         files, changelog = [], []
