@@ -21,7 +21,8 @@ from airflow_paimon.engine.paimon_compat import (overwrite_changes_provider, ove
                                                  try_commit)
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.table import get_table
-from airflow_paimon.engine.table_options import boolean, choice, duration_ms
+from airflow_paimon.engine.table_options import choice, duration_ms
+from airflow_paimon.engine.write.deletion_vectors import partition_index_deletes
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +89,6 @@ def expired_partitions(table, now: datetime, expiration_ms: int | None = None) -
     options = {str(k): str(v) for k, v in table.table_schema.options.items()}
     if not table.partition_keys:
         raise ValidationError(identifier, "partition expiry needs a partitioned table")
-    if boolean(identifier, options, "deletion-vectors.enabled"):  # its buckets' deletion vectors would stay
-        raise ValidationError(identifier, "partition expiry of deletion-vector tables is not implemented here",
-                              option="deletion-vectors.enabled", value=options["deletion-vectors.enabled"])
     choice(identifier, options, "partition.expiration-strategy", ("values-time",), "values-time")
     if expiration_ms is None:
         expiration_ms = duration_ms(identifier, options, "partition.expiration-time", None)
@@ -134,7 +132,8 @@ def expire_partitions(catalog_options: dict, identifier: str, identity: CommitId
         try_commit(committer, commit_kind="OVERWRITE", commit_identifier=identity.commit_identifier,
                    commit_entries_plan=overwrite_changes_provider(committer, where, []).provide,
                    changelog_entries=[], detect_conflicts=True, allow_rollback=False,
-                   index_deletes=overwrite_hash_index_deletes(committer, where), index_adds=[],
+                   index_deletes=[*overwrite_hash_index_deletes(committer, where),
+                                  *partition_index_deletes(table, latest, expired)], index_adds=[],
                    snapshot_properties={PROPERTY: json.dumps(result["expired_partitions"])},
                    allow_empty_commit=False)
     finally:

@@ -106,3 +106,26 @@ def test_refusals_name_the_table_and_option(warehouse, spec, options, match):
         open_catalog(opts).alter_table("db.t", [SchemaChange.set_option(k, v) for k, v in options.items()])
     with pytest.raises(ValidationError, match=f"table db.t.*{match}"):
         expire_partitions(opts, "db.t", CommitIdentity.for_run("d", "r", "x"), datetime(2026, 11, 5))
+
+
+def test_deletion_vector_table_drops_the_vectors_of_expired_partitions(warehouse):
+    from pypaimon.manifest.index_manifest_file import IndexManifestFile
+
+    opts = {"warehouse": warehouse}
+    spec = _spec("-1", **{"partition.expiration-time": "2 d", "deletion-vectors.enabled": "true"})
+    get_or_create_table(opts, "db.t", spec)
+    day1 = pd.DataFrame({"id": range(10), "dt": [d for d in DAYS for _ in (0, 1)], "v": [float(i) for i in range(10)]})
+    _write(opts, spec, day1, "day1")
+    update = day1.assign(v=day1.v + 0.5)  # every row replaced: a vector in every bucket
+    _write(opts, spec, update, "day2")
+
+    def vector_partitions():
+        table = get_table(opts, "db.t")
+        snap = table.snapshot_manager().get_latest_snapshot()
+        return sorted({e.partition.values[0] for e in IndexManifestFile(table).read(snap.index_manifest)
+                       if e.index_file.index_type == "DELETION_VECTORS"}) if snap.index_manifest else []
+
+    assert vector_partitions() == DAYS
+    expire_partitions(opts, "db.t", CommitIdentity.for_run("dag", "r", "db.t:expire-partitions"), datetime(2026, 11, 5))
+    assert vector_partitions() == DAYS[2:]
+    assert_table_equals(get_table(opts, "db.t"), update[update.dt >= "2026-11-03"], "id")

@@ -113,6 +113,15 @@ def bucket_deletion_vectors(table, snapshot, partition: tuple, bucket: int
     return entries, vectors
 
 
+def partition_index_deletes(table, snapshot, partitions) -> list[IndexManifestEntry]:
+    """DELETE entries for the deletion-vector index files of ``partitions`` at ``snapshot`` (dropped partitions)."""
+    if snapshot is None or not snapshot.index_manifest:
+        return []
+    wanted = {tuple(p) for p in partitions}
+    return [deleted_entry(e) for e in IndexManifestFile(table).read(snapshot.index_manifest)
+            if e.kind == FileKind.ADD and e.index_file.index_type == DV_INDEX and tuple(e.partition.values) in wanted]
+
+
 def write_index_file(table, partition: tuple, bucket: int, vectors: dict[str, DeletionVector]) -> IndexManifestEntry:
     """One deletion-vector index file holding ``vectors`` (data file name -> vector), as Paimon lays it out:
     a version byte, then per data file its serialized vector (length, magic number, bitmap, checksum)."""
