@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from airflow_paimon.engine.codec.system_fields import key_columns
 from airflow_paimon.engine.compact.merge import merge_key_values
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.data_files import read_as
+from airflow_paimon.engine.data_files import read_as, without_rows
 from airflow_paimon.engine.scan import buckets_at
 
 ROW_KIND_COLUMN = "row_kind"
@@ -35,11 +35,6 @@ def scan_mode_of(table, identifier: str, requested: str) -> str:
     Paimon's ``auto`` does), the diff otherwise; ``changelog`` of a table without one is refused."""
     if requested not in SCAN_MODES:
         raise ValidationError(identifier, f"scan_mode must be one of {list(SCAN_MODES)}", value=requested)
-    from airflow_paimon.engine.write.deletion_vectors import enabled
-
-    if enabled(table.table_schema.options):
-        raise ValidationError(identifier, "incremental reads of deletion-vector tables are not implemented here",
-                              option="deletion-vectors.enabled", value="true")
     producer = str(table.table_schema.options.get("changelog-producer", "none")).strip().lower()
     if requested == "auto":
         return "diff" if producer == "none" else "changelog"
@@ -51,9 +46,10 @@ def scan_mode_of(table, identifier: str, requested: str) -> str:
 
 @dataclass(frozen=True)
 class PartitionDiff:
-    """The buckets of one partition whose files changed: (bucket, files at the start, files at the end)."""
+    """The buckets of one partition whose files changed: (bucket, files at the start, files at the end, and in
+    a deletion-vector table the rows their vectors mark at the start and at the end: path -> positions)."""
     partition: tuple
-    buckets: tuple[tuple[int, tuple[str, ...], tuple[str, ...]], ...]
+    buckets: tuple[tuple[int, tuple[str, ...], tuple[str, ...], dict, dict], ...]
 
 
 def snapshot_range(table, identifier: str, start_id: int, end_id: int | None) -> tuple[int, int]:
@@ -77,30 +73,37 @@ def plan_incremental(table, start: int, end: int) -> list[PartitionDiff]:
     """Per partition, the buckets whose live files differ between snapshot ``start`` and ``end`` (0: the empty
     table). The unit is the partition, not the bucket: a key deleted and written again can change bucket
     within its partition (dynamic buckets), and must then read as +U, not as -D in one bucket and +I in another."""
+    from airflow_paimon.engine.write.deletion_vectors import deleted_rows_at
+
     manager = table.snapshot_manager()
     at: dict[tuple, dict[str, tuple]] = {}
+    marked: dict[str, dict] = {}
     for side, snapshot_id in (("before", start), ("after", end)):
         snapshot = manager.get_snapshot_by_id(snapshot_id) if snapshot_id else None
+        marked[side] = deleted_rows_at(table, snapshot)  # {} unless a deletion-vector table
         for b in buckets_at(table, snapshot):
             at.setdefault((b.partition, b.bucket), {})[side] = b.paths
     changed: dict[tuple, list] = {}
     for (partition, bucket), sides in sorted(at.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         before, after = tuple(sides.get("before", ())), tuple(sides.get("after", ()))
-        if set(before) != set(after):
-            changed.setdefault(partition, []).append((bucket, before, after))
+        deleted = [{p: marked[side][p] for p in paths if p in marked[side]}
+                   for side, paths in (("before", before), ("after", after))]
+        if set(before) != set(after) or deleted[0] != deleted[1]:
+            changed.setdefault(partition, []).append((bucket, before, after, *deleted))
     return [PartitionDiff(p, tuple(buckets)) for p, buckets in changed.items()]
 
 
-def bucket_rows(table, paths: tuple[str, ...]) -> pa.Table:
+def bucket_rows(table, paths: tuple[str, ...], deleted: dict | None = None) -> pa.Table:
     """The live rows of one bucket made of ``paths``: every version of a key merged by the merge engine,
-    retractions dropped; the table's columns only."""
+    retractions dropped; the table's columns only. ``deleted``: path -> row positions a deletion vector marks."""
     from airflow_paimon.engine.write.bucket_writer import key_value_schema
 
     schema = key_value_schema(table)
     row_schema = pa.schema([f for f in schema if not f.name.startswith("_")])
     if not paths:
         return row_schema.empty_table()
-    kv = pa.concat_tables([read_as(p, schema) for p in paths])  # a file of an older schema: added columns null
+    # a file of an older schema: added columns null
+    kv = pa.concat_tables([without_rows(read_as(p, schema), (deleted or {}).get(p)) for p in paths])
     keys = key_columns(table.trimmed_primary_keys)
     merged = merge_key_values(kv, keys, table.table_schema.options, drop_delete=True,
                               table=table.identifier.get_full_name())
@@ -146,7 +149,7 @@ def _true(n: int) -> pa.Array:
 def diff_partition(table, work: PartitionDiff, row_kind_column: str = ROW_KIND_COLUMN) -> pa.Table:
     """The incremental rows of one partition (see the module doc): -D first, then +I, +U; by primary key.
     Each bucket is merged on its own (sequence numbers are per bucket), then the partition is compared."""
-    before = pa.concat_tables([bucket_rows(table, paths) for _, paths, _ in work.buckets])
-    after = pa.concat_tables([bucket_rows(table, paths) for _, _, paths in work.buckets])
+    before = pa.concat_tables([bucket_rows(table, b[1], b[3]) for b in work.buckets])
+    after = pa.concat_tables([bucket_rows(table, b[2], b[4]) for b in work.buckets])
     keys = list(table.primary_keys)
     return diff_rows(before, after, keys, row_kind_column)

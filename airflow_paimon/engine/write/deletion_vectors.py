@@ -113,6 +113,30 @@ def bucket_deletion_vectors(table, snapshot, partition: tuple, bucket: int
     return entries, vectors
 
 
+def deleted_rows_at(table, snapshot) -> dict[str, tuple[int, ...]]:
+    """Data file path -> the row positions its deletion vector marks at ``snapshot`` (every bucket; {} for a
+    table without deletion vectors)."""
+    from airflow_paimon.engine.scan import file_path, live_entries
+
+    if snapshot is None or not snapshot.index_manifest or not enabled(table.table_schema.options):
+        return {}
+    paths = {(tuple(e.partition.values), e.bucket, e.file.file_name): file_path(table, e)
+             for e in live_entries(table, snapshot)}
+    out = {}
+    for e in IndexManifestFile(table).read(snapshot.index_manifest):
+        if e.kind != FileKind.ADD or e.index_file.index_type != DV_INDEX:
+            continue
+        partition = tuple(e.partition.values)
+        index_path = table.path_factory().bucket_index_path(partition, e.bucket, e.index_file, table.file_io)
+        for name, meta in (e.index_file.dv_ranges or {}).items():
+            path = paths.get((partition, e.bucket, name))
+            if path is not None:
+                vector = DeletionVector.read(table.file_io, DeletionFile(index_path, meta.offset, meta.length,
+                                                                         meta.cardinality))
+                out[path] = tuple(positions(vector).tolist())
+    return out
+
+
 def partition_index_deletes(table, snapshot, partitions) -> list[IndexManifestEntry]:
     """DELETE entries for the deletion-vector index files of ``partitions`` at ``snapshot`` (dropped partitions)."""
     if snapshot is None or not snapshot.index_manifest:
