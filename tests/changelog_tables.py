@@ -47,3 +47,14 @@ def write_all(warehouse: str, spec: TableSpec, batches) -> list[int]:
 def changelog_of(table, start: int, end: int) -> pd.DataFrame:
     parts = [changelog_rows(table, work, "row_kind") for work in plan_changelog(table, start, end)]
     return pa.concat_tables(parts).to_pandas() if parts else pd.DataFrame(columns=["id", "dt", "v", "row_kind"])
+
+
+def replay(state: pd.DataFrame, changelog: pd.DataFrame) -> pd.DataFrame:
+    """Apply changelog rows in order, each partition's rows by (dt, id): -U/-D remove, +I/+U upsert."""
+    rows = {(r.dt, r.id): r.v for r in state.itertuples()}
+    for r in changelog.itertuples():
+        if r.row_kind in ("-D", "-U"):
+            rows.pop((r.dt, r.id), None)
+        else:
+            rows[(r.dt, r.id)] = r.v
+    return pd.DataFrame([{"id": i, "dt": d, "v": v} for (d, i), v in rows.items()], columns=["id", "dt", "v"])

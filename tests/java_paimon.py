@@ -54,13 +54,16 @@ def reader_classpath() -> str:
 
 
 def java_read(warehouse: str, table: str = "db.t", snapshot_id: int | None = None,
-              tag: str | None = None, incremental: tuple[int, int, str] | None = None) -> pd.DataFrame:
+              tag: str | None = None, incremental: tuple[int, int, str] | None = None,
+              options: dict | None = None) -> pd.DataFrame:
     """Every row Java Paimon reads from ``table`` (its latest snapshot, or ``snapshot_id``, or the tag named);
-    ``incremental=(start, end, scan_mode)``: Paimon's ``incremental-between`` read, each row with its
-    ``_row_kind``."""
+    ``incremental=(start, end, scan_mode)``: Paimon's ``incremental-between`` read (with dynamic ``options``),
+    each row with its ``_row_kind``."""
     args = ["java", "-cp", reader_classpath(), "PaimonRead", warehouse, table]
     which = ([f"tag:{tag}"] if tag is not None else [str(snapshot_id)] if snapshot_id is not None
-             else ["incremental:" + ",".join(map(str, incremental))] if incremental is not None else [])
+             else ["incremental:" + ";".join([",".join(map(str, incremental)),
+                                              *(f"{k}={v}" for k, v in (options or {}).items())])]
+             if incremental is not None else [])
     out = subprocess.run(args + which, capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
         raise AssertionError(f"Java Paimon could not read {table}: {out.stderr[-3000:]}")

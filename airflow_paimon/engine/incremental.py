@@ -73,7 +73,7 @@ def plan_incremental(table, start: int, end: int) -> list[PartitionDiff]:
     """Per partition, the buckets whose live files differ between snapshot ``start`` and ``end`` (0: the empty
     table). The unit is the partition, not the bucket: a key deleted and written again can change bucket
     within its partition (dynamic buckets), and must then read as +U, not as -D in one bucket and +I in another."""
-    from airflow_paimon.engine.write.deletion_vectors import deleted_rows_at
+    from airflow_paimon.engine.write.deletion_vectors import deleted_rows_at, level_0_paths
 
     manager = table.snapshot_manager()
     at: dict[tuple, dict[str, tuple]] = {}
@@ -81,8 +81,9 @@ def plan_incremental(table, start: int, end: int) -> list[PartitionDiff]:
     for side, snapshot_id in (("before", start), ("after", end)):
         snapshot = manager.get_snapshot_by_id(snapshot_id) if snapshot_id else None
         marked[side] = deleted_rows_at(table, snapshot)  # {} unless a deletion-vector table
+        hidden = level_0_paths(table, snapshot)  # what readers of a deletion-vector table skip
         for b in buckets_at(table, snapshot):
-            at.setdefault((b.partition, b.bucket), {})[side] = b.paths
+            at.setdefault((b.partition, b.bucket), {})[side] = tuple(p for p in b.paths if p not in hidden)
     changed: dict[tuple, list] = {}
     for (partition, bucket), sides in sorted(at.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         before, after = tuple(sides.get("before", ())), tuple(sides.get("after", ()))

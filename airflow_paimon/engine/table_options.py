@@ -238,11 +238,8 @@ def _check_bucket(identifier: str, options: dict, shape: TableColumns) -> None:
 
 def _check_merge(identifier: str, options: dict, shape: TableColumns) -> None:
     """What a primary-key table's writer must do that this provider's writer does not, refused."""
-    producer = choice(identifier, options, "changelog-producer", CHANGELOG_PRODUCERS, "none")
+    choice(identifier, options, "changelog-producer", CHANGELOG_PRODUCERS, "none")
     engine = choice(identifier, options, "merge-engine", MERGE_ENGINES, "deduplicate")
-    if boolean(identifier, options, "deletion-vectors.enabled") and producer != "none":
-        raise _refuse(identifier, "changelog-producer", options["changelog-producer"],
-                      "is not written here together with deletion vectors")  # engine/write/deletion_vectors.py
     if boolean(identifier, options, "ignore-update-before"):
         raise _refuse(identifier, "ignore-update-before", options["ignore-update-before"],
                       "dropping -U records is not implemented (use 'ignore-delete' to drop -U and -D)")

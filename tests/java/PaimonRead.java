@@ -1,7 +1,7 @@
 // Java Paimon (the reference implementation) reads a table: every row of its latest snapshot (or of the
 // snapshot or tag given), one JSON object per line on stdout. Args: warehouse database.table [snapshot-id | tag:name |
-// incremental:<start>,<end>,<scan mode>]; an incremental read (Paimon's incremental-between) adds each row's kind
-// as "_row_kind" ("+I", "-U", "+U", "-D").
+// incremental:<start>,<end>,<scan mode>[;key=value...]]; an incremental read (Paimon's incremental-between), with
+// any extra dynamic options, adds each row's kind as "_row_kind" ("+I", "-U", "+U", "-D").
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -35,7 +35,12 @@ public class PaimonRead {
             Map<String, String> dynamic = new HashMap<>();
             if (args[2].startsWith("tag:")) dynamic.put("scan.tag-name", args[2].substring(4));
             else if (incremental) {
-                String[] range = args[2].substring("incremental:".length()).split(",");
+                String[] parts = args[2].substring("incremental:".length()).split(";");
+                for (int i = 1; i < parts.length; i++) {
+                    String[] kv = parts[i].split("=", 2);
+                    dynamic.put(kv[0], kv[1]);
+                }
+                String[] range = parts[0].split(",");
                 dynamic.put("incremental-between", range[0] + "," + range[1]);
                 dynamic.put("incremental-between-scan-mode", range[2]);
             } else dynamic.put("scan.snapshot-id", args[2]);

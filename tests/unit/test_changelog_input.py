@@ -13,21 +13,10 @@ from airflow_paimon.engine.changelog_read import plan_changelog
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.incremental import scan_mode_of
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from changelog_tables import CROSS, FIXED, KINDS, changelog_of, soak, write_all
+from changelog_tables import CROSS, FIXED, KINDS, changelog_of, replay, soak, write_all
 from incremental_oracle import read_at
 from local_runner import bootstrap, upsert
 from oracle import assert_table_equals, expected_upsert
-
-def replay(state: pd.DataFrame, changelog: pd.DataFrame) -> pd.DataFrame:
-    """Apply changelog rows in order, each partition's rows by (dt, id): -U/-D remove, +I/+U upsert."""
-    rows = {(r.dt, r.id): r.v for r in state.itertuples()}
-    for r in changelog.itertuples():
-        if r.row_kind in ("-D", "-U"):
-            rows.pop((r.dt, r.id), None)
-        else:
-            rows[(r.dt, r.id)] = r.v
-    return pd.DataFrame([{"id": i, "dt": d, "v": v} for (d, i), v in rows.items()], columns=["id", "dt", "v"])
-
 
 def normal(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[["id", "dt", "v"]].sort_values(["dt", "id"]).reset_index(drop=True)

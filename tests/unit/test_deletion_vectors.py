@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.errors import StaleIndexError, ValidationError
+from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
@@ -144,13 +144,30 @@ def test_sequence_field_keeps_the_row_with_the_higher_value(warehouse):
     _assert_fixed(table, expected[["id", "dt", "v", "s"]])
 
 
-@pytest.mark.parametrize("options, option", [
-    ({"changelog-producer": "input"}, "changelog-producer"),
-])
-def test_refused_combinations(warehouse, options, option):
-    spec = TableSpec.from_dict({**FIXED.to_dict(), "options": {**FIXED.to_dict()["options"], **options}})
-    with pytest.raises(ValidationError, match=f"option '{option}'"):
-        get_or_create_table({"warehouse": warehouse}, "db.t", spec)
+@pytest.mark.parametrize("spec", [CROSS, FIXED], ids=["cross-partition", "fixed-bucket"])
+def test_input_changelog_of_a_deletion_vector_table(warehouse, spec):
+    """With ``changelog-producer=input`` the changelog is the batch's records (the data files hold merged rows):
+    each snapshot's changelog replayed on the table before it gives the table after it."""
+    from airflow_paimon.engine.changelog_read import plan_changelog
+    from changelog_tables import changelog_of, replay
+    from incremental_oracle import read_at
+
+    spec = TableSpec.from_dict({**spec.to_dict(), "options": {**spec.to_dict()["options"],
+                                                               "changelog-producer": "input"}})
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", spec)
+    state, previous = pd.DataFrame(columns=["id", "dt", "v"]), 0
+    for i, (frame, kinds) in enumerate(runs(seed=41, n=4)):
+        sid, _ = write(warehouse, spec, frame, kinds, f"r{i}")
+        table = get_table(opts, "db.t")
+        changes = changelog_of(table, previous, sid)
+        files = [p for w in plan_changelog(table, previous, sid) for p in w.files]
+        assert len(changes) and files and all(p.rsplit("/", 1)[-1].startswith("changelog-") for p in files)
+        state, previous = replay(state, changes), sid
+        order = ["dt", "id"]
+        pd.testing.assert_frame_equal(state[["id", "dt", "v"]].sort_values(order).reset_index(drop=True),
+                                      read_at(table, sid)[["id", "dt", "v"]].sort_values(order).reset_index(drop=True),
+                                      check_dtype=False)
 
 
 @pytest.mark.parametrize("full", [False, True], ids=["universal", "full"])
@@ -197,9 +214,60 @@ def test_incremental_diff_applies_the_vectors(warehouse):
     for i, (frame, kinds) in enumerate(runs(seed=31, n=4)):
         write(warehouse, CROSS, frame, kinds, f"r{i}")
     table = get_table(opts, "db.t")
-    for start, end in ((0, 1), (1, 2), (2, 3), (1, 4), (3, 4)):
+    # each write is an APPEND (level 0, not read) and its COMPACT: snapshots 2, 4, 6, 8 hold the runs
+    kinds_seen = set()
+    for start, end in ((0, 2), (2, 4), (4, 6), (2, 8), (6, 8), (1, 2), (2, 3)):
         expected = expected_diff(table, start, end, ["dt", "id"])
-        assert "-D" in set(expected.row_kind) or start == 0
-        actual = pa.concat_tables([diff_partition(table, w) for w in plan_incremental(table, start, end)]).to_pandas()
+        kinds_seen |= set(expected.row_kind)
+        work = plan_incremental(table, start, end)
+        if not work:  # an APPEND of level-0 files only: nothing readers see changed
+            assert expected.empty and end % 2
+            continue
+        actual = pa.concat_tables([diff_partition(table, w) for w in work]).to_pandas()
         pd.testing.assert_frame_equal(normalised(actual[list(expected.columns)], ["dt", "id"]), expected,
                                       check_dtype=False)
+    assert kinds_seen == {"+I", "+U", "-D"}
+
+
+def test_a_write_is_an_append_then_its_compact_and_a_retry_finishes_it(warehouse, monkeypatch):
+    """As Paimon's writers: the batch's records at level 0 in an APPEND snapshot, then a COMPACT snapshot of the
+    same commit identity lifts them and swaps the vectors. A commit task stopped between the two commits the
+    COMPACT when it is retried, and the run's rows become visible."""
+    from airflow_paimon.engine.commit import committer
+    from airflow_paimon.engine.commit.run import run_commit
+
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", FIXED)
+    (first, k1), (second, k2) = list(runs(seed=9, n=2))
+    write(warehouse, FIXED, first, k1, "r0")
+    table = get_table(opts, "db.t")
+    kinds = [table.snapshot_manager().get_snapshot_by_id(i) for i in (1, 2)]
+    assert [s.commit_kind for s in kinds] == ["APPEND", "COMPACT"]
+    assert kinds[0].commit_user == kinds[1].commit_user and kinds[0].commit_identifier == kinds[1].commit_identifier
+    assert kinds[0].changelog_manifest_list is None  # no producer, no changelog
+
+    spec = stage_run(bootstrap(opts, "db.t", warehouse + "/.index", 2),
+                     pa.Table.from_pandas(second, schema=FIXED.arrow_schema(), preserve_index=False), "r1",
+                     row_kinds=k2)
+
+    class Stopped(Exception):
+        pass
+
+    def stop(name):
+        if name == "commit.between_append_and_compact":
+            raise Stopped(name)
+
+    monkeypatch.setattr(committer, "crash_point", stop)
+    with pytest.raises(Stopped):
+        run_commit(spec)
+    table = get_table(opts, "db.t")
+    assert table.snapshot_manager().get_latest_snapshot().commit_kind == "APPEND"  # level 0: not visible yet
+    expected_first = expected_upsert([first.assign(row_kind=KINDS[k1], k=first.dt + first.id.astype(str))], "k",
+                                     row_kind="row_kind").drop(columns="k")
+    _assert_fixed(table, expected_first)
+    monkeypatch.undo()
+    result = run_commit(spec)  # the retry
+    assert result.snapshot_id == 4 and result.commit_kind == "COMPACT"
+    both = [f.assign(row_kind=KINDS[k], k=f.dt + ":" + f.id.astype(str)) for f, k in ((first, k1), (second, k2))]
+    _assert_fixed(get_table(opts, "db.t"), expected_upsert(both, "k", row_kind="row_kind").drop(columns="k"))
+    assert run_commit(spec).already_committed  # and once more: nothing left to do

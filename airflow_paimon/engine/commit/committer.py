@@ -2,10 +2,12 @@
 conditionally (the snapshot lands right after one the index is still right for, or not at all)."""
 from __future__ import annotations
 
+from airflow_paimon.engine.commit.compact_increment import append_part, commit_compact_increment, has_compact_increment
 from airflow_paimon.engine.commit.overwrite import commit_overwrite
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.errors import PaimonJobError, StaleIndexError
+from airflow_paimon.engine.faults import crash_point
 
 COMPACT = "COMPACT"
 
@@ -63,14 +65,17 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
 
     Raises StaleIndexError, with nothing committed, if a non-COMPACT snapshot of another commit landed after
     ``base_snapshot_id`` — checked again against the exact snapshot each commit attempt builds on."""
+    compact = [m for m in messages if has_compact_increment(m)]  # a deletion-vector write: APPEND, then COMPACT
     existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
     if existing is not None:
+        if compact and existing.commit_kind != COMPACT:  # its APPEND landed, the COMPACT not yet: finish it
+            return commit_compact_increment(table, compact, commit_user, commit_identifier, existing.id), False
         return existing.id, True
     check_not_moved(table, base_snapshot_id)
-    messages = [m for m in messages if not m.is_empty()]
+    messages = [append_part(m) for m in messages if not m.is_empty()]
     if not messages:
         return base_snapshot_id, False
-    check_files_exist(table, messages)
+    check_files_exist(table, [*messages, *compact])
     committer = GuardedCommit(table, commit_user, lambda latest: check_not_moved(table, base_snapshot_id, latest))
     try:
         if overwrite:
@@ -85,4 +90,7 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
     finally:
         committer.close()
     snap = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
+    if snap is not None and compact:
+        crash_point("commit.between_append_and_compact")
+        return commit_compact_increment(table, compact, commit_user, commit_identifier, snap.id), False
     return (snap.id if snap else None), False

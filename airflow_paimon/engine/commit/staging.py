@@ -68,8 +68,10 @@ def load(table, staging_uri: str) -> Staged:
 
 
 def data_file_paths(table, messages: list[CommitMessage]) -> list[str]:
-    """Where the new data files of ``messages`` live, and their changelog files (next to them)."""
+    """Where the new data files of ``messages`` live: data, changelog and compacted files (a deletion-vector
+    write's compact increment), all next to each other."""
     from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
-    return [f.external_path or canonical_data_file_path(table, tuple(m.partition), m.bucket, f.file_name)
-            for m in messages for f in [*m.new_files, *m.changelog_files]]
+    return list(dict.fromkeys(
+        f.external_path or canonical_data_file_path(table, tuple(m.partition), m.bucket, f.file_name)
+        for m in messages for f in [*m.new_files, *m.changelog_files, *m.compact_after]))

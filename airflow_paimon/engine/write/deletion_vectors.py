@@ -20,6 +20,7 @@ are used for the format (BitmapDeletionVector, DeletionVector.read, IndexFileMet
 """
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from array import array
 from dataclasses import dataclass
@@ -45,8 +46,7 @@ from airflow_paimon.engine.compact.merge import merge_key_values
 from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
-from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_layout, key_value_schema,
-                                                      write_key_values)
+from airflow_paimon.engine.write.bucket_writer import file_schema, key_value_layout, key_value_schema, write_key_values
 
 DV_INDEX = IndexManifestFile.DELETION_VECTORS_INDEX
 DV_INDEX_VERSION = 1  # the first byte of a deletion-vector index file
@@ -111,6 +111,16 @@ def bucket_deletion_vectors(table, snapshot, partition: tuple, bucket: int
             vectors[name] = DeletionVector.read(table.file_io, DeletionFile(path, meta.offset, meta.length,
                                                                             meta.cardinality))
     return entries, vectors
+
+
+def level_0_paths(table, snapshot) -> set[str]:
+    """The level-0 data files at ``snapshot`` of a deletion-vector table, which its readers skip (set() for other
+    tables: their readers merge level 0)."""
+    from airflow_paimon.engine.scan import file_path, live_entries
+
+    if snapshot is None or not enabled(table.table_schema.options):
+        return set()
+    return {file_path(table, e) for e in live_entries(table, snapshot) if e.file.level == 0}
 
 
 def deleted_rows_at(table, snapshot) -> dict[str, tuple[int, ...]]:
@@ -206,11 +216,12 @@ def live_positions(table, files: list[LiveFile], vectors: dict[str, DeletionVect
     return pa.concat_arrays(keys), np.concatenate(file_ids), np.concatenate(rows_at)
 
 
-def write_bucket_with_deletion_vectors(table, rules: MergeRules, snapshot, partition: tuple, bucket: int,
-                                       files: list[LiveFile], num_levels: int, rows: pa.Table, kinds: np.ndarray,
-                                       max_sequence_number: int) -> CommitMessage:
-    """The CommitMessage of one bucket's batch (``kinds``: the rows' RowKind bytes; a key may repeat under
-    aggregation) against the bucket's ``files`` at ``snapshot``."""
+def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, files: list[LiveFile],
+                   num_levels: int, rows: pa.Table, kinds: np.ndarray, max_sequence_number: int) -> CommitMessage:
+    """Fill the compact increment of ``message`` — whose new files are the batch's records at level 0 (``rows``,
+    ``kinds``; a key may repeat under aggregation) — against the bucket's ``files`` at ``snapshot``: the level-0
+    files leave, the batch's rows enter above level 0, the old rows they replace are marked."""
+    partition, bucket = tuple(message.partition), message.bucket
     entries, vectors = bucket_deletion_vectors(table, snapshot, partition, bucket)
     vectors = {name: dv for name, dv in vectors.items() if name in {f.name for f in files}}
     old_keys, old_file, old_pos = live_positions(table, files, vectors)
@@ -220,31 +231,35 @@ def write_bucket_with_deletion_vectors(table, rules: MergeRules, snapshot, parti
     hit = np.asarray(pc.is_valid(found).to_numpy(zero_copy_only=False), dtype=bool)
     at = np.unique(np.asarray(pc.fill_null(found, 0).to_numpy(zero_copy_only=False), dtype=np.int64)[hit])
     rows = rows.select(list(table.field_names)).cast(file_schema(table))
+    live = ~is_retract(kinds)
     if rules.engine is MergeEngine.FIRST_ROW:  # the old row stays, the batch's row of that key goes
-        keep = ~hit & ~is_retract(kinds)
-        fresh = key_value_layout(table, rows.filter(pa.array(keep)), pa.array(kinds[keep]), max_sequence_number)
+        live &= ~hit
         at = at[:0]
-    elif rules.engine is MergeEngine.DEDUPLICATE and not rules.sequence_fields:  # the batch's row replaces it
-        keep = ~is_retract(kinds)
-        fresh = key_value_layout(table, rows.filter(pa.array(keep)), pa.array(kinds[keep]), max_sequence_number)
+    as_written = rules.engine in (MergeEngine.FIRST_ROW, MergeEngine.DEDUPLICATE) and not rules.sequence_fields
+    if as_written:  # the batch's live rows as they are
+        fresh = key_value_layout(table, rows.filter(pa.array(live)), pa.array(kinds[live]), max_sequence_number)
     else:  # Paimon's lookup merge: the old row and the batch's records of its key, merged by the merge engine
         old = _rows_at(table, files, old_file[at], old_pos[at])
         batch = key_value_layout(table, rows, pa.array(kinds), max_sequence_number)
         fresh = merge_key_values(pa.concat_tables([old, batch]), key_columns(pk), dict(table.table_schema.options),
                                  drop_delete=True, table=table.identifier.get_full_name(), rules=rules)
     marks = {int(i): old_pos[at][old_file[at] == i] for i in np.unique(old_file[at])}
+    level_0 = list(message.new_files)
     occupied = sorted({f.level for f in files})
     if occupied and occupied[0] == 1:  # no free level below the bucket's runs: one run at the max level
-        return _rewrite(table, partition, bucket, files, vectors, marks, entries, num_levels, fresh)
+        return _rewrite(message, table, files, vectors, marks, entries, num_levels, fresh)
     level = occupied[0] - 1 if occupied else num_levels - 1
-    message = (write_key_values(table, partition, bucket, fresh, level=level) if fresh.num_rows
-               else CommitMessage(partition=tuple(partition), bucket=bucket, new_files=[]))
+    message.compact_before = level_0
+    if as_written and live.all():  # the level-0 files hold exactly these rows: re-level them, as Paimon upgrades
+        message.compact_after = [dataclasses.replace(f, level=level) for f in level_0]
+    elif fresh.num_rows:
+        message.compact_after = write_key_values(table, partition, bucket, fresh, level=level).new_files
     for file_id, marked in marks.items():
         name = files[file_id].name
         vectors[name] = with_positions(vectors.get(name), marked)
     if marks:  # a new index file for the bucket replaces the old one
-        message.index_deletes = [deleted_entry(e) for e in entries]
-        message.index_adds = [write_index_file(table, partition, bucket, vectors)]
+        message.compact_index_deletes = [deleted_entry(e) for e in entries]
+        message.compact_index_adds = [write_index_file(table, partition, bucket, vectors)]
     return message
 
 
@@ -264,8 +279,10 @@ def _read_file(table, f: LiveFile, schema: pa.Schema) -> pa.Table:
     return read_columns(f.path, schema.names).select(schema.names).cast(schema)
 
 
-def _rewrite(table, partition, bucket, files, vectors, marks, entries, num_levels, fresh: pa.Table) -> CommitMessage:
-    """The bucket's live rows without the ones the batch replaces, and the batch's, as one run at the max level."""
+def _rewrite(message: CommitMessage, table, files, vectors, marks, entries, num_levels, fresh: pa.Table
+             ) -> CommitMessage:
+    """The bucket's live rows without the ones the batch replaces, and the batch's, as one run at the max level,
+    in place of the bucket's files and its level-0 files; its vectors go."""
     schema = key_value_schema(table)
     parts = []
     for i, f in enumerate(files):
@@ -275,9 +292,10 @@ def _rewrite(table, partition, bucket, files, vectors, marks, entries, num_level
     merged = pa.concat_tables([*parts, fresh.cast(schema)])
     merged = merged.take(pc.sort_indices(merged, sort_keys=[(k, "ascending") for k in key_columns(
         table.trimmed_primary_keys)]))
-    message = write_key_values(table, partition, bucket, merged, level=num_levels - 1)
-    message.deleted_files = [f.meta for f in files]
-    message.index_deletes = [deleted_entry(e) for e in entries]
+    message.compact_before = [*message.new_files, *(f.meta for f in files)]
+    message.compact_after = write_key_values(table, tuple(message.partition), message.bucket, merged,
+                                             level=num_levels - 1).new_files if merged.num_rows else []
+    message.compact_index_deletes = [deleted_entry(e) for e in entries]
     return message
 
 

@@ -19,7 +19,7 @@ from airflow_paimon.engine.commit.staging import encode_message
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.codec.keys import encode_partitions
 from airflow_paimon.engine.write.bucket_writer import write_bucket
-from airflow_paimon.engine.write.deletion_vectors import write_bucket_with_deletion_vectors
+from airflow_paimon.engine.write.deletion_vectors import lookup_compact
 from pypaimon.write.commit_message import CommitMessage
 
 
@@ -43,20 +43,18 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
             rows, kinds = resolved.rows, resolved.row_kinds
         rounds = np.zeros(rows.num_rows, dtype=np.int64)
 
-    seq = ctx.max_sequence_numbers.get((encoded_partition, bucket), -1)
-    if ctx.deletion_vectors:  # old rows marked in deletion vectors, the new ones written above level 0
-        message = write_bucket_with_deletion_vectors(
-            table, rules, ctx.base_snapshot(), partition, bucket,
-            ctx.bucket_files.get((encoded_partition, bucket), []), ctx.num_levels, rows, kinds, seq)
-    else:
-        files, changelog = [], []
-        for r in range(int(rounds.max()) + 1 if len(rounds) else 0):
-            part = pa.array(np.nonzero(rounds == r)[0])
-            written = write_bucket(table, partition, bucket, rows.take(part), pa.array(kinds).take(part), seq,
-                                   changelog=ctx.input_changelog)
-            files, changelog, seq = files + written.new_files, changelog + written.changelog_files, seq + len(part)
-        message = CommitMessage(partition=partition, bucket=bucket, new_files=files, changelog_files=changelog)
-    message.index_adds += ctx.shape.index_adds(ctx, partition, bucket, rows)
+    seq = first_seq = ctx.max_sequence_numbers.get((encoded_partition, bucket), -1)
+    files, changelog = [], []
+    for r in range(int(rounds.max()) + 1 if len(rounds) else 0):
+        part = pa.array(np.nonzero(rounds == r)[0])
+        written = write_bucket(table, partition, bucket, rows.take(part), pa.array(kinds).take(part), seq,
+                               changelog=ctx.input_changelog)
+        files, changelog, seq = files + written.new_files, changelog + written.changelog_files, seq + len(part)
+    message = CommitMessage(partition=partition, bucket=bucket, new_files=files, changelog_files=changelog,
+                            index_adds=ctx.shape.index_adds(ctx, partition, bucket, rows))
+    if ctx.deletion_vectors:  # the level-0 files compacted up at once, old rows marked (engine/write/deletion_vectors.py)
+        lookup_compact(message, table, rules, ctx.base_snapshot(), ctx.bucket_files.get((encoded_partition, bucket), []),
+                       ctx.num_levels, rows, kinds, first_seq)
     deletes = int(is_retract(kinds).sum())
     counters = {"rows_written": rows.num_rows - deletes, "deletes": deletes, "files": len(message.new_files)}
     return encode_message(table, message), counters
