@@ -41,6 +41,10 @@ def test_deletion_vector_table_through_the_dag(airflow_home, warehouse, monkeypa
         batch.to_parquet(source, index=False)
         run, states, xcoms = run_dag(write, conf={"table": "db.dv", "source": str(source)})
         assert run.state == "success", states
+        commit = xcoms["commit"]
+        assert commit["commit_kind"] == "COMPACT" and commit["snapshot_id"] == 2 * (i + 1)  # APPEND, then COMPACT
+        if shape == "cross-partition" and i:  # the index of the COMPACT snapshot is published: kept between runs
+            assert xcoms["bootstrap_index"]["index_decision"] == "reused", xcoms["bootstrap_index"]
         seen.append(batch)
         expected = pd.concat(seen).drop_duplicates(key, keep="last")  # the last row of a key wins
         actual = read_table(get_table({"warehouse": warehouse}, "db.dv"))
