@@ -72,3 +72,14 @@ def test_guard_catches_a_wrong_upsert():
     not_applied = pa.concat_tables([read, batch.select(["id", "dt", "amount"]).filter(pc.field("id") >= 100)])
     with pytest.raises(AssertionError, match="column dt"):
         bench_upsert.verify(not_applied, batch, 110, "updates not applied")
+
+
+def test_deletion_vector_benchmark_smoke(tmp_path):
+    """Both variants load, upsert and read back the same keys; the report has every figure."""
+    import bench_deletion_vectors
+
+    r = bench_deletion_vectors.run(3_000, 300, 3, tmp_path / "out", java=False, work=tmp_path / "work")
+    for v in r["variants"].values():
+        assert len(v["upsert_s"]) == 3 and all(0 < s < 60 for s in v["upsert_s"]) and v["read_pypaimon_s"] > 0
+    assert r["variants"]["plain"]["rows_read"] == r["variants"]["deletion-vectors"]["rows_read"] > 3_000
+    assert "deletion-vectors" in (tmp_path / "out" / "deletion_vectors.md").read_text()

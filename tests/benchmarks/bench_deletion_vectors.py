@@ -1,0 +1,142 @@
+"""Benchmark: the same cross-partition table with and without deletion vectors (``deletion-vectors.enabled``),
+loaded with M rows, then upserted R times with batches of B rows (half updates of which a tenth move partition,
+half new keys; the batches of bench_upsert). Per variant: each run's write + commit time (the engine's jobs
+in-process through the tests' local runner — assign-and-write tasks one after another, no Spark, so both variants
+pay the same), then the time of a full read of the table after the R runs with pypaimon and with Java Paimon 1.0
+(each best of 3; Java's includes its JVM start, measured alone as the read of an empty table). Both tables are
+read back and checked against each other and the expected keys, so a fast but wrong run reports nothing.
+
+    python tests/benchmarks/bench_deletion_vectors.py [--rows 5000000] [--batch 100000] [--runs 10] [--out DIR]
+        [--no-java]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "tests"))
+import bench_upsert  # noqa: E402 - the table's columns and batches
+
+VARIANTS = {"plain": {}, "deletion-vectors": {"deletion-vectors.enabled": "true"}}
+
+
+def spec(extra: dict):
+    from airflow_paimon.engine.table import TableSpec
+
+    return TableSpec.from_dict({**bench_upsert.CROSS, "options": {"bucket": "-1", **extra}})
+
+
+def upsert_timed(warehouse: str, table_spec, batch: pa.Table, run_id: str) -> float:
+    from local_runner import bootstrap, upsert
+
+    started = time.perf_counter()
+    upsert(bootstrap({"warehouse": warehouse}, bench_upsert.TABLE, warehouse + "/.index", 2), batch, run_id)
+    return time.perf_counter() - started
+
+
+def batches(m: int, b: int, runs: int) -> tuple[pa.Table, list[pa.Table], int]:
+    """The initial M rows and R batches over a growing key space; the number of keys after all of them."""
+    base, _, _ = bench_upsert.make_data(m, b, seed=0)
+    out, keys = [], m
+    for r in range(runs):
+        _, batch, facts = bench_upsert.make_data(keys, b, seed=r + 1)
+        out.append(batch)
+        keys += facts["new"]
+    return base, out, keys
+
+
+def read_pypaimon(warehouse: str) -> tuple[float, pa.Table]:
+    from airflow_paimon.engine.table import get_table
+
+    best, rows = float("inf"), None
+    for _ in range(3):
+        started = time.perf_counter()
+        builder = get_table({"warehouse": warehouse}, bench_upsert.TABLE).new_read_builder()
+        rows = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        best = min(best, time.perf_counter() - started)
+    return best, rows
+
+
+def read_java(warehouse: str) -> float:
+    from java_paimon import java_read
+
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        java_read(warehouse, bench_upsert.TABLE)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | None = None) -> dict:
+    from airflow_paimon.engine.table import get_or_create_table
+
+    work = Path(work or tempfile.mkdtemp(prefix="bench-dv-"))
+    base, upserts, keys = batches(m, b, runs)
+    result = {"rows": m, "batch": b, "runs": runs, "variants": {}}
+    reads = {}
+    for name, options in VARIANTS.items():
+        warehouse = str(work / name)
+        table_spec = spec(options)
+        get_or_create_table({"warehouse": warehouse}, bench_upsert.TABLE, table_spec)
+        load_s = upsert_timed(warehouse, table_spec, base, "load")
+        times = [upsert_timed(warehouse, table_spec, batch, f"r{i}") for i, batch in enumerate(upserts)]
+        read_s, rows = read_pypaimon(warehouse)
+        ids = np.sort(rows.column("id").to_numpy())
+        if not np.array_equal(ids, np.arange(keys)):
+            raise AssertionError(f"{name}: {len(ids)} rows read back, keys are not 0..{keys - 1} exactly once")
+        reads[name] = rows.sort_by("id")
+        result["variants"][name] = {"load_s": load_s, "upsert_s": times, "upsert_median_s": statistics.median(times),
+                                    "read_pypaimon_s": read_s, "rows_read": rows.num_rows,
+                                    "read_java_s": read_java(warehouse) if java else None}
+    if not reads["plain"].equals(reads["deletion-vectors"]):
+        raise AssertionError("the two tables read differently")
+    plain, dv = result["variants"]["plain"], result["variants"]["deletion-vectors"]
+    result["ratios"] = {"upsert_dv_over_plain": dv["upsert_median_s"] / plain["upsert_median_s"],
+                        "read_pypaimon_plain_over_dv": plain["read_pypaimon_s"] / dv["read_pypaimon_s"],
+                        "read_java_plain_over_dv": (plain["read_java_s"] / dv["read_java_s"]) if java else None}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "deletion_vectors.json").write_text(json.dumps(result, indent=2))
+    (out / "deletion_vectors.md").write_text(report(result))
+    return result
+
+
+def report(r: dict) -> str:
+    lines = [f"M = {r['rows']:,} rows, B = {r['batch']:,}, {r['runs']} runs; engine in-process (no Spark)", "",
+             "| variant | load M | upsert B (median of runs) | full read, pypaimon | full read, Java Paimon |",
+             "|---|---:|---:|---:|---:|"]
+    for name, v in r["variants"].items():
+        java = f"{v['read_java_s']:.2f} s" if v["read_java_s"] is not None else "not run"
+        lines.append(f"| {name} | {v['load_s']:.2f} s | {v['upsert_median_s']:.2f} s | {v['read_pypaimon_s']:.2f} s "
+                     f"| {java} |")
+    ratios = r["ratios"]
+    lines += ["", f"- upsert, deletion vectors / plain: {ratios['upsert_dv_over_plain']:.2f}x",
+              f"- full read, plain / deletion vectors: pypaimon {ratios['read_pypaimon_plain_over_dv']:.2f}x"
+              + (f", Java {ratios['read_java_plain_over_dv']:.2f}x" if ratios["read_java_plain_over_dv"] else "")]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--batch", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=ROOT / "tests" / "benchmarks" / "results" / time.strftime("%Y-%m-%d"))
+    parser.add_argument("--no-java", action="store_true")
+    args = parser.parse_args()
+    result = run(args.rows, args.batch, args.runs, args.out, java=not args.no_java)
+    print(report(result))
+
+
+if __name__ == "__main__":
+    main()
