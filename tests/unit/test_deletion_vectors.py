@@ -271,3 +271,35 @@ def test_a_write_is_an_append_then_its_compact_and_a_retry_finishes_it(warehouse
     both = [f.assign(row_kind=KINDS[k], k=f.dt + ":" + f.id.astype(str)) for f, k in ((first, k1), (second, k2))]
     _assert_fixed(get_table(opts, "db.t"), expected_upsert(both, "k", row_kind="row_kind").drop(columns="k"))
     assert run_commit(spec).already_committed  # and once more: nothing left to do
+
+
+def test_expiry_and_orphan_removal_know_the_vector_index_files(warehouse):
+    """Vector index files of retained snapshots are referenced (orphan removal keeps them, every read stays
+    right); those only expired snapshots needed go with them."""
+    import os
+
+    from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+    from airflow_paimon.engine.maintenance.orphans import orphan_files, remove_orphan_files
+
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", CROSS)
+    done = []
+    for i, (frame, kinds) in enumerate(runs(seed=17, n=5)):
+        write(warehouse, CROSS, frame, kinds, f"r{i}")
+        done.append(frame.assign(row_kind=KINDS[kinds]))
+    index_dir = os.path.join(warehouse, "db.db", "t", "index")
+    before = set(os.listdir(index_dir))
+    table = get_table(opts, "db.t")
+    assert orphan_files(table, older_than_ms=2**62) == []  # nothing unreferenced, vector files included
+    remove_orphan_files(table, older_than_ms=2**62)
+    assert set(os.listdir(index_dir)) == before
+    expire_snapshots(table, ExpireOptions(retain_min=1, time_retained_ms=0), now_ms=2**62)
+    from pypaimon.manifest.index_manifest_file import IndexManifestFile
+
+    table = get_table(opts, "db.t")
+    latest = table.snapshot_manager().get_latest_snapshot()
+    live = {e.index_file.file_name for e in IndexManifestFile(table).read(latest.index_manifest)
+            if e.index_file.index_type == "DELETION_VECTORS"}
+    vector_files = {n for n in os.listdir(index_dir) if n.startswith("index-")}
+    assert live and vector_files == live and vector_files < before  # the expired snapshots' vector files went
+    assert_table_equals(table, expected_upsert(done, "id", row_kind="row_kind"), "id")
