@@ -70,6 +70,16 @@ def java_read(warehouse: str, table: str = "db.t", snapshot_id: int | None = Non
     return pd.DataFrame([json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")])
 
 
+def java_count(warehouse: str, table: str = "db.t") -> dict:
+    """Java Paimon reads every row of ``table`` without printing them: {"rows", "read_ms"} (catalog to last row,
+    JVM start excluded) — for timing a full read."""
+    out = subprocess.run(["java", "-cp", reader_classpath(), "PaimonRead", warehouse, table, "count"],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise AssertionError(f"Java Paimon could not read {table}: {out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _normal(frame: pd.DataFrame) -> pd.DataFrame:
     """pypaimon's read in the form the Java reader prints: timestamps as epoch microseconds, dates as epoch days,
     decimals as text."""

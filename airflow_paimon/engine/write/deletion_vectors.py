@@ -2,17 +2,20 @@
 writes is visible to every reader after its commit (readers of such tables skip level-0 files and read the
 other files without merging, dropping the rows their deletion vectors mark).
 
-What Paimon's writer gets with its lookup compaction (``ForceUpLevel0Compaction`` + ``DeletionVectorsMaintainer``),
-done in the write task:
+What Paimon's writer does with its lookup compaction (``ForceUpLevel0Compaction`` + ``DeletionVectorsMaintainer``),
+prepared in the write task as the compact increment of the bucket's commit message, whose data increment is the
+batch's records at level 0 (the commit makes them an APPEND snapshot, then a COMPACT one:
+engine/commit/compact_increment.py):
 
 - the bucket's live rows at the base snapshot are looked up by key (their key columns, the bucket's deletion
   vectors applied); every key the batch writes or deletes marks its old row in the old file's deletion vector;
-- the batch's +I/+U rows are written as one sorted run at the level just below the bucket's lowest non-empty
-  level (the max level in an empty bucket), as Paimon's universal compaction places a compacted level 0;
-  -U/-D rows are not written (Paimon drops deletes when compacting with deletion vectors);
-- when level 1 is taken there is no such level: the bucket's live rows and the batch are merged into one run at
-  the max level, the old files and their deletion vectors are dropped (a full compaction of the bucket);
-- first-row keeps the old row: a batch row whose key is live is dropped.
+- the batch's live rows go one level below the bucket's lowest non-empty level (the max level in an empty
+  bucket), as Paimon's universal compaction places a compacted level 0: the level-0 files re-levelled when they
+  hold exactly those rows, else written again; -U/-D rows do not go up (Paimon drops deletes when compacting
+  with deletion vectors); with level 1 taken, level 1's live rows are merged in and the run stays at level 1;
+- how the new row of a live key is made follows the merge engine: deduplicate takes the batch's, first-row keeps
+  the old one (the batch's row is dropped), partial-update / aggregation / sequence.field merge the old row with
+  the batch's records (Paimon's lookup merge).
 
 The deletion vectors of a bucket live in one index file (Paimon's ``DELETION_VECTORS`` index, per bucket): the
 message deletes the bucket's old index entry and adds the new one. pypaimon's own readers, writers and types
@@ -95,17 +98,30 @@ def check_no_level_0(identifier: str, levels) -> None:
                               option="deletion-vectors.enabled", value="true")
 
 
+_VECTOR_ENTRIES: dict = {}
+
+
+def _vector_entries(table, index_manifest: str) -> dict[tuple, list[IndexManifestEntry]]:
+    """(partition, bucket) -> the deletion-vector index entries of one index manifest (an immutable file), read
+    once per process: a task process writes many buckets of one snapshot."""
+    key = (table.table_path, index_manifest)
+    if key not in _VECTOR_ENTRIES:
+        found: dict[tuple, list] = {}
+        for e in IndexManifestFile(table).read(index_manifest):
+            if e.kind == FileKind.ADD and e.index_file.index_type == DV_INDEX:
+                found.setdefault((tuple(e.partition.values), e.bucket), []).append(e)
+        _VECTOR_ENTRIES.clear()  # one snapshot at a time
+        _VECTOR_ENTRIES[key] = found
+    return _VECTOR_ENTRIES[key]
+
+
 def bucket_deletion_vectors(table, snapshot, partition: tuple, bucket: int
                             ) -> tuple[list[IndexManifestEntry], dict[str, DeletionVector]]:
     """The bucket's deletion-vector index entries at ``snapshot`` and the vector of each data file they hold."""
     if snapshot is None or not snapshot.index_manifest:
         return [], {}
-    entries, vectors = [], {}
-    for e in IndexManifestFile(table).read(snapshot.index_manifest):
-        if e.kind != FileKind.ADD or e.index_file.index_type != DV_INDEX or e.bucket != bucket \
-                or tuple(e.partition.values) != tuple(partition):
-            continue
-        entries.append(e)
+    entries, vectors = list(_vector_entries(table, snapshot.index_manifest).get((tuple(partition), bucket), ())), {}
+    for e in entries:
         path = table.path_factory().bucket_index_path(tuple(partition), bucket, e.index_file, table.file_io)
         for name, meta in (e.index_file.dv_ranges or {}).items():
             vectors[name] = DeletionVector.read(table.file_io, DeletionFile(path, meta.offset, meta.length,
@@ -196,24 +212,33 @@ def with_positions(vector: DeletionVector | None, marked: np.ndarray) -> Deletio
     return BitmapDeletionVector(bitmap)
 
 
-def live_positions(table, files: list[LiveFile], vectors: dict[str, DeletionVector]) -> tuple[pa.Array, np.ndarray,
-                                                                                             np.ndarray]:
-    """(encoded key, file index, row position) of every live row of the bucket: each file's key columns, the rows
-    its deletion vector marks left out."""
-    keys, file_ids, rows_at = [], [], []
+def locate(table, files: list[LiveFile], vectors: dict[str, DeletionVector], keys: pa.Table
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of ``keys`` (the trimmed primary key columns, file types): the index in ``files`` and the
+    row position of its live row, -1 / -1 where the bucket does not hold the key (rows a vector marks are not
+    live). Each file is sorted by key: a single integer key is found by binary search per file; other keys by a
+    hash lookup of their encoded bytes."""
     pk = list(table.trimmed_primary_keys)
+    file_of = np.full(keys.num_rows, -1, dtype=np.int64)
+    position = np.full(keys.num_rows, -1, dtype=np.int64)
+    integer = len(pk) == 1 and pa.types.is_integer(keys.schema.field(0).type) and keys.column(0).null_count == 0
+    wanted = keys.column(0).to_numpy() if integer else encode_keys(keys, pk)
     for i, f in enumerate(files):
-        rows = read_columns(f.path, [key_column(k) for k in pk]).rename_columns(pk)
-        live = np.ones(rows.num_rows, dtype=bool)
+        stored = read_columns(f.path, [key_column(k) for k in pk]).rename_columns(pk)
+        live = np.ones(stored.num_rows, dtype=bool)
         if f.name in vectors:
             live[positions(vectors[f.name])] = False
-        where = np.nonzero(live)[0]
-        keys.append(encode_keys(rows.take(pa.array(where)), pk))
-        file_ids.append(np.full(len(where), i, dtype=np.int64))
-        rows_at.append(where)
-    if not keys:
-        return pa.array([], pa.binary()), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return pa.concat_arrays(keys), np.concatenate(file_ids), np.concatenate(rows_at)
+        if integer:
+            column = stored.column(0).to_numpy()
+            at = np.minimum(np.searchsorted(column, wanted), max(len(column) - 1, 0))
+            found = (column[at] == wanted) if len(column) else np.zeros(len(wanted), dtype=bool)
+        else:
+            index = pc.index_in(wanted, value_set=encode_keys(stored, pk))
+            found = np.asarray(pc.is_valid(index).to_numpy(zero_copy_only=False), dtype=bool)
+            at = np.asarray(pc.fill_null(index, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        found &= live[at] if len(live) else False
+        file_of[found], position[found] = i, at[found]
+    return file_of, position
 
 
 def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, files: list[LiveFile],
@@ -224,42 +249,49 @@ def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, f
     partition, bucket = tuple(message.partition), message.bucket
     entries, vectors = bucket_deletion_vectors(table, snapshot, partition, bucket)
     vectors = {name: dv for name, dv in vectors.items() if name in {f.name for f in files}}
-    old_keys, old_file, old_pos = live_positions(table, files, vectors)
     pk = list(table.trimmed_primary_keys)
-    key_types = pa.schema([file_schema(table).field(k) for k in pk])
-    found = pc.index_in(encode_keys(rows.select(pk).cast(key_types), pk), value_set=old_keys)
-    hit = np.asarray(pc.is_valid(found).to_numpy(zero_copy_only=False), dtype=bool)
-    at = np.unique(np.asarray(pc.fill_null(found, 0).to_numpy(zero_copy_only=False), dtype=np.int64)[hit])
     rows = rows.select(list(table.field_names)).cast(file_schema(table))
+    file_of, position = locate(table, files, vectors, rows.select(pk))
+    hit = file_of >= 0
+    # the old rows to mark (a key repeats under aggregation: each old row once), as (file, position) pairs
+    old = np.unique(np.stack([file_of[hit], position[hit]], axis=1), axis=0) if hit.any() else np.zeros((0, 2), np.int64)
+    old_file, old_pos = old[:, 0], old[:, 1]
     live = ~is_retract(kinds)
     if rules.engine is MergeEngine.FIRST_ROW:  # the old row stays, the batch's row of that key goes
         live &= ~hit
-        at = at[:0]
+        old_file, old_pos = old_file[:0], old_pos[:0]
     as_written = rules.engine in (MergeEngine.FIRST_ROW, MergeEngine.DEDUPLICATE) and not rules.sequence_fields
     if as_written:  # the batch's live rows as they are
         fresh = key_value_layout(table, rows.filter(pa.array(live)), pa.array(kinds[live]), max_sequence_number)
     else:  # Paimon's lookup merge: the old row and the batch's records of its key, merged by the merge engine
-        old = _rows_at(table, files, old_file[at], old_pos[at])
+        before = _rows_at(table, files, old_file, old_pos)
         batch = key_value_layout(table, rows, pa.array(kinds), max_sequence_number)
-        fresh = merge_key_values(pa.concat_tables([old, batch]), key_columns(pk), dict(table.table_schema.options),
+        fresh = merge_key_values(pa.concat_tables([before, batch]), key_columns(pk), dict(table.table_schema.options),
                                  drop_delete=True, table=table.identifier.get_full_name(), rules=rules)
-    marks = {int(i): old_pos[at][old_file[at] == i] for i in np.unique(old_file[at])}
-    level_0 = list(message.new_files)
+    marks = {int(i): old_pos[old_file == i] for i in np.unique(old_file)}
     occupied = sorted({f.level for f in files})
-    if occupied and occupied[0] == 1:  # no free level below the bucket's runs: one run at the max level
-        return _rewrite(message, table, files, vectors, marks, entries, num_levels, fresh)
-    level = occupied[0] - 1 if occupied else num_levels - 1
-    message.compact_before = level_0
-    if as_written and live.all():  # the level-0 files hold exactly these rows: re-level them, as Paimon upgrades
-        message.compact_after = [dataclasses.replace(f, level=level) for f in level_0]
+    # Paimon's universal compaction of level 0: output just below the lowest run (the max level in an empty bucket);
+    # with level 1 taken, level 1 is merged in and the output stays there
+    level = max(occupied[0] - 1, 1) if occupied else num_levels - 1
+    merged_in = [i for i, f in enumerate(files) if f.level == level]
+    message.compact_before = [*message.new_files, *(files[i].meta for i in merged_in)]
+    if merged_in:
+        run = _merge_into(table, files, merged_in, vectors, marks, fresh)
+        message.compact_after = write_key_values(table, partition, bucket, run, level=level).new_files \
+            if run.num_rows else []
+    elif as_written and live.all():  # the level-0 files hold exactly these rows: re-level them, as Paimon upgrades
+        message.compact_after = [dataclasses.replace(f, level=level) for f in message.new_files]
     elif fresh.num_rows:
         message.compact_after = write_key_values(table, partition, bucket, fresh, level=level).new_files
+    changed = bool(marks) or any(files[i].name in vectors for i in merged_in)
+    for i in merged_in:  # rewritten: their vectors go with them
+        vectors.pop(files[i].name, None)
     for file_id, marked in marks.items():
-        name = files[file_id].name
-        vectors[name] = with_positions(vectors.get(name), marked)
-    if marks:  # a new index file for the bucket replaces the old one
+        if file_id not in merged_in:
+            vectors[files[file_id].name] = with_positions(vectors.get(files[file_id].name), marked)
+    if changed:  # a new index file for the bucket replaces the old one
         message.compact_index_deletes = [deleted_entry(e) for e in entries]
-        message.compact_index_adds = [write_index_file(table, partition, bucket, vectors)]
+        message.compact_index_adds = [write_index_file(table, partition, bucket, vectors)] if vectors else []
     return message
 
 
@@ -279,24 +311,19 @@ def _read_file(table, f: LiveFile, schema: pa.Schema) -> pa.Table:
     return read_columns(f.path, schema.names).select(schema.names).cast(schema)
 
 
-def _rewrite(message: CommitMessage, table, files, vectors, marks, entries, num_levels, fresh: pa.Table
-             ) -> CommitMessage:
-    """The bucket's live rows without the ones the batch replaces, and the batch's, as one run at the max level,
-    in place of the bucket's files and its level-0 files; its vectors go."""
+def _merge_into(table, files: list[LiveFile], merged_in: list[int], vectors, marks, fresh: pa.Table) -> pa.Table:
+    """The live rows of the files ``merged_in`` (their vectors and this batch's marks applied) and the batch's
+    rows, as one sorted run (their keys are disjoint: the batch's keys were marked in the old files)."""
     schema = key_value_schema(table)
     parts = []
-    for i, f in enumerate(files):
+    for i in merged_in:
+        f = files[i]
         dead = np.concatenate([positions(vectors[f.name]) if f.name in vectors else np.zeros(0, np.int64),
                                marks.get(i, np.zeros(0, np.int64))])
         parts.append(without_rows(_read_file(table, f, schema), dead.tolist()))
     merged = pa.concat_tables([*parts, fresh.cast(schema)])
-    merged = merged.take(pc.sort_indices(merged, sort_keys=[(k, "ascending") for k in key_columns(
+    return merged.take(pc.sort_indices(merged, sort_keys=[(k, "ascending") for k in key_columns(
         table.trimmed_primary_keys)]))
-    message.compact_before = [*message.new_files, *(f.meta for f in files)]
-    message.compact_after = write_key_values(table, tuple(message.partition), message.bucket, merged,
-                                             level=num_levels - 1).new_files if merged.num_rows else []
-    message.compact_index_deletes = [deleted_entry(e) for e in entries]
-    return message
 
 
 def deleted_entry(entry: IndexManifestEntry) -> IndexManifestEntry:
