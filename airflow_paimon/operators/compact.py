@@ -76,7 +76,9 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         if every < 1:
             raise ValueError(f"every_n_runs must be at least 1, got {every}")
         if every > 1:
-            writes = len(writes_since_compaction(hook.get_table(self.table), snapshot_id))
+            # one per commit: a deletion-vector write is two snapshots of one commit identity
+            writes = len({(s.commit_user, s.commit_identifier)
+                          for s in writes_since_compaction(hook.get_table(self.table), snapshot_id)})
             if writes < every:
                 raise AirflowSkipException(f"{writes} write snapshot(s) of {self.table} since the last "
                                            f"compaction; compacting every {every}")

@@ -303,3 +303,26 @@ def test_expiry_and_orphan_removal_know_the_vector_index_files(warehouse):
     vector_files = {n for n in os.listdir(index_dir) if n.startswith("index-")}
     assert live and vector_files == live and vector_files < before  # the expired snapshots' vector files went
     assert_table_equals(table, expected_upsert(done, "id", row_kind="row_kind"), "id")
+
+
+def test_scheduled_compaction_sees_deletion_vector_writes(warehouse):
+    """A write's COMPACT half is not a compaction: the compact task (scope 'snapshot') finds the buckets the
+    writes since the last real compaction touched, and compacts them once the universal strategy picks them."""
+    from airflow_paimon.engine.compact.plan import writes_since_compaction
+    from compaction_tables import compact
+
+    opts = {"warehouse": warehouse}
+    spec = TableSpec.from_dict({**CROSS.to_dict(), "options": {**CROSS.to_dict()["options"], "num-levels": "5",
+                                                               "num-sorted-run.compaction-trigger": "3"}})
+    get_or_create_table(opts, "db.t", spec)
+    done = []
+    for i, (frame, kinds) in enumerate(runs(seed=23, n=4)):  # levels 4, 3, 2, 1: four runs, above the trigger
+        write(warehouse, spec, frame, kinds, f"r{i}")
+        done.append(frame.assign(row_kind=KINDS[kinds]))
+    table = get_table(opts, "db.t")
+    assert len(writes_since_compaction(table, 8)) == 8  # four writes, two snapshots each
+    result = compact(table, run_id="c1")  # scope snapshot, the universal strategy
+    assert result["compacted_buckets"] > 0
+    table = get_table(opts, "db.t")
+    assert writes_since_compaction(table, result["snapshot_id"]) == []
+    assert_table_equals(table, expected_upsert(done, "id", row_kind="row_kind"), "id")

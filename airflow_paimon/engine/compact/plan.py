@@ -38,13 +38,19 @@ class CompactionPlan:
 
 
 def writes_since_compaction(table, snapshot_id: int | None) -> list:
-    """The non-COMPACT snapshots up to ``snapshot_id`` since the latest COMPACT one before it (newest first);
-    stops at an expired snapshot."""
+    """The writes up to ``snapshot_id`` since the latest compaction before it (newest first); stops at an expired
+    snapshot. A COMPACT snapshot of the same commit identity as the snapshot before it is the second half of a
+    deletion-vector write (engine/commit/compact_increment.py), not a compaction: it counts with its write."""
     manager, found = table.snapshot_manager(), []
     for sid in range(snapshot_id or 0, 0, -1):
         snap = manager.get_snapshot_by_id(sid)
-        if snap is None or snap.commit_kind == COMPACT:
+        if snap is None:
             break
+        if snap.commit_kind == COMPACT:
+            before = manager.get_snapshot_by_id(sid - 1) if sid > 1 else None
+            if before is None or (before.commit_user, before.commit_identifier) != (snap.commit_user,
+                                                                                  snap.commit_identifier):
+                break
         found.append(snap)
     return found
 
