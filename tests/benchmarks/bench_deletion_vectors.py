@@ -1,6 +1,8 @@
 """Benchmark: the same cross-partition table with and without deletion vectors (``deletion-vectors.enabled``),
 loaded with M rows, then upserted R times with batches of B rows (half updates of which a tenth move partition,
-half new keys; the batches of bench_upsert). Per variant: each run's write + commit time (the engine's jobs
+half new keys; the batches of bench_upsert), each followed by the compact task of ``paimon_upsert`` (scope
+``snapshot``, Paimon's universal strategy; ``--no-compaction`` leaves it out). Per variant: each run's write +
+commit time and its compaction's (the engine's jobs
 in-process through the tests' local runner — assign-and-write tasks one after another, no Spark, so both variants
 pay the same), then the time of a full read of the table after the R runs with pypaimon and with Java Paimon 1.0
 (each best of 3; Java's from opening the catalog to its last row, JVM start excluded). Both tables are
@@ -44,6 +46,16 @@ def upsert_timed(warehouse: str, table_spec, batch: pa.Table, run_id: str) -> fl
     return time.perf_counter() - started
 
 
+def compact_timed(warehouse: str, run_id: str) -> float:
+    """The compact task of paimon_upsert (scope 'snapshot', Paimon's universal strategy), in-process."""
+    from airflow_paimon.engine.table import get_table
+    from compaction_tables import compact
+
+    started = time.perf_counter()
+    compact(get_table({"warehouse": warehouse}, bench_upsert.TABLE), run_id=run_id)
+    return time.perf_counter() - started
+
+
 def batches(m: int, b: int, runs: int) -> tuple[pa.Table, list[pa.Table], int]:
     """The initial M rows and R batches over a growing key space; the number of keys after all of them."""
     base, _, _ = bench_upsert.make_data(m, b, seed=0)
@@ -80,25 +92,32 @@ def read_java(warehouse: str, expect_rows: int) -> float:
     return best
 
 
-def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | None = None) -> dict:
+def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | None = None,
+        compaction: bool = True) -> dict:
     from airflow_paimon.engine.table import get_or_create_table
 
     work = Path(work or tempfile.mkdtemp(prefix="bench-dv-"))
     base, upserts, keys = batches(m, b, runs)
-    result = {"rows": m, "batch": b, "runs": runs, "variants": {}}
+    result = {"rows": m, "batch": b, "runs": runs, "compaction": compaction, "variants": {}}
     reads = {}
     for name, options in VARIANTS.items():
         warehouse = str(work / name)
         table_spec = spec(options)
         get_or_create_table({"warehouse": warehouse}, bench_upsert.TABLE, table_spec)
         load_s = upsert_timed(warehouse, table_spec, base, "load")
-        times = [upsert_timed(warehouse, table_spec, batch, f"r{i}") for i, batch in enumerate(upserts)]
+        times, compactions = [], []
+        for i, batch in enumerate(upserts):
+            times.append(upsert_timed(warehouse, table_spec, batch, f"r{i}"))
+            if compaction:  # as the paimon_upsert group does after each commit
+                compactions.append(compact_timed(warehouse, f"c{i}"))
         read_s, rows = read_pypaimon(warehouse)
         ids = np.sort(rows.column("id").to_numpy())
         if not np.array_equal(ids, np.arange(keys)):
             raise AssertionError(f"{name}: {len(ids)} rows read back, keys are not 0..{keys - 1} exactly once")
         reads[name] = rows.sort_by("id")
         result["variants"][name] = {"load_s": load_s, "upsert_s": times, "upsert_median_s": statistics.median(times),
+                                    "compact_s": compactions,
+                                    "compact_median_s": statistics.median(compactions) if compactions else None,
                                     "read_pypaimon_s": read_s, "rows_read": rows.num_rows,
                                     "read_java_s": read_java(warehouse, keys) if java else None}
     if not reads["plain"].equals(reads["deletion-vectors"]):
@@ -114,13 +133,15 @@ def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | No
 
 
 def report(r: dict) -> str:
-    lines = [f"M = {r['rows']:,} rows, B = {r['batch']:,}, {r['runs']} runs; engine in-process (no Spark)", "",
-             "| variant | load M | upsert B (median of runs) | full read, pypaimon | full read, Java Paimon |",
-             "|---|---:|---:|---:|---:|"]
+    after = "a compaction (scope snapshot) after each" if r.get("compaction") else "no compaction"
+    lines = [f"M = {r['rows']:,} rows, B = {r['batch']:,}, {r['runs']} runs, {after}; engine in-process (no Spark)",
+             "", "| variant | load M | upsert B (median of runs) | compaction (median, max) | full read, pypaimon "
+             "| full read, Java Paimon |", "|---|---:|---:|---:|---:|---:|"]
     for name, v in r["variants"].items():
         java = f"{v['read_java_s']:.2f} s" if v["read_java_s"] is not None else "not run"
-        lines.append(f"| {name} | {v['load_s']:.2f} s | {v['upsert_median_s']:.2f} s | {v['read_pypaimon_s']:.2f} s "
-                     f"| {java} |")
+        comp = (f"{v['compact_median_s']:.2f} s, {max(v['compact_s']):.2f} s" if v.get("compact_s") else "—")
+        lines.append(f"| {name} | {v['load_s']:.2f} s | {v['upsert_median_s']:.2f} s | {comp} "
+                     f"| {v['read_pypaimon_s']:.2f} s | {java} |")
     ratios = r["ratios"]
     lines += ["", f"- upsert, deletion vectors / plain: {ratios['upsert_dv_over_plain']:.2f}x",
               f"- full read, plain / deletion vectors: pypaimon {ratios['read_pypaimon_plain_over_dv']:.2f}x"
@@ -135,8 +156,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "benchmarks" / "results" / time.strftime("%Y-%m-%d"))
     parser.add_argument("--no-java", action="store_true")
+    parser.add_argument("--no-compaction", action="store_true", help="upserts only, no compaction between them")
     args = parser.parse_args()
-    result = run(args.rows, args.batch, args.runs, args.out, java=not args.no_java)
+    result = run(args.rows, args.batch, args.runs, args.out, java=not args.no_java, compaction=not args.no_compaction)
     print(report(result))
 
 

@@ -79,6 +79,7 @@ def test_deletion_vector_benchmark_smoke(tmp_path):
     import bench_deletion_vectors
 
     r = bench_deletion_vectors.run(3_000, 300, 3, tmp_path / "out", java=False, work=tmp_path / "work")
+    assert all(len(v["compact_s"]) == 3 for v in r["variants"].values())
     for v in r["variants"].values():
         assert len(v["upsert_s"]) == 3 and all(0 < s < 60 for s in v["upsert_s"]) and v["read_pypaimon_s"] > 0
     assert r["variants"]["plain"]["rows_read"] == r["variants"]["deletion-vectors"]["rows_read"] > 3_000
