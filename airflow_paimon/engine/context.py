@@ -117,5 +117,10 @@ class WriteContext:
         return self.option("changelog-producer", "none").strip().lower() == "input" and self.write_mode != "overwrite"
 
     @property
+    def lookup_changelog(self) -> bool:
+        """``changelog-producer=lookup`` (deletion-vector tables): the write's compaction emits the changelog."""
+        return self.option("changelog-producer", "none").strip().lower() == "lookup"
+
+    @property
     def target_row_num(self) -> int:
         return int(self.option("dynamic-bucket.target-row-num", "200000"))

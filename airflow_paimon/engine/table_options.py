@@ -27,9 +27,9 @@ JAVA_INT_MAX = 2**31 - 1
 MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
 MERGE_ENGINES = tuple(m.value for m in MergeEngine)  # every merge engine Paimon has
 FILE_FORMATS = ("parquet", "orc")
-# Paimon's changelog producers written here: 'input' by the writer (engine/write/bucket_writer.py); 'lookup' and
-# 'full-compaction' (produced by compaction) are not
-CHANGELOG_PRODUCERS = ("none", "input")
+# Paimon's changelog producers written here: 'input' by the writer (engine/write/bucket_writer.py), 'lookup' by a
+# deletion-vector write's compaction (engine/write/deletion_vectors.py); 'full-compaction' is not
+CHANGELOG_PRODUCERS = ("none", "input", "lookup")
 # merge engines whose deletion-vector writes need no old values (engine/write/deletion_vectors.py)
 DELETION_VECTOR_ENGINES = ("deduplicate", "first-row")  # what engine/data_files.py reads back (index bootstrap, compaction)
 
@@ -238,7 +238,10 @@ def _check_bucket(identifier: str, options: dict, shape: TableColumns) -> None:
 
 def _check_merge(identifier: str, options: dict, shape: TableColumns) -> None:
     """What a primary-key table's writer must do that this provider's writer does not, refused."""
-    choice(identifier, options, "changelog-producer", CHANGELOG_PRODUCERS, "none")
+    producer = choice(identifier, options, "changelog-producer", CHANGELOG_PRODUCERS, "none")
+    if producer == "lookup" and not boolean(identifier, options, "deletion-vectors.enabled"):
+        raise _refuse(identifier, "changelog-producer", options["changelog-producer"],
+                      "is written here for deletion-vector tables only (set 'deletion-vectors.enabled' = 'true')")
     engine = choice(identifier, options, "merge-engine", MERGE_ENGINES, "deduplicate")
     if boolean(identifier, options, "ignore-update-before"):
         raise _refuse(identifier, "ignore-update-before", options["ignore-update-before"],

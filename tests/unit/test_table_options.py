@@ -56,9 +56,9 @@ def files_under(path: str) -> dict[str, int]:
 
 REFUSED = [
     # unimplemented ways of writing
-    ("fixed", {"deletion-vectors.enabled": "true", "changelog-producer": "lookup"}, "changelog-producer",
-     "lookup", "supported: none, input"),
-    ("fixed", {"changelog-producer": "lookup"}, "changelog-producer", "lookup", "supported: none, input"),
+    ("fixed", {"deletion-vectors.enabled": "true", "changelog-producer": "full-compaction"}, "changelog-producer",
+     "full-compaction", "supported: none, input, lookup"),
+    ("fixed", {"changelog-producer": "lookup"}, "changelog-producer", "lookup", "deletion-vector tables only"),
     ("fixed", {"changelog-producer": "full-compaction"}, "changelog-producer", "full-compaction",
      "supported: none, input"),
     ("append", {"changelog-producer": "input"}, "changelog-producer", "input", "needs a primary key"),
@@ -136,7 +136,7 @@ def pypaimon_table(warehouse, shape: str, options: dict, data: pd.DataFrame | No
 
 
 EXISTING = [
-    ("fixed", {"deletion-vectors.enabled": "true", "changelog-producer": "lookup"}, "changelog-producer"),
+    ("fixed", {"deletion-vectors.enabled": "true", "changelog-producer": "full-compaction"}, "changelog-producer"),
     ("fixed", {"changelog-producer": "lookup"}, "changelog-producer"),
     ("fixed", {"changelog-producer": "full-compaction"}, "changelog-producer"),
     ("fixed", {"merge-engine": "partial-update", "fields.v.sequence-group": "s"}, "fields.v.sequence-group"),

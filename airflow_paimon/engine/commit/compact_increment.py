@@ -20,7 +20,7 @@ COMPACT = "COMPACT"
 
 def has_compact_increment(message) -> bool:
     return bool(message.compact_before or message.compact_after or message.compact_index_adds
-                or message.compact_index_deletes)
+                or message.compact_index_deletes or message.compact_changelog_files)
 
 
 def append_part(message):
@@ -33,7 +33,7 @@ def commit_compact_increment(table, messages, commit_user: str, commit_identifie
                              ) -> int:
     """The COMPACT snapshot of ``messages``' compact increments, landing right after ``append_snapshot_id`` (the
     row positions its vectors mark are of the files at that snapshot); returns its id."""
-    entries = []
+    entries, changelog = [], []
     for m in messages:
         partition = GenericRow(list(m.partition), table.partition_keys_fields)
         total = m.total_buckets if m.total_buckets is not None else table.total_buckets
@@ -41,6 +41,8 @@ def commit_compact_increment(table, messages, commit_user: str, commit_identifie
                                   file=f) for f in m.compact_before]
         entries += [ManifestEntry(kind=FileKind.ADD, partition=partition, bucket=m.bucket, total_buckets=total,
                                   file=f) for f in m.compact_after]
+        changelog += [ManifestEntry(kind=FileKind.ADD, partition=partition, bucket=m.bucket, total_buckets=total,
+                                    file=f) for f in m.compact_changelog_files]  # changelog-producer lookup
 
     def right_after_append(latest) -> None:
         if latest is None or latest.id != append_snapshot_id:
@@ -52,7 +54,7 @@ def commit_compact_increment(table, messages, commit_user: str, commit_identifie
     committer = GuardedCommit(table, commit_user, right_after_append)
     try:
         try_commit(committer, commit_kind=COMPACT, commit_identifier=commit_identifier,
-                   commit_entries_plan=lambda _latest: entries, detect_conflicts=True,
+                   commit_entries_plan=lambda _latest: entries, detect_conflicts=True, changelog_entries=changelog,
                    index_adds=[e for m in messages for e in m.compact_index_adds],
                    index_deletes=[e for m in messages for e in m.compact_index_deletes])
     finally:

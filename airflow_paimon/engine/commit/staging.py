@@ -74,4 +74,4 @@ def data_file_paths(table, messages: list[CommitMessage]) -> list[str]:
 
     return list(dict.fromkeys(
         f.external_path or canonical_data_file_path(table, tuple(m.partition), m.bucket, f.file_name)
-        for m in messages for f in [*m.new_files, *m.changelog_files, *m.compact_after]))
+        for m in messages for f in [*m.new_files, *m.changelog_files, *m.compact_after, *m.compact_changelog_files]))

@@ -59,8 +59,22 @@ def write_key_values(table, partition: tuple, bucket: int, kv: pa.Table, changel
     writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket,
                                 max_seq_number=0, options=CoreOptions.copy(table.options), level=level,
                                 changelog_producer=ChangelogProducer.INPUT if changelog else ChangelogProducer.NONE)
+    return _roll(writer, partition, bucket, kv)
+
+
+def write_changelog_files(table, partition: tuple, bucket: int, kv: pa.Table) -> list:
+    """Changelog records in the key-value layout (a key may appear twice: -U then +U) written as changelog files,
+    named as Paimon names them (``changelog-file.prefix``, default ``changelog-``); their metadata."""
+    options = CoreOptions.copy(table.options)
+    options.set(CoreOptions.DATA_FILE_PREFIX, str(table.table_schema.options.get("changelog-file.prefix", "changelog-")))
+    writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket, max_seq_number=0,
+                                options=options)
+    return _roll(writer, partition, bucket, kv).new_files
+
+
+def _roll(writer, partition: tuple, bucket: int, kv: pa.Table) -> CommitMessage:
     try:
-        roll_write(writer, kv)  # pypaimon's size-based roll of key-unique sorted rows into files
+        roll_write(writer, kv)  # pypaimon's size-based roll of sorted rows into files
     except Exception:
         writer.abort()
         raise

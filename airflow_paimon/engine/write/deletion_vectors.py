@@ -43,13 +43,14 @@ from pypaimon.utils.roaring_bitmap import RoaringBitmap
 from pypaimon.write.commit_message import CommitMessage
 
 from airflow_paimon.engine.codec.keys import encode_keys
-from airflow_paimon.engine.codec.kinds import FileKind, is_retract
-from airflow_paimon.engine.codec.system_fields import key_column, key_columns
+from airflow_paimon.engine.codec.kinds import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, FileKind, is_retract
+from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND, key_column, key_columns
 from airflow_paimon.engine.compact.merge import merge_key_values
 from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
-from airflow_paimon.engine.write.bucket_writer import file_schema, key_value_layout, key_value_schema, write_key_values
+from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_layout, key_value_schema,
+                                                      write_changelog_files, write_key_values)
 
 DV_INDEX = IndexManifestFile.DELETION_VECTORS_INDEX
 DV_INDEX_VERSION = 1  # the first byte of a deletion-vector index file
@@ -242,10 +243,12 @@ def locate(table, files: list[LiveFile], vectors: dict[str, DeletionVector], key
 
 
 def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, files: list[LiveFile],
-                   num_levels: int, rows: pa.Table, kinds: np.ndarray, max_sequence_number: int) -> CommitMessage:
+                   num_levels: int, rows: pa.Table, kinds: np.ndarray, max_sequence_number: int,
+                   changelog: bool = False) -> CommitMessage:
     """Fill the compact increment of ``message`` — whose new files are the batch's records at level 0 (``rows``,
     ``kinds``; a key may repeat under aggregation) — against the bucket's ``files`` at ``snapshot``: the level-0
-    files leave, the batch's rows enter above level 0, the old rows they replace are marked."""
+    files leave, the batch's rows enter above level 0, the old rows they replace are marked. ``changelog``:
+    ``changelog-producer=lookup``, the compaction's changelog (old and new images) with it."""
     partition, bucket = tuple(message.partition), message.bucket
     entries, vectors = bucket_deletion_vectors(table, snapshot, partition, bucket)
     vectors = {name: dv for name, dv in vectors.items() if name in {f.name for f in files}}
@@ -261,14 +264,18 @@ def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, f
         live &= ~hit
         old_file, old_pos = old_file[:0], old_pos[:0]
     as_written = rules.engine in (MergeEngine.FIRST_ROW, MergeEngine.DEDUPLICATE) and not rules.sequence_fields
+    before = _rows_at(table, files, old_file, old_pos) if changelog or not as_written else None
     if as_written:  # the batch's live rows as they are
         fresh = key_value_layout(table, rows.filter(pa.array(live)), pa.array(kinds[live]), max_sequence_number)
     else:  # Paimon's lookup merge: the old row and the batch's records of its key, merged by the merge engine
-        before = _rows_at(table, files, old_file, old_pos)
         batch = key_value_layout(table, rows, pa.array(kinds), max_sequence_number)
         fresh = merge_key_values(pa.concat_tables([before, batch]), key_columns(pk), dict(table.table_schema.options),
                                  drop_delete=True, table=table.identifier.get_full_name(), rules=rules)
     marks = {int(i): old_pos[old_file == i] for i in np.unique(old_file)}
+    if changelog:
+        images = lookup_changelog(table, before, fresh)
+        message.compact_changelog_files = (write_changelog_files(table, partition, bucket, images)
+                                           if images.num_rows else [])
     occupied = sorted({f.level for f in files})
     # Paimon's universal compaction of level 0: output just below the lowest run (the max level in an empty bucket);
     # with level 1 taken, level 1 is merged in and the output stays there
@@ -293,6 +300,36 @@ def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, f
         message.compact_index_deletes = [deleted_entry(e) for e in entries]
         message.compact_index_adds = [write_index_file(table, partition, bucket, vectors)] if vectors else []
     return message
+
+
+def lookup_changelog(table, before: pa.Table, after: pa.Table) -> pa.Table:
+    """Paimon's lookup changelog of one bucket's write, in the key-value layout, by key: a key whose old row was
+    replaced reads -U (old) then +U (new), a new key +I, a key whose old row is gone (deleted, or moved to
+    another partition) -D (old). ``before``: the old rows the write marks; ``after``: the rows it writes."""
+    keys = key_columns(table.trimmed_primary_keys)
+    schema = key_value_schema(table)
+    old_keys, new_keys = encode_keys(before.select(keys), keys), encode_keys(after.select(keys), keys)
+    replaced = np.asarray(pc.is_in(new_keys, value_set=old_keys).to_numpy(zero_copy_only=False), dtype=bool)
+    kept = np.asarray(pc.is_in(old_keys, value_set=new_keys).to_numpy(zero_copy_only=False), dtype=bool)
+    after_seq = np.asarray(after.column(SEQUENCE_NUMBER).to_numpy(), dtype=np.int64)
+    top = int(after_seq.max()) if len(after_seq) else int(pc.max(before.column(SEQUENCE_NUMBER)).as_py() or 0)
+    # each old image takes the sequence number of its new one (read back in sequence order: -U right before +U)
+    partner = pc.index_in(old_keys.filter(pa.array(kept)), value_set=new_keys).to_numpy(zero_copy_only=False)
+    old_seq = after_seq[np.asarray(partner, dtype=np.int64)] if len(partner) else np.zeros(0, np.int64)
+    parts = [_with(after.filter(pa.array(~replaced)), INSERT, None),
+             _with(before.filter(pa.array(kept)), UPDATE_BEFORE, old_seq),
+             _with(after.filter(pa.array(replaced)), UPDATE_AFTER, None),
+             _with(before.filter(pa.array(~kept)), DELETE, np.arange(top + 1, top + 1 + int((~kept).sum())))]
+    images = pa.concat_tables([p.cast(schema) for p in parts])
+    order = [(k, "ascending") for k in keys] + [(SEQUENCE_NUMBER, "ascending"), (VALUE_KIND, "ascending")]
+    return images.take(pc.sort_indices(images, sort_keys=order))
+
+
+def _with(kv: pa.Table, kind: int, sequence: np.ndarray | None) -> pa.Table:
+    kv = kv.set_column(kv.schema.get_field_index(VALUE_KIND), VALUE_KIND, pa.array(np.full(kv.num_rows, kind, np.int8)))
+    if sequence is not None:
+        kv = kv.set_column(kv.schema.get_field_index(SEQUENCE_NUMBER), SEQUENCE_NUMBER, pa.array(sequence, pa.int64()))
+    return kv
 
 
 def _rows_at(table, files: list[LiveFile], file_ids: np.ndarray, rows_at: np.ndarray) -> pa.Table:

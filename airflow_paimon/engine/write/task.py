@@ -54,7 +54,7 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
                             index_adds=ctx.shape.index_adds(ctx, partition, bucket, rows))
     if ctx.deletion_vectors:  # the level-0 files compacted up at once, old rows marked (engine/write/deletion_vectors.py)
         lookup_compact(message, table, rules, ctx.base_snapshot(), ctx.bucket_files.get((encoded_partition, bucket), []),
-                       ctx.num_levels, rows, kinds, first_seq)
+                       ctx.num_levels, rows, kinds, first_seq, changelog=ctx.lookup_changelog)
     deletes = int(is_retract(kinds).sum())
     counters = {"rows_written": rows.num_rows - deletes, "deletes": deletes, "files": len(message.new_files)}
     return encode_message(table, message), counters
