@@ -121,13 +121,19 @@ def bucket_deletion_vectors(table, snapshot, partition: tuple, bucket: int
     """The bucket's deletion-vector index entries at ``snapshot`` and the vector of each data file they hold."""
     if snapshot is None or not snapshot.index_manifest:
         return [], {}
-    entries, vectors = list(_vector_entries(table, snapshot.index_manifest).get((tuple(partition), bucket), ())), {}
+    entries = list(_vector_entries(table, snapshot.index_manifest).get((tuple(partition), bucket), ()))
+    return entries, _read_vectors(table, tuple(partition), bucket, entries)
+
+
+def _read_vectors(table, partition: tuple, bucket: int, entries) -> dict[str, DeletionVector]:
+    """Data file name -> its deletion vector, from the bucket's index entries."""
+    vectors = {}
     for e in entries:
-        path = table.path_factory().bucket_index_path(tuple(partition), bucket, e.index_file, table.file_io)
+        path = table.path_factory().bucket_index_path(partition, bucket, e.index_file, table.file_io)
         for name, meta in (e.index_file.dv_ranges or {}).items():
             vectors[name] = DeletionVector.read(table.file_io, DeletionFile(path, meta.offset, meta.length,
                                                                             meta.cardinality))
-    return entries, vectors
+    return vectors
 
 
 def level_0_paths(table, snapshot) -> set[str]:
@@ -150,17 +156,10 @@ def deleted_rows_at(table, snapshot) -> dict[str, tuple[int, ...]]:
     paths = {(tuple(e.partition.values), e.bucket, e.file.file_name): file_path(table, e)
              for e in live_entries(table, snapshot)}
     out = {}
-    for e in IndexManifestFile(table).read(snapshot.index_manifest):
-        if e.kind != FileKind.ADD or e.index_file.index_type != DV_INDEX:
-            continue
-        partition = tuple(e.partition.values)
-        index_path = table.path_factory().bucket_index_path(partition, e.bucket, e.index_file, table.file_io)
-        for name, meta in (e.index_file.dv_ranges or {}).items():
-            path = paths.get((partition, e.bucket, name))
-            if path is not None:
-                vector = DeletionVector.read(table.file_io, DeletionFile(index_path, meta.offset, meta.length,
-                                                                         meta.cardinality))
-                out[path] = tuple(positions(vector).tolist())
+    for (partition, bucket), entries in _vector_entries(table, snapshot.index_manifest).items():
+        for name, vector in _read_vectors(table, partition, bucket, entries).items():
+            if (partition, bucket, name) in paths:
+                out[paths[(partition, bucket, name)]] = tuple(positions(vector).tolist())
     return out
 
 
