@@ -21,7 +21,7 @@ def read_key_rows(path: str, key_fields: list[str]) -> pa.Table:
     return rows.filter(is_last_of_key(rows, key_fields))
 
 
-def read_live_keys(paths: list[str], key_fields: list[str], deleted: dict[str, list[int]] | None = None) -> pa.Table:
+def read_live_keys(paths: list[str], key_fields: list[str], deleted: dict[str, np.ndarray] | None = None) -> pa.Table:
     """The primary keys alive in one bucket: newest version per key (all levels), retractions dropped.
     ``deleted``: path -> row positions a deletion vector marks (left out)."""
     columns = list(dict.fromkeys(key_fields)) + [SEQUENCE_NUMBER, VALUE_KIND]
@@ -43,7 +43,7 @@ def read_live_keys(paths: list[str], key_fields: list[str], deleted: dict[str, l
 
 def without_rows(rows: pa.Table, positions) -> pa.Table:
     """``rows`` without the rows at ``positions`` (a deletion vector's marks; None or empty: all rows)."""
-    if not positions:
+    if positions is None or len(positions) == 0:
         return rows
     keep = np.ones(rows.num_rows, dtype=bool)
     keep[np.asarray(positions, dtype=np.int64)] = False

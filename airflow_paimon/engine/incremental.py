@@ -25,6 +25,7 @@ from airflow_paimon.engine.compact.merge import merge_key_values
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.data_files import read_as, without_rows
 from airflow_paimon.engine.scan import buckets_at
+from airflow_paimon.engine.table_options import changelog_producer
 
 ROW_KIND_COLUMN = "row_kind"
 SCAN_MODES = ("auto", "diff", "changelog")
@@ -35,7 +36,7 @@ def scan_mode_of(table, identifier: str, requested: str) -> str:
     Paimon's ``auto`` does), the diff otherwise; ``changelog`` of a table without one is refused."""
     if requested not in SCAN_MODES:
         raise ValidationError(identifier, f"scan_mode must be one of {list(SCAN_MODES)}", value=requested)
-    producer = str(table.table_schema.options.get("changelog-producer", "none")).strip().lower()
+    producer = changelog_producer(table.table_schema.options)
     if requested == "auto":
         return "diff" if producer == "none" else "changelog"
     if requested == "changelog" and producer == "none":
@@ -89,7 +90,9 @@ def plan_incremental(table, start: int, end: int) -> list[PartitionDiff]:
         before, after = tuple(sides.get("before", ())), tuple(sides.get("after", ()))
         deleted = [{p: marked[side][p] for p in paths if p in marked[side]}
                    for side, paths in (("before", before), ("after", after))]
-        if set(before) != set(after) or deleted[0] != deleted[1]:
+        # a file's vector only grows while it lives: a changed vector has more marks
+        if set(before) != set(after) or ({p: len(v) for p, v in deleted[0].items()}
+                                         != {p: len(v) for p, v in deleted[1].items()}):
             changed.setdefault(partition, []).append((bucket, before, after, *deleted))
     return [PartitionDiff(p, tuple(buckets)) for p, buckets in changed.items()]
 

@@ -149,6 +149,12 @@ class TableColumns:
         return bool(self.primary_keys) and not set(self.partition_keys) <= set(self.primary_keys)
 
 
+def changelog_producer(options: dict) -> str:
+    """The table's ``changelog-producer`` (``none`` when unset), as the writers and readers act on it; its value
+    was checked with the table's other options (check_options)."""
+    return str(options.get("changelog-producer") or "none").strip().lower()
+
+
 def check_table(table, *, compaction: bool = False) -> None:
     """Check an existing table's own options (``compaction``: also what only compaction needs)."""
     identifier = table.identifier.get_full_name()

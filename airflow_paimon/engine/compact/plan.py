@@ -11,7 +11,7 @@ from airflow_paimon.engine.compact.strategy import (CompactOptions, CompactUnit,
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, live_entries
 from airflow_paimon.engine.write.deletion_vectors import (bucket_deletion_vectors, deleted_entry as _deleted,
-                                                          enabled as deletion_vectors_enabled)
+                                                          enabled as deletion_vectors_enabled, positions)
 
 
 @dataclass
@@ -89,7 +89,7 @@ def plan_compaction(table, snapshot, full: bool, scope_snapshots: list | None = 
         vectors, deleted = [], {}
         if with_vectors:  # the whole bucket into one run at the max level: its deletion vectors all go
             vectors, dvs = bucket_deletion_vectors(table, snapshot, partition, bucket)
-            deleted = {name: sorted(dv.bit_map()) for name, dv in dvs.items()}
+            deleted = {name: positions(dv) for name, dv in dvs.items()}
             if unit is not None or (full and deleted):
                 unit = CompactUnit(num_levels - 1, tuple(runs))
         if unit is None:

@@ -113,7 +113,7 @@ class BasePart:
 
 def base_parts(buckets: list[tuple], *, primary_keys: list[str],
                partition_types: list[pa.DataType], shards: int, local_dir: str, part: int) -> list[BasePart]:
-    """One rebuild task: every live key of some (paths, partition, bucket[, deleted])s — ``deleted``: path -> row
+    """One rebuild task: every live key of some (paths, partition, bucket, deleted)s — ``deleted``: path -> row
     positions its deletion vector marks —, written as one sorted SST per
     shard — no shuffle; a key lives in exactly one bucket, so the parts of a shard never overlap. Each
     key's value names its place through a dictionary of the few places the task reads.
@@ -122,8 +122,8 @@ def base_parts(buckets: list[tuple], *, primary_keys: list[str],
     task holds its keys once, encoded (10M BIGINT keys: ≈120 MB), plus one shard's sort at a time."""
     pieces: list[list[tuple[int, pa.Array]]] = [[] for _ in range(shards)]  # per shard: (bucket index, keys)
     places = []
-    for i, (paths, partition, bucket, *deleted) in enumerate(buckets):
-        found = read_live_keys(paths, primary_keys, deleted[0] if deleted else None)
+    for i, (paths, partition, bucket, deleted) in enumerate(buckets):
+        found = read_live_keys(paths, primary_keys, deleted)
         places.append(_place_value(partition, bucket, partition_types))
         if found.num_rows == 0:
             continue
@@ -149,7 +149,7 @@ def base_parts(buckets: list[tuple], *, primary_keys: list[str],
         del keys, values
         counts: dict[str, dict[str, int]] = {}
         for i, n in zip(refs, per_bucket):
-            _, partition, bucket = buckets[i]
+            _, partition, bucket, _ = buckets[i]
             part_counts = counts.setdefault(encode_partition_values(partition, partition_types), {})
             part_counts[str(bucket)] = part_counts.get(str(bucket), 0) + int(n)
         out.append(BasePart(shard, path, count, counts))

@@ -24,6 +24,7 @@ from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.store import clean_up
 from airflow_paimon.engine.scan import buckets_at, file_path
+from airflow_paimon.engine.write.deletion_vectors import deleted_rows_at
 from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table
@@ -110,25 +111,15 @@ def _key_facts(table) -> dict:
 
 # --- rebuild -------------------------------------------------------------------------------------------------
 
-def _deleted_rows(table, bucket) -> list:
-    """For a deletion-vector table, [path -> the row positions the bucket's deletion vectors mark]; else []."""
-    from airflow_paimon.engine.write.deletion_vectors import bucket_deletion_vectors, enabled
-
-    if not enabled(table.table_schema.options):
-        return []
-    _, vectors = bucket_deletion_vectors(table, table.snapshot_manager().get_latest_snapshot(), bucket.partition,
-                                         bucket.bucket)
-    by_name = {path.rsplit("/", 1)[-1]: path for path in bucket.paths}
-    return [{by_name[name]: sorted(dv.bit_map()) for name, dv in vectors.items() if name in by_name}]
-
-
 def _rebuild(table, snapshot_id, bucket_files, shards: int, table_uri: str, tasks: IndexTasks) -> IndexManifest:
     """One stage, no shuffle: each task reads a balanced share of the buckets and writes its part of every
     shard (a key lives in one bucket, so the parts never overlap)."""
     total_rows = sum(b.row_count for b in bucket_files)
     n = min(len(bucket_files), max(tasks.parallelism, -(-total_rows // ROWS_PER_REBUILD_TASK)))
-    groups = balance([(list(b.paths), b.partition, b.bucket, *_deleted_rows(table, b)) for b in bucket_files],
-                     [b.row_count for b in bucket_files], n)
+    # a deletion-vector table: path -> the row positions its vector marks ({} otherwise), read once
+    marked = deleted_rows_at(table, table.snapshot_manager().get_snapshot_by_id(snapshot_id) if snapshot_id else None)
+    groups = balance([(list(b.paths), b.partition, b.bucket, {p: marked[p] for p in b.paths if p in marked})
+                      for b in bucket_files], [b.row_count for b in bucket_files], n)
     build = functools.partial(rebuild_part, groups=groups, table_uri=table_uri, snapshot_id=snapshot_id,
                               shards=shards, **_key_facts(table))
     parts = sorted(tasks.rebuild(build, len(groups)), key=lambda m: [f.path for f in m.files]) if groups else []

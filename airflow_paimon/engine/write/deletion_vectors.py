@@ -146,7 +146,7 @@ def level_0_paths(table, snapshot) -> set[str]:
     return {file_path(table, e) for e in live_entries(table, snapshot) if e.file.level == 0}
 
 
-def deleted_rows_at(table, snapshot) -> dict[str, tuple[int, ...]]:
+def deleted_rows_at(table, snapshot) -> dict[str, np.ndarray]:
     """Data file path -> the row positions its deletion vector marks at ``snapshot`` (every bucket; {} for a
     table without deletion vectors)."""
     from airflow_paimon.engine.scan import file_path, live_entries
@@ -159,7 +159,7 @@ def deleted_rows_at(table, snapshot) -> dict[str, tuple[int, ...]]:
     for (partition, bucket), entries in _vector_entries(table, snapshot.index_manifest).items():
         for name, vector in _read_vectors(table, partition, bucket, entries).items():
             if (partition, bucket, name) in paths:
-                out[paths[(partition, bucket, name)]] = tuple(positions(vector).tolist())
+                out[paths[(partition, bucket, name)]] = positions(vector)
     return out
 
 
@@ -356,7 +356,7 @@ def _merge_into(table, files: list[LiveFile], merged_in: list[int], vectors, mar
         f = files[i]
         dead = np.concatenate([positions(vectors[f.name]) if f.name in vectors else np.zeros(0, np.int64),
                                marks.get(i, np.zeros(0, np.int64))])
-        parts.append(without_rows(_read_file(table, f, schema), dead.tolist()))
+        parts.append(without_rows(_read_file(table, f, schema), dead))
     merged = pa.concat_tables([*parts, fresh.cast(schema)])
     return merged.take(pc.sort_indices(merged, sort_keys=[(k, "ascending") for k in key_columns(
         table.trimmed_primary_keys)]))
