@@ -13,6 +13,7 @@ from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table_options import changelog_producer
 
 
 @functools.lru_cache(maxsize=8)
@@ -114,12 +115,12 @@ class WriteContext:
     def input_changelog(self) -> bool:
         """Whether the writer writes changelog files: ``changelog-producer=input``, except for a partition
         overwrite, which commits no changelog (as in Paimon)."""
-        return self.option("changelog-producer", "none").strip().lower() == "input" and self.write_mode != "overwrite"
+        return changelog_producer(self.options) == "input" and self.write_mode != "overwrite"
 
     @property
     def lookup_changelog(self) -> bool:
         """``changelog-producer=lookup`` (deletion-vector tables): the write's compaction emits the changelog."""
-        return self.option("changelog-producer", "none").strip().lower() == "lookup"
+        return changelog_producer(self.options) == "lookup"
 
     @property
     def target_row_num(self) -> int:

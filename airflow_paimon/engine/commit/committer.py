@@ -2,14 +2,13 @@
 conditionally (the snapshot lands right after one the index is still right for, or not at all)."""
 from __future__ import annotations
 
-from airflow_paimon.engine.commit.compact_increment import append_part, commit_compact_increment, has_compact_increment
+from airflow_paimon.engine.commit.compact_increment import (COMPACT, append_part, commit_compact_increment,
+                                                           has_compact_increment)
 from airflow_paimon.engine.commit.overwrite import commit_overwrite
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.errors import PaimonJobError, StaleIndexError
 from airflow_paimon.engine.faults import crash_point
-
-COMPACT = "COMPACT"
 
 
 def find_commit(table, commit_user: str, commit_identifier: int, after_snapshot_id: int | None):

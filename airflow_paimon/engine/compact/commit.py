@@ -74,7 +74,7 @@ def check_no_conflict(table, plan, messages, latest=None) -> None:
         return
     buckets = {(tuple(m.partition), m.bucket) for m in messages}
     picked = set(plan.entries)
-    any_snapshot = bool(plan.index_deletes) or deletion_vectors_enabled(table.table_schema.options)
+    any_snapshot = deletion_vectors_enabled(table.table_schema.options)
     reader = SnapshotReader(table)
     for sid in range(plan.snapshot_id + 1, latest.id + 1):
         snap = manager.get_snapshot_by_id(sid)
