@@ -125,7 +125,7 @@ def test_changelog_producer_input(warehouse, shape):
 @pytest.mark.parametrize("shape", ["cross-partition", "fixed-bucket"])
 def test_deletion_vector_table(warehouse, shape):
     """Java Paimon reads a deletion-vector table (level 0 skipped, deletion vectors applied, no merge) as pypaimon
-    does after every run — runs at free levels with vectors, buckets rewritten into the max level — and after a
+    does after every run — runs at free levels with vectors, level 1 merged with the batch when taken — and after a
     full compaction that drops the vectors."""
     from deletion_vector_tables import CROSS, FIXED, runs, write
 
