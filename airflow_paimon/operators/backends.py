@@ -68,21 +68,31 @@ class SparkSubmitBackend(JobBackend):
     def run(self, spec: dict, result_uri: str) -> str | None:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
+        from airflow_paimon.spark.class_data_sharing import DriverArchive
         from airflow_paimon.spark.job import spec_file
-        from airflow_paimon.spark.submit import submit_conf, submit_settings
+        from airflow_paimon.spark.submit import DRIVER_JAVA_OPTIONS, submit_conf, submit_settings
 
         settings = submit_settings(self.extras, self.master, self.deploy_mode, self.spark_conf, self.spark_bin_dir)
         conf = submit_conf(settings.python, settings.driver_python, self.spark_conf)
         if self.extra_conf is not None:
             conf = self.extra_conf(conf)
+        archive = None
+        if DRIVER_JAVA_OPTIONS not in self.spark_conf:  # the user's JVM options replace ours, the archive's too
+            archive = DriverArchive.for_job(self.job.name, conf, settings.env)
+            conf[DRIVER_JAVA_OPTIONS] = f"{conf[DRIVER_JAVA_OPTIONS]} {archive.java_options()}"
+        succeeded = False
         with spec_file(spec) as spec_path:
             self.hook = SparkSubmitHook(conn_id=self.conn_id, conf=conf, name=f"paimon-{self.job.name}-{self.table}",
                                         application_args=["--spec-file", spec_path, "--result-uri", result_uri])
             try:
                 # Its own session: kill() stops the spark-submit JVM and every Python process under it together.
                 self.hook.submit(application=entry_script(self.job), env=settings.env, start_new_session=True)
+                succeeded = True
             except AirflowException as e:
                 return str(e)
+            finally:
+                if archive is not None:
+                    archive.finish(succeeded)
         return None
 
     def kill(self) -> None:

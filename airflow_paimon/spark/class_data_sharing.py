@@ -1,0 +1,93 @@
+"""A class-data-sharing (CDS) archive for the driver JVM of each job: the JVM maps the Spark classes a job
+loaded last time from one file instead of reading, verifying and linking them from the jars again — about half of
+a spark-submit's start (tests/benchmarks/README.md, "Where a spark-submit's seconds go").
+
+The first spark-submit of a job on a machine writes the archive as its JVM exits (``-XX:ArchiveClassesAtExit``,
+JDK 13+; Spark 4 needs 17): that one run takes longer. Each later run of the job maps it
+(``-XX:SharedArchiveFile``). An archive holds the classes of one JVM and class path: its name is a digest of the
+job, the spark-submit and java executables (path, size, mtime) and the conf that changes the driver's class path,
+so an upgrade or another ``--jars`` gets its own. One the JVM cannot use (another class path, a damaged file) is
+ignored by the JVM, which then runs as without it.
+
+Archives live in ``$XDG_CACHE_HOME/airflow-paimon/cds`` (default ``~/.cache``); a job only writes it into place by
+an atomic rename after a successful run, so concurrent first runs never expose a partial file. A user's own
+``spark.driver.extraJavaOptions`` replaces ours (submit.py), and with them the archive.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+# Conf that changes what the driver JVM loads from where: part of the archive's name.
+CLASS_PATH_CONF = ("spark.driver.extraClassPath", "spark.jars", "spark.jars.packages", "spark.driver.userClassPathFirst")
+# The JVM reports signed jars it skips and archives it cannot map on stdout (the task log): the archive is an
+# optimisation, its messages are noise.
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+STALE_SECONDS = 3600  # a temporary archive this old is of a JVM that never finished
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "airflow-paimon" / "cds"
+
+
+def _executable(name: str, env: dict[str, str]) -> list:
+    """Path, size and mtime of ``name`` as the spark-submit process finds it (a replaced file: another archive)."""
+    found = shutil.which(name, path=env.get("PATH"))
+    if not found:
+        return [name, None]
+    real = os.path.realpath(found)
+    stat = os.stat(real)
+    return [real, stat.st_size, stat.st_mtime_ns]
+
+
+def _java(env: dict[str, str]) -> list:
+    java_home = env.get("JAVA_HOME")
+    if java_home:
+        return _executable(os.path.join(java_home, "bin", "java"), {"PATH": os.path.join(java_home, "bin")})
+    return _executable("java", env)
+
+
+@dataclass(frozen=True)
+class DriverArchive:
+    path: Path  # the archive, once some run of the job wrote it
+    staging: Path  # where this run's JVM dumps it when there is none yet
+
+    @classmethod
+    def for_job(cls, job: str, conf: dict, env: dict[str, str], directory: Path | None = None) -> "DriverArchive":
+        identity = [job, _executable("spark-submit", env), _java(env), [conf.get(k) for k in CLASS_PATH_CONF]]
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
+        directory = directory or cache_dir()
+        return cls(directory / f"{job}-{digest}.jsa", directory / f".{job}-{digest}.{uuid.uuid4().hex}.tmp")
+
+    def java_options(self) -> str:
+        """The driver's JVM options: map the archive, or dump one at exit when there is none."""
+        if self.path.exists():
+            return f"-XX:SharedArchiveFile={self.path} {QUIET}"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._remove_stale()
+        return f"-XX:ArchiveClassesAtExit={self.staging} {QUIET}"
+
+    def finish(self, succeeded: bool) -> None:
+        """After the spark-submit: a dumped archive goes into place if the run succeeded, else away."""
+        if not self.staging.exists():
+            return
+        if succeeded and self.staging.stat().st_size > 0:
+            os.replace(self.staging, self.path)
+        else:
+            self.staging.unlink(missing_ok=True)
+
+    def _remove_stale(self) -> None:
+        cutoff = time.time() - STALE_SECONDS
+        for tmp in self.path.parent.glob(".*.tmp"):
+            try:
+                if tmp.stat().st_mtime < cutoff:
+                    tmp.unlink()
+            except OSError:
+                pass

@@ -1,0 +1,75 @@
+"""The driver JVM's class-data-sharing archive (spark/class_data_sharing.py): one per job and JVM set-up, dumped
+by a job's first run, put into place only after a successful one, mapped by the runs after it."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from airflow_paimon.spark.class_data_sharing import DriverArchive
+
+
+@pytest.fixture
+def env(tmp_path):
+    """A PATH holding a spark-submit and a java (only their identity matters here)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("spark-submit", "java"):
+        (bin_dir / name).write_text("#!/bin/sh\n")
+        (bin_dir / name).chmod(0o755)
+    return {"PATH": str(bin_dir)}
+
+
+def test_first_run_dumps_then_later_runs_map(tmp_path, env):
+    cds = tmp_path / "cds"
+    first = DriverArchive.for_job("assign_and_write", {}, env, cds)
+    assert f"-XX:ArchiveClassesAtExit={first.staging}" in first.java_options()
+    first.staging.write_bytes(b"archive")  # what the JVM writes as it exits
+    first.finish(succeeded=True)
+    assert first.path.read_bytes() == b"archive" and not first.staging.exists()
+
+    second = DriverArchive.for_job("assign_and_write", {}, env, cds)
+    assert second.path == first.path and second.staging != first.staging  # a staging file per run
+    assert f"-XX:SharedArchiveFile={first.path}" in second.java_options()
+    assert "ArchiveClassesAtExit" not in second.java_options()
+
+
+def test_failed_or_empty_dump_is_never_put_in_place(tmp_path, env):
+    for succeeded, content in ((False, b"archive"), (True, b"")):
+        archive = DriverArchive.for_job("commit", {}, env, tmp_path / "cds")
+        archive.java_options()
+        archive.staging.write_bytes(content)
+        archive.finish(succeeded)
+        assert not archive.path.exists() and not archive.staging.exists()
+    DriverArchive.for_job("commit", {}, env, tmp_path / "cds").finish(True)  # the JVM wrote nothing: no error
+
+
+def test_an_archive_per_job_class_path_and_executables(tmp_path, env):
+    def name(job="compact", conf=None, environment=env):
+        return DriverArchive.for_job(job, conf or {}, environment, tmp_path).path.name
+
+    base = name()
+    assert base.startswith("compact-") and name() == base
+    assert name(job="bootstrap_index") != base
+    assert name(conf={"spark.jars": "/opt/extra.jar"}) != base
+    assert name(conf={"spark.driver.extraClassPath": "/opt/x"}) != base
+    assert name(conf={"spark.sql.shuffle.partitions": "8"}) == base  # conf that loads no other classes
+    java = os.path.join(env["PATH"], "java")
+    os.utime(java, ns=(0, 0))  # another java (an upgrade in place)
+    assert name() != base
+    jdk = tmp_path / "jdk" / "bin"
+    jdk.mkdir(parents=True)
+    (jdk / "java").write_text("#!/bin/sh\n")
+    assert name(environment={**env, "JAVA_HOME": str(jdk.parent)}) != name()  # JAVA_HOME's java, not PATH's
+
+
+def test_stale_staging_files_are_removed(tmp_path, env):
+    cds = tmp_path / "cds"
+    cds.mkdir()
+    stale, fresh = cds / ".commit-x.old.tmp", cds / ".commit-x.new.tmp"
+    stale.write_bytes(b"a killed JVM's half dump")
+    fresh.write_bytes(b"a running JVM's dump")
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    DriverArchive.for_job("commit", {}, env, cds).java_options()
+    assert not stale.exists() and fresh.exists()
