@@ -38,9 +38,9 @@ def test_daily_dag_three_batches_match_oracle(airflow_home, warehouse, monkeypat
         assert run.state == "success", states
         assert xcoms["commit"]["snapshot_id"] == i + 1 and not xcoms["commit"]["already_committed"]
         assert xcoms["bootstrap_index"]["base_snapshot_id"] == (i or None)
-        # day 1 builds the index in a Spark job; later days reuse it, decided from metadata without Spark
+        # day 1 writes the empty table's index (no keys), later days reuse it: decided from metadata, no Spark
         assert (xcoms["bootstrap_index"]["decided_by"], xcoms["bootstrap_index"]["index_decision"]) == (
-            ("spark", "rebuilt") if i == 0 else ("metadata", "reused"))
+            ("metadata", "rebuilt") if i == 0 else ("metadata", "reused"))
         # compaction starts Spark only when it has buckets to rewrite
         compacted = xcoms["compact"]
         assert compacted["decided_by"] == ("spark" if compacted["compacted_buckets"] else "metadata"), compacted

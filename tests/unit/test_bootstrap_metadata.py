@@ -29,7 +29,9 @@ def _batch(spec, ids, dt="a"):
 def test_cross_partition_reuse_is_decided_from_metadata_and_work_is_not(warehouse):
     opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
     get_or_create_table(opts, "db.t", CROSS)
-    assert _decide(opts, index_root) is None  # no index yet: a rebuild, the job's work
+    empty = _decide(opts, index_root)  # the empty table's index has no keys: written here, no job
+    assert (empty.index_decision, empty.keys, empty.base_snapshot_id, empty.decided_by) == (
+        "rebuilt", 0, None, "metadata")
     upsert(bootstrap(opts, "db.t", index_root, 2), _batch(CROSS, [1, 2, 3]), run_id="r1")  # publishes snapshot 1's
     decided = _decide(opts, index_root)
     job = bootstrap_result(opts, "db.t", index_root, 2)  # what the job computes at the same state
@@ -41,6 +43,9 @@ def test_cross_partition_reuse_is_decided_from_metadata_and_work_is_not(warehous
     upsert(bootstrap(opts, "db.t", warehouse + "/.other-index", 2), _batch(CROSS, [9], dt="b"), run_id="other")
     assert _decide(opts, index_root) is None
     assert bootstrap_result(opts, "db.t", index_root, 2).index_decision == "caught_up"
+    # no index at all for a table holding data: rebuilding it from the data files is work for the job
+    assert _decide(opts, warehouse + "/.fresh-index") is None
+    assert bootstrap_result(opts, "db.t", warehouse + "/.fresh-index", 2).keys == 4
 
 
 def test_fixed_bucket_needs_no_index_and_no_job(warehouse):

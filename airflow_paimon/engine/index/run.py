@@ -62,7 +62,11 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
     plan = plan_bootstrap(table, table_uri, shards)
     log.debug("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.decision, plan.reason)
 
-    if tasks is None and plan.decision != REUSE:
+    latest = table.snapshot_manager().get_latest_snapshot()
+    bucket_files = buckets_at(table, latest) if plan.decision == REBUILD else []
+    # Work for the job: shards to build from data files, or to catch up. An index of no keys (an empty table) is
+    # written here as the job would write it.
+    if tasks is None and (plan.decision == CATCH_UP or bucket_files):
         return None
     files_read = 0
     if plan.decision == REUSE:
@@ -74,7 +78,6 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
         files_read = len(plan.added_files)
         manifest = _catch_up(table, plan, table_uri, tasks)
     else:
-        bucket_files = buckets_at(table, table.snapshot_manager().get_latest_snapshot())
         files_read = sum(len(b.paths) for b in bucket_files)
         manifest = _rebuild(table, plan.snapshot_id, bucket_files, shards, table_uri, tasks)
     crash_point("bootstrap.after_manifest")
@@ -115,7 +118,7 @@ def _rebuild(table, snapshot_id, bucket_files, shards: int, table_uri: str, task
     """One stage, no shuffle: each task reads a balanced share of the buckets and writes its part of every
     shard (a key lives in one bucket, so the parts never overlap)."""
     total_rows = sum(b.row_count for b in bucket_files)
-    n = min(len(bucket_files), max(tasks.parallelism, -(-total_rows // ROWS_PER_REBUILD_TASK)))
+    n = min(len(bucket_files), max(tasks.parallelism, -(-total_rows // ROWS_PER_REBUILD_TASK))) if bucket_files else 0
     # a deletion-vector table: path -> the row positions its vector marks ({} otherwise), read once
     marked = deleted_rows_at(table, table.snapshot_manager().get_snapshot_by_id(snapshot_id) if snapshot_id else None)
     groups = balance([(list(b.paths), b.partition, b.bucket, {p: marked[p] for p in b.paths if p in marked})
