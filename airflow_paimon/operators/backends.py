@@ -68,18 +68,14 @@ class SparkSubmitBackend(JobBackend):
     def run(self, spec: dict, result_uri: str) -> str | None:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        from airflow_paimon.spark.class_data_sharing import DriverArchive
         from airflow_paimon.spark.job import spec_file
-        from airflow_paimon.spark.submit import DRIVER_JAVA_OPTIONS, submit_conf, submit_settings
+        from airflow_paimon.spark.submit import submit_conf, submit_settings, with_driver_archive
 
         settings = submit_settings(self.extras, self.master, self.deploy_mode, self.spark_conf, self.spark_bin_dir)
         conf = submit_conf(settings.python, settings.driver_python, self.spark_conf)
         if self.extra_conf is not None:
             conf = self.extra_conf(conf)
-        archive = None
-        if DRIVER_JAVA_OPTIONS not in self.spark_conf:  # the user's JVM options replace ours, the archive's too
-            archive = DriverArchive.for_job(self.job.name, conf, settings.env)
-            conf[DRIVER_JAVA_OPTIONS] = f"{conf[DRIVER_JAVA_OPTIONS]} {archive.java_options()}"
+        archive = with_driver_archive(self.job.name, conf, self.spark_conf, settings.env)
         succeeded = False
         with spec_file(spec) as spec_path:
             self.hook = SparkSubmitHook(conn_id=self.conn_id, conf=conf, name=f"paimon-{self.job.name}-{self.table}",

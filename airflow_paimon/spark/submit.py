@@ -63,6 +63,19 @@ def submit_conf(python: str | None, driver_python: str | None = None,
     return conf
 
 
+def with_driver_archive(job: str, conf: dict[str, str], spark_conf: dict[str, Any] | None, env: dict[str, str]):
+    """Add the job's class-data-sharing archive (spark/class_data_sharing.py) to ``conf``'s driver JVM options,
+    unless the user's ``spark_conf`` set its own; the DriverArchive (None then), whose ``finish`` the caller
+    calls once the spark-submit ended."""
+    from airflow_paimon.spark.class_data_sharing import DriverArchive
+
+    if DRIVER_JAVA_OPTIONS in (spark_conf or {}):
+        return None
+    archive = DriverArchive.for_job(job, conf, env)
+    conf[DRIVER_JAVA_OPTIONS] = f"{conf[DRIVER_JAVA_OPTIONS]} {archive.java_options()}"
+    return archive
+
+
 def log4j2_java_options(level: str) -> str:
     """The driver's JVM options for our log4j2 configuration at ``level`` (a file URI: no space to quote)."""
     return f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -Dairflow_paimon.spark.log.level={level}"

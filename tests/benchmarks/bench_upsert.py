@@ -322,18 +322,20 @@ def in_job_runner(spark, timer=None):
 
 
 def submit_command(script: str, name: str, args: list[str], conf: dict | None = None,
-                   defaults: bool = True) -> list[str]:
-    """What SparkSubmitHook runs for the operators (PaimonSparkJobOperator._submit) on master local[2]: the same
-    default conf (``submit_conf``), ``conf`` on top as the operator's ``spark_conf``. ``defaults=False``: a
+                   defaults: bool = True, job: str | None = None) -> tuple[list[str], object]:
+    """What SparkSubmitHook runs for the operators (SparkSubmitBackend.run) on master local[2]: the same
+    default conf (``submit_conf``), ``conf`` on top as the operator's ``spark_conf``, and — for ``job`` — the
+    job's class-data-sharing archive; with the archive (None without) to ``finish``. ``defaults=False``: a
     plain spark-submit, only the Python interpreter set."""
-    from airflow_paimon.spark.submit import submit_conf
+    from airflow_paimon.spark.submit import submit_conf, with_driver_archive
 
-    base = submit_conf(sys.executable)
+    base = submit_conf(sys.executable, spark_conf=conf)
+    archive = with_driver_archive(job, base, conf, submit_env()) if job and defaults else None
     if not defaults:
         base = {k: v for k, v in base.items() if k.startswith("spark.pyspark.")}
     pairs = [("--conf", f"{k}={v}") for k, v in {**base, **(conf or {})}.items()]
     return [str(VENV_BIN / "spark-submit"), "--master", "local[2]", *(x for p in pairs for x in p),
-            "--name", name, script, *args]
+            "--name", name, script, *args], archive
 
 
 def submit_env() -> dict:
@@ -352,9 +354,13 @@ def e2e_runner(work: Path, conf: dict | None = None):
         result_uri = work / "results" / "bench" / f"e2e-{n}" / f"{job}.json"
         result_uri.parent.mkdir(parents=True, exist_ok=True)
         with spec_file(spec) as spec_path:
-            cmd = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
-                                 ["--spec-file", spec_path, "--result-uri", str(result_uri)], conf)
-            measured = run_child(cmd, work / f"e2e-{n}-{job}.log", submit_env())
+            cmd, archive = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
+                                          ["--spec-file", spec_path, "--result-uri", str(result_uri)], conf, job=job)
+            try:
+                measured = run_child(cmd, work / f"e2e-{n}-{job}.log", submit_env())
+            finally:
+                if archive is not None:
+                    archive.finish(result_uri.exists())
         return measured, json.loads(result_uri.read_text())
     return run
 
@@ -372,7 +378,7 @@ def trivial_submit(work: Path, conf: dict | None = None, name: str = "trivial", 
     ``defaults=False``: a plain spark-submit (see ``submit_command``)."""
     script = work / "trivial_job.py"
     script.write_text(TRIVIAL_JOB)
-    return run_child(submit_command(str(script), name, [str(work / f"{name}.json")], conf, defaults),
+    return run_child(submit_command(str(script), name, [str(work / f"{name}.json")], conf, defaults)[0],
                      work / f"{name}.log", submit_env())
 
 

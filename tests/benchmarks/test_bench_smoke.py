@@ -84,3 +84,22 @@ def test_deletion_vector_benchmark_smoke(tmp_path):
         assert len(v["upsert_s"]) == 3 and all(0 < s < 60 for s in v["upsert_s"]) and v["read_pypaimon_s"] > 0
     assert r["variants"]["plain"]["rows_read"] == r["variants"]["deletion-vectors"]["rows_read"] > 3_000
     assert "deletion-vectors" in (tmp_path / "out" / "deletion_vectors.md").read_text()
+
+
+@pytest.mark.spark
+def test_batch_size_benchmark_smoke(spark_session, tmp_path, monkeypatch):
+    """Two batch sizes in-job with pypaimon-rust beside, and a first load through spark-submitted jobs (in two
+    source files): every upsert verified, rates and the report written."""
+    import bench_batch_size
+
+    monkeypatch.setattr(bench_batch_size, "CHUNK", 1_500)
+    out = tmp_path / "out"
+    r = bench_batch_size.run(2_000, [200, 2_000], 3_000, out, ("ours", "pypaimon-rust"), shards=2,
+                             spark=spark_session, work=tmp_path / "work")
+    assert [b["batch"] for b in r["batches"]] == [200, 2_000]
+    for b in r["batches"]:
+        assert b["in_job_write_s"] > 0 and b["in_job_write_rows_per_s_per_core"] > 0 and b["peers_s"]["pypaimon-rust"] > 0
+    load = r["first_load"]
+    assert (load["rows"], load["snapshot_id"]) == (3_000, 1) and load["assign_and_write"]["rss_mib"] > 100
+    report = (out / "batch_size.md").read_text()
+    assert "| 2,000 |" in report and "First load of 3,000 rows" in report and "Linearity, in-job" in report
