@@ -27,7 +27,7 @@ MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
 MERGE_ENGINES = tuple(m.value for m in MergeEngine)  # every merge engine Paimon has
 FILE_FORMATS = ("parquet", "orc")
 # Paimon's changelog producers, all written here: 'input' by the writer (engine/write/bucket_writer.py), 'lookup' by
-# a deletion-vector write's compaction of level 0 (engine/write/deletion_vectors.py),
+# a write's compaction of level 0 (engine/write/deletion_vectors.py, engine/write/force_up_level_0.py),
 # 'full-compaction' by every compaction into the max level (engine/compact/rewrite.py)
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
 # merge engines whose deletion-vector writes need no old values (engine/write/deletion_vectors.py)
@@ -246,9 +246,6 @@ def _check_bucket(identifier: str, options: dict, shape: TableColumns) -> None:
 def _check_merge(identifier: str, options: dict, shape: TableColumns) -> None:
     """What a primary-key table's writer must do that this provider's writer does not, refused."""
     producer = choice(identifier, options, "changelog-producer", CHANGELOG_PRODUCERS, "none")
-    if producer == "lookup" and not boolean(identifier, options, "deletion-vectors.enabled"):
-        raise _refuse(identifier, "changelog-producer", options["changelog-producer"],
-                      "is written here for deletion-vector tables only (set 'deletion-vectors.enabled' = 'true')")
     engine = choice(identifier, options, "merge-engine", MERGE_ENGINES, "deduplicate")
     if producer == "full-compaction" and boolean(identifier, options, "deletion-vectors.enabled"):
         raise _refuse(identifier, "changelog-producer", options["changelog-producer"],

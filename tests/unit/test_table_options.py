@@ -62,7 +62,6 @@ REFUSED = [
      "full-compaction", "first-row takes only 'none' or 'lookup'"),
     ("fixed", {"deletion-vectors.enabled": "true", "changelog-producer": "full-compaction"}, "changelog-producer",
      "full-compaction", "cannot be used with deletion vectors"),
-    ("fixed", {"changelog-producer": "lookup"}, "changelog-producer", "lookup", "deletion-vector tables only"),
     ("fixed", {"changelog-producer": "full-compaction", "changelog-producer.row-deduplicate-ignore-fields": "v"},
      "changelog-producer.row-deduplicate-ignore-fields", "v", "not implemented"),
     ("fixed", {"changelog-producer.row-deduplicate": "yes"}, "changelog-producer.row-deduplicate", "yes",
@@ -144,7 +143,6 @@ def pypaimon_table(warehouse, shape: str, options: dict, data: pd.DataFrame | No
 EXISTING = [
     ("fixed", {"merge-engine": "first-row", "changelog-producer": "full-compaction"}, "changelog-producer"),
     ("fixed", {"deletion-vectors.enabled": "true", "changelog-producer": "full-compaction"}, "changelog-producer"),
-    ("fixed", {"changelog-producer": "lookup"}, "changelog-producer"),
     ("fixed", {"merge-engine": "partial-update", "fields.v.sequence-group": "s"}, "fields.v.sequence-group"),
     ("fixed", {"snapshot.num-retained.min": "-3"}, "snapshot.num-retained.min"),
     ("cross-partition", {"sequence.field": "s"}, "sequence.field"),
