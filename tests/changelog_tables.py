@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow as pa
 
 from airflow_paimon.engine.changelog_read import changelog_rows, plan_changelog
-from airflow_paimon.engine.table import TableSpec, get_or_create_table
+from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, upsert
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]
@@ -16,6 +16,10 @@ CROSS = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id"], "partit
                                          "changelog-producer": "input"}})
 FIXED = TableSpec.from_dict({**CROSS.to_dict(), "primary_keys": ["dt", "id"],
                              "options": {"bucket": "3", "changelog-producer": "input"}})
+DYNAMIC = TableSpec.from_dict({**CROSS.to_dict(), "primary_keys": ["dt", "id"],
+                               "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "30",
+                                           "changelog-producer": "input"}})
+SPECS = {"cross-partition": CROSS, "fixed-bucket": FIXED, "dynamic-bucket": DYNAMIC}
 KINDS = np.array(["+I", "-U", "+U", "-D"], dtype=object)
 
 
@@ -30,6 +34,11 @@ def soak(seed: int, n_batches: int = 4):
         kinds = np.where(rng.random(n) < (0.15 if b else 0), 3, 0).astype(np.int8)  # -D after the first batch
         out.append((frame, kinds))
     return out
+
+
+def with_options(spec: TableSpec, options: dict) -> TableSpec:
+    """``spec`` with ``options`` set over its own."""
+    return TableSpec.from_dict({**spec.to_dict(), "options": {**spec.to_dict()["options"], **options}})
 
 
 def write_all(warehouse: str, spec: TableSpec, batches) -> list[int]:
@@ -58,3 +67,22 @@ def replay(state: pd.DataFrame, changelog: pd.DataFrame) -> pd.DataFrame:
         else:
             rows[(r.dt, r.id)] = r.v
     return pd.DataFrame([{"id": i, "dt": d, "v": v} for (d, i), v in rows.items()], columns=["id", "dt", "v"])
+
+
+FULL = {"changelog-producer": "full-compaction"}
+
+
+def write_and_compact(warehouse: str, spec: TableSpec, batches, every: int = 1) -> list[int]:
+    """Write each batch, fully compact every ``every`` batches; the COMPACT snapshot of each full compaction."""
+    from compaction_tables import compact
+
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", spec)
+    compactions = []
+    for i, (frame, kinds) in enumerate(batches):
+        ctx = bootstrap(opts, "db.t", warehouse + "/.index", 2)
+        upsert(ctx, pa.Table.from_pandas(frame, schema=spec.arrow_schema(), preserve_index=False), f"r{i}",
+               row_kinds=kinds)
+        if (i + 1) % every == 0:
+            compactions.append(compact(get_table(opts, "db.t"), run_id=f"c{i}", full=True, scope="table")["snapshot_id"])
+    return compactions

@@ -15,7 +15,7 @@ from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.index.run import bootstrap_index, shards_in
 from airflow_paimon.engine.index.sharding import shard_of
-from airflow_paimon.engine.shapes import CROSS_PARTITION, HASH_FIXED, TableShape
+from airflow_paimon.engine.shapes import CROSS_PARTITION, HASH_DYNAMIC, HASH_FIXED, TableShape
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitSpec)
 from airflow_paimon.engine.write.run import assign_and_write
@@ -89,7 +89,17 @@ def _cross_partition(source: pa.Table, ctx: WriteContext) -> pa.Table:
                              for s in range(ctx.shards) if (shard == s).any()])
 
 
-ASSIGNERS = {HASH_FIXED.name: _fixed_buckets, CROSS_PARTITION.name: _cross_partition}  # by shape, as PIPELINES
+def _dynamic_buckets(source: pa.Table, ctx: WriteContext) -> pa.Table:
+    """One assigner against the HASH index, rows in arrival order, as spark/pipelines/dynamic.py with one shard."""
+    from airflow_paimon.engine.assign.dynamic import HashBucketAssigner
+
+    rows = source.take(pc.sort_indices(source.column(ORDER)))
+    buckets = HashBucketAssigner(ctx.table(), ctx.base_snapshot()).assign(rows)
+    return rows.append_column(BUCKET, pa.array(buckets, pa.int32()))
+
+
+ASSIGNERS = {HASH_FIXED.name: _fixed_buckets, CROSS_PARTITION.name: _cross_partition,  # by shape, as PIPELINES
+             HASH_DYNAMIC.name: _dynamic_buckets}
 
 
 def _assign_then_write(source: pa.Table, ctx: WriteContext, shape: TableShape) -> list[dict]:

@@ -118,9 +118,16 @@ class WriteContext:
         return changelog_producer(self.options) == "input" and self.write_mode != "overwrite"
 
     @property
-    def lookup_changelog(self) -> bool:
-        """``changelog-producer=lookup`` (deletion-vector tables): the write's compaction emits the changelog."""
-        return changelog_producer(self.options) == "lookup"
+    def changelog_producer(self) -> str:
+        """The table's ``changelog-producer`` (``lookup``: emitted by the write's compaction of level 0)."""
+        return changelog_producer(self.options)
+
+    @property
+    def compacts_level_0(self) -> bool:
+        """Whether a write's commit also compacts its level-0 files up (an APPEND then a COMPACT snapshot): in a
+        deletion-vector table (readers skip level 0), and with ``changelog-producer=lookup`` (Paimon's
+        ForceUpLevel0Compaction, whose lookup emits the changelog)."""
+        return self.deletion_vectors or self.changelog_producer == "lookup"
 
     @property
     def target_row_num(self) -> int:

@@ -7,8 +7,7 @@ Two kinds of check, both failing with a ValidationError naming the table, the op
   front rather than inside a Spark task.
 - Paimon options that change how a writer must write, which this provider's writer or compaction does not
   implement, are refused: a table written without them would be wrong (e.g. level-0 files are invisible to
-  readers in deletion-vector mode; the 'lookup' and 'full-compaction' changelog producers expect changelog files a
-  compaction writes).
+  readers in deletion-vector mode; a changelog producer's files must be written by whoever knows the change).
 
 Declared options are checked before ``create_table`` (engine/table.py); an existing table's own options (another
 engine may have set them) on every bootstrap, write and compaction, before anything is staged.
@@ -27,9 +26,10 @@ JAVA_INT_MAX = 2**31 - 1
 MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
 MERGE_ENGINES = tuple(m.value for m in MergeEngine)  # every merge engine Paimon has
 FILE_FORMATS = ("parquet", "orc")
-# Paimon's changelog producers written here: 'input' by the writer (engine/write/bucket_writer.py), 'lookup' by a
-# deletion-vector write's compaction (engine/write/deletion_vectors.py); 'full-compaction' is not
-CHANGELOG_PRODUCERS = ("none", "input", "lookup")
+# Paimon's changelog producers, all written here: 'input' by the writer (engine/write/bucket_writer.py), 'lookup' by
+# a write's compaction of level 0 (engine/write/deletion_vectors.py, engine/write/force_up_level_0.py),
+# 'full-compaction' by every compaction into the max level (engine/compact/rewrite.py)
+CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
 # merge engines whose deletion-vector writes need no old values (engine/write/deletion_vectors.py)
 DELETION_VECTOR_ENGINES = ("deduplicate", "first-row")  # what engine/data_files.py reads back (index bootstrap, compaction)
 
@@ -51,6 +51,7 @@ INT_OPTIONS = {
 MEMORY_OPTIONS = ("target-file-size", "rocksdb.block.cache-size", "rocksdb.writebuffer.size")
 DURATION_OPTIONS = ("cross-partition-upsert.index-ttl", "snapshot.time-retained")
 BOOLEAN_OPTIONS = ("deletion-vectors.enabled", *IGNORE_DELETE_KEYS, "ignore-update-before",
+                   "changelog-producer.row-deduplicate",
                    "partial-update.remove-record-on-delete", "aggregation.remove-record-on-delete")
 
 
@@ -245,10 +246,18 @@ def _check_bucket(identifier: str, options: dict, shape: TableColumns) -> None:
 def _check_merge(identifier: str, options: dict, shape: TableColumns) -> None:
     """What a primary-key table's writer must do that this provider's writer does not, refused."""
     producer = choice(identifier, options, "changelog-producer", CHANGELOG_PRODUCERS, "none")
-    if producer == "lookup" and not boolean(identifier, options, "deletion-vectors.enabled"):
-        raise _refuse(identifier, "changelog-producer", options["changelog-producer"],
-                      "is written here for deletion-vector tables only (set 'deletion-vectors.enabled' = 'true')")
     engine = choice(identifier, options, "merge-engine", MERGE_ENGINES, "deduplicate")
+    if producer == "full-compaction" and boolean(identifier, options, "deletion-vectors.enabled"):
+        raise _refuse(identifier, "changelog-producer", options["changelog-producer"],
+                      "cannot be used with deletion vectors: Paimon takes 'none', 'input' or 'lookup' there (Java "
+                      "Paimon refuses to open such a table)")
+    if producer == "full-compaction" and engine == "first-row":
+        raise _refuse(identifier, "changelog-producer", options["changelog-producer"],
+                      "merge-engine first-row takes only 'none' or 'lookup', as in Paimon")
+    ignored = _given(options, "changelog-producer.row-deduplicate-ignore-fields")
+    if ignored is not None:
+        raise _refuse(identifier, "changelog-producer.row-deduplicate-ignore-fields", ignored,
+                      "is not implemented (changelog-producer.row-deduplicate compares every field)")
     if boolean(identifier, options, "ignore-update-before"):
         raise _refuse(identifier, "ignore-update-before", options["ignore-update-before"],
                       "dropping -U records is not implemented (use 'ignore-delete' to drop -U and -D)")

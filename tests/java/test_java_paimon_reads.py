@@ -142,23 +142,47 @@ def test_deletion_vector_table(warehouse, shape):
     assert java_count(warehouse, "db.t")["rows"] == before  # the benchmark's timed read counts the same rows
 
 
-def test_lookup_changelog(warehouse):
-    """changelog-producer=lookup on a deletion-vector table: Java Paimon's changelog read of each write (its two
-    snapshots) returns the engine's before/after images, row kinds included."""
-    from changelog_tables import CROSS, changelog_of, soak, write_all
+@pytest.mark.parametrize("shape", ["cross-partition-vectors", "cross-partition", "fixed-bucket", "dynamic-bucket"])
+def test_lookup_changelog(warehouse, shape):
+    """changelog-producer=lookup, with deletion vectors or without (level 0 forced up, old rows left to the merge):
+    Java Paimon's changelog read of each write (its two snapshots) returns the engine's before/after images, row
+    kinds included; the table reads as pypaimon reads it."""
+    from changelog_tables import SPECS, changelog_of, soak, with_options, write_all
 
-    spec = TableSpec.from_dict({**CROSS.to_dict(), "options": {**CROSS.to_dict()["options"],
-                                                                "deletion-vectors.enabled": "true",
-                                                                "changelog-producer": "lookup"}})
-    snapshots = write_all(warehouse, spec, soak(seed=7, n_batches=3))
+    vectors = shape.endswith("-vectors")
+    spec = with_options(SPECS[shape.removesuffix("-vectors")], {"changelog-producer": "lookup", **(
+        {"deletion-vectors.enabled": "true"} if vectors else {"num-levels": "3"})})
+    snapshots = write_all(warehouse, spec, soak(seed=7, n_batches=4 if vectors else 5))
     table = get_table({"warehouse": warehouse}, "db.t")
-    assert_java_reads_as_pypaimon(warehouse, "db.t", ["id"])
+    assert_java_reads_as_pypaimon(warehouse, "db.t", ["id"] if shape.startswith("cross") else ["dt", "id"])
     order = ["dt", "id", "row_kind", "v"]
     kinds = set()
     for start, end in zip([0] + snapshots, snapshots):
         ours = changelog_of(table, start, end)
         java = java_read(warehouse, "db.t", incremental=(start, end, "changelog"),
-                         options={"deletion-vectors.enabled": "false"}).rename(columns={"_row_kind": "row_kind"})
+                         options={"deletion-vectors.enabled": "false"} if vectors else None
+                         ).rename(columns={"_row_kind": "row_kind"})
+        kinds |= set(ours.row_kind)
+        pd.testing.assert_frame_equal(java[order].sort_values(order).reset_index(drop=True),
+                                      ours[order].sort_values(order).reset_index(drop=True), check_dtype=False)
+    assert kinds == {"+I", "-U", "+U", "-D"}
+
+
+@pytest.mark.parametrize("shape", ["cross-partition", "fixed-bucket", "dynamic-bucket"])
+def test_full_compaction_changelog(warehouse, shape):
+    """changelog-producer=full-compaction: Java Paimon's changelog read of each full compaction's snapshot returns
+    the engine's before/after images, row kinds included; the table reads as pypaimon reads it."""
+    from changelog_tables import FULL, SPECS, changelog_of, soak, with_options, write_and_compact
+
+    compactions = write_and_compact(warehouse, with_options(SPECS[shape], FULL), soak(seed=7, n_batches=4), every=2)
+    table = get_table({"warehouse": warehouse}, "db.t")
+    assert_java_reads_as_pypaimon(warehouse, "db.t", ["id"] if shape == "cross-partition" else ["dt", "id"])
+    order = ["dt", "id", "row_kind", "v"]
+    kinds = set()
+    for sid in compactions:
+        ours = changelog_of(table, sid - 1, sid)
+        java = java_read(warehouse, "db.t", incremental=(sid - 1, sid, "changelog")
+                         ).rename(columns={"_row_kind": "row_kind"})
         kinds |= set(ours.row_kind)
         pd.testing.assert_frame_equal(java[order].sort_values(order).reset_index(drop=True),
                                       ours[order].sort_values(order).reset_index(drop=True), check_dtype=False)

@@ -61,7 +61,8 @@ def test_create_is_idempotent_and_refuses_another_schema(opts, warehouse):
     other = TableSpec.from_dict({**SCHEMA, "columns": [*SCHEMA["columns"], ["x", "INT"]]})
     with pytest.raises(ValidationError, match=r"table db\.t: existing table differs.*columns"):
         create_table(opts, "db.t", other)
-    bad = TableSpec.from_dict({**SCHEMA, "options": {"bucket": "-1", "changelog-producer": "lookup"}})
+    bad = TableSpec.from_dict({**SCHEMA, "options": {"bucket": "-1", "changelog-producer": "full-compaction",
+                                                     "deletion-vectors.enabled": "true"}})
     with pytest.raises(ValidationError, match="option 'changelog-producer'"):
         create_table(opts, "db.u", bad)
     assert schema_files(warehouse) == ["schema-0"]
@@ -103,7 +104,8 @@ def test_alter_widens_int_to_bigint_and_old_rows_read(opts):
 
 
 @pytest.mark.parametrize("changes,match", [
-    ({"set_options": {"changelog-producer": "lookup"}}, "option 'changelog-producer'"),
+    ({"set_options": {"changelog-producer": "full-compaction", "deletion-vectors.enabled": "true"}},
+     "option 'changelog-producer'"),
     ({"set_options": {"bucket": "4"}}, "option 'bucket'.*cannot be changed"),
     ({"set_options": {"merge-engine": "first-row"}}, "option 'merge-engine'"),
     ({"set_options": {"target-file-size": "lots"}}, "option 'target-file-size'.*memory size"),

@@ -56,11 +56,16 @@ def files_under(path: str) -> dict[str, int]:
 
 REFUSED = [
     # unimplemented ways of writing
+    ("fixed", {"changelog-producer": "full-lookup"}, "changelog-producer", "full-lookup",
+     "supported: none, input, lookup, full-compaction"),
+    ("fixed", {"merge-engine": "first-row", "changelog-producer": "full-compaction"}, "changelog-producer",
+     "full-compaction", "first-row takes only 'none' or 'lookup'"),
     ("fixed", {"deletion-vectors.enabled": "true", "changelog-producer": "full-compaction"}, "changelog-producer",
-     "full-compaction", "supported: none, input, lookup"),
-    ("fixed", {"changelog-producer": "lookup"}, "changelog-producer", "lookup", "deletion-vector tables only"),
-    ("fixed", {"changelog-producer": "full-compaction"}, "changelog-producer", "full-compaction",
-     "supported: none, input"),
+     "full-compaction", "cannot be used with deletion vectors"),
+    ("fixed", {"changelog-producer": "full-compaction", "changelog-producer.row-deduplicate-ignore-fields": "v"},
+     "changelog-producer.row-deduplicate-ignore-fields", "v", "not implemented"),
+    ("fixed", {"changelog-producer.row-deduplicate": "yes"}, "changelog-producer.row-deduplicate", "yes",
+     "true or false"),
     ("append", {"changelog-producer": "input"}, "changelog-producer", "input", "needs a primary key"),
     ("fixed", {"bucket": "-2"}, "bucket", "-2", "postpone bucket (-2) is not written here"),
     ("fixed", {"bucket": "0"}, "bucket", "0", "-1 (dynamic) or at least 1"),
@@ -136,9 +141,8 @@ def pypaimon_table(warehouse, shape: str, options: dict, data: pd.DataFrame | No
 
 
 EXISTING = [
+    ("fixed", {"merge-engine": "first-row", "changelog-producer": "full-compaction"}, "changelog-producer"),
     ("fixed", {"deletion-vectors.enabled": "true", "changelog-producer": "full-compaction"}, "changelog-producer"),
-    ("fixed", {"changelog-producer": "lookup"}, "changelog-producer"),
-    ("fixed", {"changelog-producer": "full-compaction"}, "changelog-producer"),
     ("fixed", {"merge-engine": "partial-update", "fields.v.sequence-group": "s"}, "fields.v.sequence-group"),
     ("fixed", {"snapshot.num-retained.min": "-3"}, "snapshot.num-retained.min"),
     ("cross-partition", {"sequence.field": "s"}, "sequence.field"),

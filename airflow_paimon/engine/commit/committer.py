@@ -29,11 +29,14 @@ def find_commit(table, commit_user: str, commit_identifier: int, after_snapshot_
 def check_not_moved(table, base_snapshot_id: int | None, latest=None) -> None:
     """Refuse if any non-COMPACT snapshot landed after the snapshot the index was bootstrapped at, up to
     ``latest`` (default: the latest now). COMPACT snapshots keep every key in its partition and bucket, so the
-    index stays right across them — but not the row positions a deletion-vector write marked: in such a table
-    any snapshot in between is refused."""
+    index stays right across them — but not the files a write's own compaction of level 0 replaces, nor the row
+    positions a deletion-vector write marked: in a table whose writes compact (deletion vectors, or
+    ``changelog-producer=lookup``) any snapshot in between is refused."""
+    from airflow_paimon.engine.table_options import changelog_producer
     from airflow_paimon.engine.write.deletion_vectors import enabled
 
-    allowed = () if enabled(table.table_schema.options) else (COMPACT,)
+    options = table.table_schema.options
+    allowed = () if enabled(options) or changelog_producer(options) == "lookup" else (COMPACT,)
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot() if latest is None else latest
     if latest is None or latest.id == (base_snapshot_id or 0):

@@ -1,7 +1,8 @@
-"""The second snapshot of a deletion-vector write, as Paimon's writers make it: the APPEND snapshot adds the
-batch's records as level-0 files (which readers of such a table skip), then a COMPACT snapshot of the same commit
-identity lifts them above level 0 — re-levelled or rewritten, old files replaced when a bucket is rewritten — and
-swaps the buckets' deletion-vector index files (engine/write/deletion_vectors.py builds that increment; pypaimon
+"""The second snapshot of a deletion-vector or ``changelog-producer=lookup`` write, as Paimon's writers make it:
+the APPEND snapshot adds the batch's records as level-0 files (which readers of a deletion-vector table skip), then
+a COMPACT snapshot of the same commit identity lifts them above level 0 — re-levelled or rewritten, old files
+replaced when a bucket is rewritten — swaps the buckets' deletion-vector index files and registers the lookup
+changelog (engine/write/deletion_vectors.py and engine/write/force_up_level_0.py build that increment; pypaimon
 commits only one increment per snapshot, so it lands as its own snapshot, right after the APPEND)."""
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def commit_compact_increment(table, messages, commit_user: str, commit_identifie
             raise StaleIndexError(
                 f"table {table.identifier.get_full_name()}: snapshot {latest.id if latest else None} landed after "
                 f"this write's APPEND snapshot {append_snapshot_id}, before its COMPACT; the write's level-0 files "
-                "stay invisible to deletion-vector readers until PaimonCompactOperator(full=True) compacts them")
+                "stay invisible to deletion-vector readers (and without its lookup changelog) until "
+                "PaimonCompactOperator(full=True) compacts them")
 
     committer = GuardedCommit(table, commit_user, right_after_append)
     try:

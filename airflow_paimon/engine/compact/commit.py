@@ -46,10 +46,23 @@ def compact_entries(plan, messages) -> list[ManifestEntry]:
     return entries
 
 
+def changelog_entries(plan, messages) -> list[ManifestEntry]:
+    """ADD entries of the compaction's changelog files (``changelog-producer=full-compaction``), for the
+    snapshot's changelog manifest list."""
+    entries = []
+    for m in messages:
+        if m.compact_changelog_files:
+            template = plan.entries[(tuple(m.partition), m.bucket, m.compact_before[0].file_name,
+                                     m.compact_before[0].level)]
+            entries += [ManifestEntry(kind=FileKind.ADD, partition=template.partition, bucket=m.bucket,
+                                      total_buckets=template.total_buckets, file=f) for f in m.compact_changelog_files]
+    return entries
+
+
 def discard_outputs(table, plan, messages) -> None:
     """Delete the files a failed compaction wrote (never a re-levelled input: it is still live)."""
     inputs = {f.file_name for m in messages for f in m.compact_before}
-    for e in compact_entries(plan, messages):
+    for e in [*compact_entries(plan, messages), *changelog_entries(plan, messages)]:
         if e.kind == FileKind.ADD and e.file.file_name not in inputs:
             table.file_io.delete_quietly(file_path(table, e))
 
@@ -111,7 +124,7 @@ def commit_compaction(table, plan, messages, commit_user: str, commit_identifier
     try:
         try_commit(committer, commit_kind=COMPACT, commit_identifier=commit_identifier,
                    commit_entries_plan=lambda _latest: entries, detect_conflicts=True, snapshot_properties=props,
-                   index_deletes=plan.index_deletes)
+                   index_deletes=plan.index_deletes, changelog_entries=changelog_entries(plan, messages))
     except RuntimeError as e:
         if "conflict" not in str(e).lower():
             raise

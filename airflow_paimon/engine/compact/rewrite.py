@@ -1,5 +1,10 @@
 """Rewrite one bucket (Paimon's MergeTreeCompactTask): overlapping or small files are merged and written at
-the output level; a large file that overlaps nothing is only re-levelled (same file, new level)."""
+the output level; a large file that overlaps nothing is only re-levelled (same file, new level).
+
+With ``changelog-producer=full-compaction`` (never with deletion vectors, as in Paimon) a compaction into the max
+level is Paimon's FullChangelogMergeTreeCompactRewriter: every file below the max level is rewritten (none only
+re-levelled), and each merged section emits its changelog against the rows the max level held
+(engine/write/changelog_producers.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +24,11 @@ from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
 from airflow_paimon.engine.schema_evolution import file_column_names
-from airflow_paimon.engine.write.bucket_writer import key_value_schema
+from airflow_paimon.engine.codec.keys import encode_keys
+from airflow_paimon.engine.table_options import changelog_producer
+from airflow_paimon.engine.write.bucket_writer import key_value_schema, write_changelog_files
+from airflow_paimon.engine.write.changelog_producers import (emits_full_compaction_changelog,
+                                                             full_compaction_changelog, row_deduplicate, sort_images)
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
 log = logging.getLogger(__name__)
@@ -42,16 +51,22 @@ class BucketRewriter:
         self.rules = MergeRules.of(self.options, table.identifier.get_full_name())
         self.compact_before: list = []
         self.compact_after: list = []
+        self.changelog = emits_full_compaction_changelog(changelog_producer(self.options), work.output_level,
+                                                         work.max_level)
+        self._images: list[pa.Table] = []  # the changelog of each merged section
+        self.compact_changelog: list = []
         self._written: list = []  # new files only: what an abort must delete
 
     def run(self) -> CommitMessage:
         try:
             self._compact(min_file_size(self.table))
+            self._write_changelog()
         except Exception:
             self.abort()
             raise
         return CommitMessage(partition=tuple(self.work.partition), bucket=self.work.bucket, new_files=[],
-                             compact_before=self.compact_before, compact_after=self.compact_after)
+                             compact_before=self.compact_before, compact_after=self.compact_after,
+                             compact_changelog_files=self.compact_changelog)
 
     def abort(self) -> None:
         for meta in self._written:
@@ -90,6 +105,9 @@ class BucketRewriter:
             return
         if f.level == level:
             return
+        if self.changelog:  # its rows reach the max level: rewritten, as Paimon does, to emit their +I
+            self._merge_and_write([f])
+            return
         kinds = self._read(f, [VALUE_KIND]).column(VALUE_KIND)
         retracted = int(pc.sum(retracts(kinds).cast(pa.int64())).as_py() or 0)
         if level == self.work.max_level and retracted and self.work.drop_delete:
@@ -99,12 +117,33 @@ class BucketRewriter:
         self.compact_after.append(dataclasses.replace(f, level=level, delete_row_count=retracted))
 
     def _merge_and_write(self, files: list) -> None:
-        kv = pa.concat_tables([self._read(f) for f in files])
-        merged = merge_key_values(kv, self.key_columns, self.options, self.work.drop_delete,
+        stored = [self._read(f) for f in files]
+        merged = merge_key_values(pa.concat_tables(stored), self.key_columns, self.options, self.work.drop_delete,
                                   table=self.table.identifier.get_full_name(), rules=self.rules)
+        if self.changelog:
+            self._images.append(self._section_changelog(files, stored, merged))
         self.compact_before.extend(files)
         if merged.num_rows:
             self.compact_after.extend(self._write(merged))
+
+    def _section_changelog(self, files: list, stored: list[pa.Table], merged: pa.Table) -> pa.Table:
+        """The full-compaction changelog of one section: its max-level rows (what the previous full compaction
+        emitted) against the merged result, for the keys that have a version below the max level."""
+        top = [rows for f, rows in zip(files, stored) if f.level == self.work.max_level]
+        below = [rows for f, rows in zip(files, stored) if f.level != self.work.max_level]
+        touched = pa.concat_tables([self.schema.empty_table(), *below]).select(self.key_columns)
+        return full_compaction_changelog(self.table, pa.concat_tables([self.schema.empty_table(), *top]), merged,
+                                         encode_keys(touched, self.key_columns), row_deduplicate(self.options))
+
+    def _write_changelog(self) -> None:
+        images = pa.concat_tables(self._images) if self._images else self.schema.empty_table()
+        if not images.num_rows:
+            return
+        metas = write_changelog_files(self.table, self.work.partition, self.work.bucket,
+                                      sort_images(images, self.key_columns))
+        self._written.extend(metas)
+        # labelled with the output level, as Paimon's changelog writer of a compaction does
+        self.compact_changelog = [dataclasses.replace(m, level=self.work.output_level) for m in metas]
 
     def _write(self, kv: pa.Table) -> list:
         writer = KeyValueFileWriter(table=self.table, partition=tuple(self.work.partition), bucket=self.work.bucket,

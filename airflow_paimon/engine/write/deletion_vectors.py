@@ -43,14 +43,15 @@ from pypaimon.utils.roaring_bitmap import RoaringBitmap
 from pypaimon.write.commit_message import CommitMessage
 
 from airflow_paimon.engine.codec.keys import encode_keys
-from airflow_paimon.engine.codec.kinds import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, FileKind, is_retract
-from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND, key_column, key_columns
+from airflow_paimon.engine.codec.kinds import FileKind, is_retract
+from airflow_paimon.engine.codec.system_fields import key_column, key_columns
 from airflow_paimon.engine.compact.merge import merge_key_values
 from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_layout, key_value_schema,
                                                       write_changelog_files, write_key_values)
+from airflow_paimon.engine.write.changelog_producers import lookup_changelog, row_deduplicate
 
 DV_INDEX = IndexManifestFile.DELETION_VECTORS_INDEX
 DV_INDEX_VERSION = 1  # the first byte of a deletion-vector index file
@@ -272,7 +273,7 @@ def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, f
                                  drop_delete=True, table=table.identifier.get_full_name(), rules=rules)
     marks = {int(i): old_pos[old_file == i] for i in np.unique(old_file)}
     if changelog:
-        images = lookup_changelog(table, before, fresh)
+        images = lookup_changelog(table, before, fresh, row_deduplicate(table.table_schema.options))
         message.compact_changelog_files = (write_changelog_files(table, partition, bucket, images)
                                            if images.num_rows else [])
     occupied = sorted({f.level for f in files})
@@ -301,44 +302,14 @@ def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, f
     return message
 
 
-def lookup_changelog(table, before: pa.Table, after: pa.Table) -> pa.Table:
-    """Paimon's lookup changelog of one bucket's write, in the key-value layout, by key: a key whose old row was
-    replaced reads -U (old) then +U (new), a new key +I, a key whose old row is gone (deleted, or moved to
-    another partition) -D (old). ``before``: the old rows the write marks; ``after``: the rows it writes."""
-    keys = key_columns(table.trimmed_primary_keys)
-    schema = key_value_schema(table)
-    old_keys, new_keys = encode_keys(before.select(keys), keys), encode_keys(after.select(keys), keys)
-    replaced = np.asarray(pc.is_in(new_keys, value_set=old_keys).to_numpy(zero_copy_only=False), dtype=bool)
-    kept = np.asarray(pc.is_in(old_keys, value_set=new_keys).to_numpy(zero_copy_only=False), dtype=bool)
-    after_seq = np.asarray(after.column(SEQUENCE_NUMBER).to_numpy(), dtype=np.int64)
-    top = int(after_seq.max()) if len(after_seq) else int(pc.max(before.column(SEQUENCE_NUMBER)).as_py() or 0)
-    # each old image takes the sequence number of its new one (read back in sequence order: -U right before +U)
-    partner = pc.index_in(old_keys.filter(pa.array(kept)), value_set=new_keys).to_numpy(zero_copy_only=False)
-    old_seq = after_seq[np.asarray(partner, dtype=np.int64)] if len(partner) else np.zeros(0, np.int64)
-    parts = [_with(after.filter(pa.array(~replaced)), INSERT, None),
-             _with(before.filter(pa.array(kept)), UPDATE_BEFORE, old_seq),
-             _with(after.filter(pa.array(replaced)), UPDATE_AFTER, None),
-             _with(before.filter(pa.array(~kept)), DELETE, np.arange(top + 1, top + 1 + int((~kept).sum())))]
-    images = pa.concat_tables([p.cast(schema) for p in parts])
-    order = [(k, "ascending") for k in keys] + [(SEQUENCE_NUMBER, "ascending"), (VALUE_KIND, "ascending")]
-    return images.take(pc.sort_indices(images, sort_keys=order))
-
-
-def _with(kv: pa.Table, kind: int, sequence: np.ndarray | None) -> pa.Table:
-    kv = kv.set_column(kv.schema.get_field_index(VALUE_KIND), VALUE_KIND, pa.array(np.full(kv.num_rows, kind, np.int8)))
-    if sequence is not None:
-        kv = kv.set_column(kv.schema.get_field_index(SEQUENCE_NUMBER), SEQUENCE_NUMBER, pa.array(sequence, pa.int64()))
-    return kv
-
-
 def _rows_at(table, files: list[LiveFile], file_ids: np.ndarray, rows_at: np.ndarray) -> pa.Table:
     """The key-value rows at (file, position), read in the table's current schema."""
     schema = key_value_schema(table)
-    parts = [_read_file(table, files[i], schema).take(pa.array(rows_at[file_ids == i])) for i in np.unique(file_ids)]
+    parts = [read_live_file(table, files[i], schema).take(pa.array(rows_at[file_ids == i])) for i in np.unique(file_ids)]
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
-def _read_file(table, f: LiveFile, schema: pa.Schema) -> pa.Table:
+def read_live_file(table, f: LiveFile, schema: pa.Schema) -> pa.Table:
     """A data file in the current schema (a file of an older one by field id, added columns null)."""
     from airflow_paimon.engine.schema_evolution import file_column_names
 
@@ -356,7 +327,7 @@ def _merge_into(table, files: list[LiveFile], merged_in: list[int], vectors, mar
         f = files[i]
         dead = np.concatenate([positions(vectors[f.name]) if f.name in vectors else np.zeros(0, np.int64),
                                marks.get(i, np.zeros(0, np.int64))])
-        parts.append(without_rows(_read_file(table, f, schema), dead))
+        parts.append(without_rows(read_live_file(table, f, schema), dead))
     merged = pa.concat_tables([*parts, fresh.cast(schema)])
     return merged.take(pc.sort_indices(merged, sort_keys=[(k, "ascending") for k in key_columns(
         table.trimmed_primary_keys)]))

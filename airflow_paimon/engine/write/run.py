@@ -61,8 +61,9 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
                        staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
                                 b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot())}
-    if ctx.deletion_vectors:  # each write task looks up its bucket's old rows in these files
+    if ctx.compacts_level_0:  # each write task looks up its bucket's old rows in these files
         ctx.bucket_files = live_files_by_bucket(table, ctx.base_snapshot(), ctx.partition_types)
+    if ctx.deletion_vectors:
         check_no_level_0(identifier, (f.level for files in ctx.bucket_files.values() for f in files))
 
     written = write(source, ctx, shape)

@@ -20,6 +20,7 @@ from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.codec.keys import encode_partitions
 from airflow_paimon.engine.write.bucket_writer import write_bucket
 from airflow_paimon.engine.write.deletion_vectors import lookup_compact
+from airflow_paimon.engine.write.force_up_level_0 import force_up_level_0
 from pypaimon.write.commit_message import CommitMessage
 
 
@@ -52,9 +53,12 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
         files, changelog, seq = files + written.new_files, changelog + written.changelog_files, seq + len(part)
     message = CommitMessage(partition=partition, bucket=bucket, new_files=files, changelog_files=changelog,
                             index_adds=ctx.shape.index_adds(ctx, partition, bucket, rows))
+    files_at_base = ctx.bucket_files.get((encoded_partition, bucket), [])
     if ctx.deletion_vectors:  # the level-0 files compacted up at once, old rows marked (engine/write/deletion_vectors.py)
-        lookup_compact(message, table, rules, ctx.base_snapshot(), ctx.bucket_files.get((encoded_partition, bucket), []),
-                       ctx.num_levels, rows, kinds, first_seq, changelog=ctx.lookup_changelog)
+        lookup_compact(message, table, rules, ctx.base_snapshot(), files_at_base, ctx.num_levels, rows, kinds,
+                       first_seq, changelog=ctx.changelog_producer == "lookup")
+    elif ctx.compacts_level_0:  # changelog-producer lookup: level 0 compacted up, its lookup changelog emitted
+        force_up_level_0(message, table, rules, files_at_base, ctx.num_levels, rows, kinds, first_seq)
     deletes = int(is_retract(kinds).sum())
     counters = {"rows_written": rows.num_rows - deletes, "deletes": deletes, "files": len(message.new_files)}
     return encode_message(table, message), counters

@@ -1,0 +1,88 @@
+"""``changelog-producer=lookup`` without deletion vectors, as Paimon's writer does it (ForceUpLevel0Compaction with
+the lookup changelog): the write's commit also lifts its level-0 files out — the APPEND snapshot adds them, the
+COMPACT snapshot of the same commit identity (engine/commit/compact_increment.py) replaces them — and the
+compaction's changelog compares each written key's old value with its new one.
+
+- The old value of a key is what readers saw: the merge of its versions in the bucket's files at the base snapshot
+  (a key deleted there has none). The new value is that merge with the batch's records.
+- The level-0 files go one level below the bucket's lowest run (the max level in an empty bucket); with level 1
+  taken they are merged into level 1 (Paimon's universal compaction of level 0). Level-0 files another writer left
+  are compacted with them. Old rows at higher levels stay: readers merge them, the new run's sequence numbers win.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pypaimon.write.commit_message import CommitMessage
+
+from airflow_paimon.engine.codec.keys import encode_keys
+from airflow_paimon.engine.codec.kinds import is_retract
+from airflow_paimon.engine.codec.system_fields import key_column, key_columns
+from airflow_paimon.engine.compact.merge import merge_key_values
+from airflow_paimon.engine.data_files import read_columns
+from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
+from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_layout, key_value_schema,
+                                                      write_changelog_files, write_key_values)
+from airflow_paimon.engine.write.changelog_producers import lookup_changelog, row_deduplicate
+from airflow_paimon.engine.write.deletion_vectors import LiveFile, read_live_file
+
+
+def force_up_level_0(message: CommitMessage, table, rules: MergeRules, files: list[LiveFile], num_levels: int,
+                     rows: pa.Table, kinds: np.ndarray, max_sequence_number: int) -> CommitMessage:
+    """Fill the compact increment of ``message`` — whose new files are the batch's records at level 0 (``rows``,
+    ``kinds``; a key may repeat under aggregation) — against the bucket's ``files`` at the base snapshot: the
+    level-0 files compacted up, and the lookup changelog of the batch's keys."""
+    partition, bucket = tuple(message.partition), message.bucket
+    options, name = dict(table.table_schema.options), table.identifier.get_full_name()
+    keys = key_columns(table.trimmed_primary_keys)
+    rows = rows.select(list(table.field_names)).cast(file_schema(table))
+    batch = key_value_layout(table, rows, pa.array(kinds), max_sequence_number)
+
+    def merged(kv: pa.Table, drop_delete: bool) -> pa.Table:
+        return merge_key_values(kv, keys, options, drop_delete=drop_delete, table=name, rules=rules)
+
+    old = _versions(table, files, encode_keys(batch.select(keys), keys))
+    before, after = merged(old, True), merged(pa.concat_tables([old, batch]), True)
+    kept_as_written = True
+    if rules.engine is MergeEngine.FIRST_ROW:  # the table keeps a key it holds: +I for a new key, nothing else
+        held = encode_keys(before.select(keys), keys)
+        new = pc.invert(pc.is_in(encode_keys(batch.select(keys), keys), value_set=held))
+        kept_as_written = bool(pc.all(new).as_py() is not False)
+        batch = batch.filter(new)
+        before, after = before.slice(0, 0), after.filter(pc.invert(pc.is_in(encode_keys(after.select(keys), keys),
+                                                                             value_set=held)))
+    images = lookup_changelog(table, before, after, row_deduplicate(options))
+    message.compact_changelog_files = write_changelog_files(table, partition, bucket, images) if images.num_rows else []
+
+    higher = sorted({f.level for f in files if f.level > 0})
+    level = max(higher[0] - 1, 1) if higher else num_levels - 1
+    below = bool(higher) and higher[-1] > level  # older rows below the output: its deletes must stay
+    joined = [f for f in files if f.level in (0, level)]  # level-0 files left by others, and level 1 when taken
+    message.compact_before = [*message.new_files, *(f.meta for f in joined)]
+    retracted = bool(is_retract(kinds).any())
+    if not joined and not rules.aggregates and kept_as_written and (below or not retracted):
+        # one non-overlapping run (only aggregation writes a key twice): re-level it, as Paimon upgrades a file
+        message.compact_after = [dataclasses.replace(f, level=level) for f in message.new_files]
+        return message
+    schema = key_value_schema(table)
+    run = merged(pa.concat_tables([*(read_live_file(table, f, schema) for f in joined), batch]), not below)
+    message.compact_after = write_key_values(table, partition, bucket, run, level=level).new_files \
+        if run.num_rows else []
+    return message
+
+
+def _versions(table, files: list[LiveFile], wanted: pa.Array) -> pa.Table:
+    """Every version of the ``wanted`` keys (encoded) in ``files``, in the key-value layout; a file is read whole
+    only when its key columns hold one of them."""
+    schema = key_value_schema(table)
+    pk = list(table.trimmed_primary_keys)
+    parts = []
+    for f in files:
+        stored = read_columns(f.path, [key_column(k) for k in pk]).rename_columns(pk)
+        hit = np.asarray(pc.is_in(encode_keys(stored, pk), value_set=wanted).to_numpy(zero_copy_only=False), dtype=bool)
+        if hit.any():
+            parts.append(read_live_file(table, f, schema).filter(pa.array(hit)))
+    return pa.concat_tables(parts) if parts else schema.empty_table()
