@@ -114,3 +114,23 @@ def test_write_mode_is_checked_before_anything_is_read(warehouse):
     with pytest.raises(ValidationError, match=r"db\.dyn.*'replace'.*write_mode must be"):
         check_write_mode(dynamic, "db.dyn", shape_of(dynamic), "replace")
     assert check_write_mode(dynamic, "db.dyn", shape_of(dynamic), "upsert") == "upsert"
+
+
+@pytest.mark.parametrize("options", [{"deletion-vectors.enabled": "true"}, {"changelog-producer": "lookup"}])
+def test_overwrite_of_a_table_whose_writes_compact_level_0_is_refused_before_staging(warehouse, options):
+    """Such a write's COMPACT half rewrites and marks the bucket's old files, which the OVERWRITE deletes: the
+    commit would fail on every retry (it did for lookup tables), so the write is refused, nothing staged."""
+    from airflow_paimon.engine.errors import ValidationError
+
+    opts = {"warehouse": warehouse}
+    spec = TableSpec.from_dict({**CROSS.to_dict(), "options": {"bucket": "-1", **options}})
+    get_or_create_table(opts, "db.t", spec)
+    upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow(pd.DataFrame({"id": [1, 2], "dt": "a", "v": 1.0}),
+                                                                     spec), "r1")
+    before, latest = read_table(get_table(opts, "db.t")), get_table(opts, "db.t").snapshot_manager().get_latest_snapshot()
+    with pytest.raises(ValidationError, match=r"db\.t.*'overwrite'.*not implemented"):
+        stage_run(bootstrap(opts, "db.t", warehouse + "/.index", 2),
+                  arrow(pd.DataFrame({"id": [1], "dt": "a", "v": 2.0}), spec), "ow", write_mode="overwrite")
+    table = get_table(opts, "db.t")
+    assert table.snapshot_manager().get_latest_snapshot().id == latest.id
+    pd.testing.assert_frame_equal(read_table(table), before)
