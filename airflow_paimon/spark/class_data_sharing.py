@@ -70,7 +70,10 @@ class DriverArchive:
         """The driver's JVM options: map the archive, or dump one at exit when there is none."""
         if self.path.exists():
             return f"-XX:SharedArchiveFile={self.path} {QUIET}"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:  # a read-only home: the job runs as without an archive
+            return ""
         self._remove_stale()
         return f"-XX:ArchiveClassesAtExit={self.staging} {QUIET}"
 

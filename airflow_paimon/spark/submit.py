@@ -72,7 +72,7 @@ def with_driver_archive(job: str, conf: dict[str, str], spark_conf: dict[str, An
     if DRIVER_JAVA_OPTIONS in (spark_conf or {}):
         return None
     archive = DriverArchive.for_job(job, conf, env)
-    conf[DRIVER_JAVA_OPTIONS] = f"{conf[DRIVER_JAVA_OPTIONS]} {archive.java_options()}"
+    conf[DRIVER_JAVA_OPTIONS] = f"{conf[DRIVER_JAVA_OPTIONS]} {archive.java_options()}".rstrip()
     return archive
 
 

@@ -73,3 +73,12 @@ def test_stale_staging_files_are_removed(tmp_path, env):
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
     DriverArchive.for_job("commit", {}, env, cds).java_options()
     assert not stale.exists() and fresh.exists()
+
+
+def test_an_unwritable_cache_leaves_the_job_without_an_archive(tmp_path, env):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    archive = DriverArchive.for_job("commit", {}, env, blocked / "cds")
+    assert archive.java_options() == ""
+    archive.finish(True)  # nothing was dumped: nothing to put in place
+    assert not archive.path.exists()
