@@ -64,10 +64,12 @@ def test_follow_a_table_through_snapshot_sensor_and_incremental_read(airflow_hom
                                       check_dtype=False)
 
 
-def test_follow_a_table_through_its_changelog(airflow_home, warehouse, monkeypatch, tmp_path):
-    """The same follower on a table with ``changelog-producer=input``: the read (scan_mode auto) takes the
-    changelog — every change of the snapshot with its row kind, a moved key as -D in its old partition — and the
-    mirror it feeds equals the source after each snapshot."""
+@pytest.mark.parametrize("producer", ["input", "lookup"])
+def test_follow_a_table_through_its_changelog(airflow_home, warehouse, monkeypatch, tmp_path, producer):
+    """The same follower on a table with ``changelog-producer=input`` (the write's rows) or ``lookup`` (before and
+    after images from the write's COMPACT snapshot): the read (scan_mode auto) takes the changelog — every change
+    of the snapshot with its row kind, a moved key as -D in its old partition — and the mirror it feeds equals the
+    source after each snapshot."""
     import paimon_sensor_dags
     from changelog_tables import changelog_of
 
@@ -75,7 +77,7 @@ def test_follow_a_table_through_its_changelog(airflow_home, warehouse, monkeypat
     opts = {"warehouse": warehouse}
     spec = CROSS.to_dict()
     get_or_create_table(opts, "db.src", type(CROSS).from_dict(
-        {**spec, "options": {**spec["options"], "changelog-producer": "input"}}))
+        {**spec, "options": {**spec["options"], "changelog-producer": producer}}))
     frames, kinds = batches(seed=4)
     source = get_table(opts, "db.src")
     cols = ["id", "dt", "v", "s"]
