@@ -358,6 +358,9 @@ def main() -> None:
     (args.out / "many_tables.md").write_text(text)
     print(text)
     print(f"written to {args.out}", file=sys.stderr)
+    for server_log in ("api-server.log", "connect_server.log"):  # the servers' side of any retry or warning
+        if (_HOME / server_log).exists():
+            shutil.copy(_HOME / server_log, args.out / f"many_tables_{server_log}")
     shutil.rmtree(_HOME, ignore_errors=True)  # Airflow's home, kept when the run fails (its logs say why)
 
 
