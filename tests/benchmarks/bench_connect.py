@@ -59,12 +59,12 @@ with DAG("{DAG_ID}", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz=
 '''
 
 
-def start_connect_server(port: int, log: Path) -> subprocess.Popen:
+def start_connect_server(port: int, log: Path, conf: dict[str, str] | None = None) -> subprocess.Popen:
     from pyspark.sql import SparkSession
 
     from airflow_paimon.spark.connect_server import server_command
 
-    command, env = server_command("127.0.0.1", port, "local[2]", python=sys.executable)
+    command, env = server_command("127.0.0.1", port, "local[2]", python=sys.executable, conf=conf)
     with open(log, "wb") as out:
         server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 300

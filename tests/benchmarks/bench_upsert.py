@@ -156,11 +156,11 @@ def catalog_options(warehouse: Path) -> dict:
     return {"warehouse": str(warehouse)}
 
 
-def load_paimon(warehouse: Path, spec: dict, base: pa.Table) -> float:
+def load_paimon(warehouse: Path, spec: dict, base: pa.Table, table: str = TABLE) -> float:
     """Create the table and write its M rows with pypaimon-rust's native writer (fast; not measured)."""
     from airflow_paimon.engine.table import TableSpec, get_or_create_table
 
-    table = get_or_create_table(catalog_options(warehouse), TABLE, TableSpec.from_dict(spec))
+    table = get_or_create_table(catalog_options(warehouse), table, TableSpec.from_dict(spec))
     return paimon_write(table.copy({"write.native.enabled": "true"}), base)
 
 
@@ -179,10 +179,10 @@ def verify(read: pa.Table, batch: pa.Table, expect_rows: int, what: str) -> None
             raise AssertionError(f"{what}: column {column} does not hold the batch's values")
 
 
-def read_paimon(warehouse: Path) -> pa.Table:
+def read_paimon(warehouse: Path, table: str = TABLE) -> pa.Table:
     from airflow_paimon.engine.table import get_table
 
-    builder = get_table(catalog_options(warehouse), TABLE).new_read_builder().with_projection(["id", "dt", "amount"])
+    builder = get_table(catalog_options(warehouse), table).new_read_builder().with_projection(["id", "dt", "amount"])
     return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 
 

@@ -1,0 +1,368 @@
+"""Benchmark: one DAG writing many tables — N ``paimon_upsert`` groups (tables db.t00, db.t01, …, each its own
+M-row table, each given the same B-row batch) — in Spark Connect mode and in spark-submit mode, against the same
+DAG shape with one table.
+
+The tasks run in parallel as in a deployment: ``dag.test(use_executor=True)`` queues every ready task to a
+LocalExecutor (``--parallelism`` worker processes, ``[core] parallelism``); its task processes reach the
+Execution API of an ``airflow api-server`` this benchmark starts on 127.0.0.1; Airflow's metadata DB is
+SQLite (with a 60 s busy timeout: the api-server and the dag.test loop write to it concurrently).
+
+Per mode: the one-table DAG, then the N-table DAG, each on fresh copies of the loaded tables (bench_upsert's
+data and loader): a previous run that upserts B/100 of the table's rows unchanged (it builds each table's index,
+as the previous day's run would have; not measured), then the measured run with the batch. With ``--cold``
+there is no previous run (the measured run builds the indexes, as a new table's first run) and the one-table
+DAG runs once first, not measured (class loading and JIT of a new Connect server or spark-submit job). Measured: the run's span (first task start to last task end) and dag.test()'s wall time, the peak of
+the machine's used memory over its level before the run (psutil, every 0.2 s; other processes on the machine
+count too), the peak RSS of this process tree (the executor's task processes, spark-submit JVMs and Python
+workers, the api-server and Connect server), the most tasks running at once, failed tasks (with a flag when
+their log shows a memory error). Every table is then read back and checked (bench_upsert.verify).
+
+    python tests/benchmarks/bench_many_tables.py [--tables 20] [--rows 1000000] [--batch 100000]
+        [--parallelism 8] [--modes connect submit] [--server-conf spark.driver.memory=4g] [--cold] [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+# bench_connect points Airflow at its own throw-away home (and DAGS folder) on import, before Airflow is imported.
+from bench_connect import _HOME, DAGS, start_connect_server, use  # noqa: E402
+from bench_upsert import (CROSS, PeakRSS, load_average, load_paimon, machine, make_data, read_paimon,  # noqa: E402
+                          verify)
+
+MODES = ("connect", "submit")
+SHARDS = 4
+DAG_FILE = '''
+import pendulum
+from airflow.sdk import DAG
+from airflow_paimon.task_group import paimon_upsert
+
+with DAG("{dag_id}", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), params={{"source": ""}},
+         default_args={{"retries": 0}}) as dag:
+    for table in {tables!r}:
+        paimon_upsert(table=table, source="{{{{ params.source }}}}", bootstrap_kwargs={{"shards": {shards}}})
+'''
+MEMORY_ERROR = re.compile(r"OutOfMemoryError|MemoryError|Cannot allocate memory|Killed|SIGKILL|exit code -9|"
+                          r"return code 137")
+
+
+def table_names(n: int) -> list[str]:
+    return [f"db.t{i:02d}" for i in range(n)]
+
+
+def dag_id(n: int) -> str:
+    return f"bench_many_{n}"
+
+
+# ---------------------------------------------------------------------------------------------- Airflow set-up
+def configure_executor(parallelism: int, api_port: int) -> None:
+    """LocalExecutor settings; before Airflow is imported (BaseExecutor reads [core] parallelism at import)."""
+    sqlite = os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+    os.environ.update({
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": str(parallelism),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",
+        # the executor signs each task's token, the api-server checks it: one secret for both
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
+        # the api-server and the dag.test() loop write concurrently: wait for SQLite's lock, don't fail
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": sqlite if "?" in sqlite else sqlite + "?timeout=60",
+        # the task logs (also in $AIRFLOW_HOME/logs) reach stdout through the executor: warnings only
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    })
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_api_server(port: int, log: Path, timeout: float = 300) -> subprocess.Popen:
+    """``airflow api-server`` on 127.0.0.1 (the Execution API the executor's tasks call), once healthy."""
+    with open(log, "wb") as out:
+        server = subprocess.Popen([str(Path(sys.executable).parent / "airflow"), "api-server", "--host", "127.0.0.1",
+                                   "--port", str(port), "--workers", "1"], stdout=out, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"airflow api-server exited {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/monitor/health", timeout=5):
+                return server
+        except OSError:
+            time.sleep(0.5)
+    stop(server)
+    raise RuntimeError(f"airflow api-server not healthy after {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+def stop(process: subprocess.Popen | None) -> None:
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def write_dags(sizes: set[int]) -> dict:
+    """A DAG file per table count in the DAGS folder (the executor's tasks parse it from there); the DAGs."""
+    sys.path.insert(0, str(DAGS))
+    dags = {}
+    for n in sorted(sizes):
+        (DAGS / f"{dag_id(n)}.py").write_text(DAG_FILE.format(dag_id=dag_id(n), tables=table_names(n), shards=SHARDS))
+        dags[n] = __import__(dag_id(n)).dag
+    return dags
+
+
+# ---------------------------------------------------------------------------------------------- measuring
+class MachineMemory(PeakRSS):
+    """Peak of the machine's used memory (psutil.virtual_memory().used) while running, sampled as PeakRSS
+    samples a process tree, and its level before."""
+
+    def __init__(self, interval: float = 0.2):
+        super().__init__(os.getpid(), interval)
+        self.baseline = self._sample()
+
+    def _sample(self) -> int:
+        import psutil
+        return psutil.virtual_memory().used
+
+    @property
+    def over_baseline_gib(self) -> float:
+        return round((self.peak - self.baseline) / 2**30, 2)
+
+
+def max_concurrent(intervals: list[tuple]) -> int:
+    """The most intervals (start, end) open at one instant."""
+    events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals], key=lambda x: (x[0], x[1]))
+    running = most = 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    return most
+
+
+def memory_flag(ti) -> bool:
+    """Whether a failed task's log shows a memory error (JVM or Python OOM, a process killed)."""
+    logs = Path(os.environ["AIRFLOW_HOME"]) / "logs" / f"dag_id={ti.dag_id}" / f"run_id={ti.run_id}" / \
+        f"task_id={ti.task_id}"
+    return any(MEMORY_ERROR.search(f.read_text(errors="replace")) for f in logs.glob("*.log"))
+
+
+def summarise(run, wall: float) -> dict:
+    """Span, per-task and per-table figures of a finished DAG run, and its failed tasks."""
+    tis = run.get_task_instances()
+    done = [ti for ti in tis if ti.start_date and ti.end_date]
+    failed = sorted(ti.task_id for ti in tis if ti.state != "success")
+    spans = {}
+    for ti in done:  # a table's time: its group's first task start to last task end
+        group = ti.task_id.split(".")[0]
+        first, last = spans.get(group, (ti.start_date, ti.end_date))
+        spans[group] = (min(first, ti.start_date), max(last, ti.end_date))
+    per_table = sorted((e - s).total_seconds() for s, e in spans.values())
+    by_task = {}
+    for ti in done:
+        by_task.setdefault(ti.task_id.split(".")[-1], []).append((ti.end_date - ti.start_date).total_seconds())
+    return {
+        "state": str(run.state), "wall_s": round(wall, 2),
+        "span_s": round((max(ti.end_date for ti in done) - min(ti.start_date for ti in done)).total_seconds(), 2)
+        if done else None,
+        "max_concurrent_tasks": max_concurrent([(ti.start_date, ti.end_date) for ti in done]),
+        "table_s": {"min": round(per_table[0], 2), "median": round(statistics.median(per_table), 2),
+                    "max": round(per_table[-1], 2)} if per_table else {},
+        "task_median_s": {t: round(statistics.median(v), 2) for t, v in by_task.items()},
+        "tasks_sum_s": round(sum(sum(v) for v in by_task.values()), 1),
+        "failed": failed, "failed_for_memory": sorted(ti.task_id for ti in tis
+                                                      if ti.state == "failed" and memory_flag(ti)),
+    }
+
+
+def dag_run(dag, source: str) -> dict:
+    """One dag.test() through the executor, measured: figures of summarise() plus memory."""
+    # dag.test() warns "No tasks to run" every second while its tasks run elsewhere: not news here
+    logging.getLogger("airflow.sdk.definitions.dag").setLevel(logging.ERROR)
+    machine_memory, tree = MachineMemory(), PeakRSS(os.getpid(), interval=0.5)
+    with machine_memory, tree:
+        start = time.perf_counter()
+        run = dag.test(run_conf={"source": source}, use_executor=True)
+        wall = time.perf_counter() - start
+    return {**summarise(run, wall), "machine_used_over_baseline_gib": machine_memory.over_baseline_gib,
+            "machine_used_baseline_gib": round(machine_memory.baseline / 2**30, 2), "tree_peak_rss_gib":
+            round(tree.peak / 2**30, 2), "load": load_average()}
+
+
+# ---------------------------------------------------------------------------------------------- runs
+def copy_tables(loaded: Path, target: Path, n: int) -> Path:
+    """A fresh warehouse with the first ``n`` loaded tables."""
+    keep = {t.split(".")[1] for t in table_names(n)}
+    shutil.copytree(loaded, target, ignore=lambda d, names: [x for x in names
+                                                              if Path(d).name == "db.db" and x not in keep])
+    return target
+
+
+def warm_up(mode: str, dag, data: dict, port: int | None) -> None:
+    """The one-table DAG once on a fresh table, not measured: the first run on a new Connect server (or of a
+    spark-submit job without its class-data archive yet) pays class loading and JIT, the measured runs don't."""
+    warehouse = copy_tables(data["loaded"], data["work"] / f"wh-{mode}-warm-up", 1)
+    use(mode, warehouse, port)
+    failed = dag_run(dag, data["previous"])["failed"]
+    shutil.rmtree(warehouse, ignore_errors=True)
+    if failed:
+        raise RuntimeError(f"{mode}: the warm-up run failed: {failed}")
+
+
+def measured_run(mode: str, n: int, dag, data: dict, port: int | None, cold: bool, log=print) -> dict:
+    """The ``n``-table DAG on fresh tables: the previous run (unless ``cold``), the measured run, every table
+    checked."""
+    warehouse = copy_tables(data["loaded"], data["work"] / f"wh-{mode}-{n}", n)
+    use(mode, warehouse, port)
+    previous = None if cold else dag_run(dag, data["previous"])
+    if previous and previous["failed"]:
+        raise RuntimeError(f"{mode}, {n} tables: the previous run failed: {previous['failed']}")
+    result = dag_run(dag, data["batch_path"])
+    if not result["failed"]:
+        for table in table_names(n):
+            verify(read_paimon(warehouse, table), data["batch"], data["expect"], f"{mode}, {n} tables, {table}")
+    result["previous_run_span_s"] = previous and previous["span_s"]
+    shutil.rmtree(warehouse, ignore_errors=True)
+    log(f"{mode}, {n} table(s): {json.dumps(result)}")
+    return result
+
+
+def prepare(m: int, b: int, n: int, work: Path) -> dict:
+    """The N loaded tables (same M rows each), the batch and the previous run's batch (rows the tables have)."""
+    base, batch, facts = make_data(m, b)
+    data = {"work": work, "batch": batch, "expect": m + facts["new"], "facts": facts, "loaded": work / "loaded",
+            "batch_path": str(work / "batch.parquet"), "previous": str(work / "previous.parquet")}
+    pq.write_table(batch, data["batch_path"])
+    pq.write_table(base.slice(0, max(1, b // 100)), data["previous"])
+    for table in table_names(n):
+        load_paimon(data["loaded"], CROSS, base, table)
+    return data
+
+
+def run(n: int, m: int, b: int, modes: tuple, cold: bool, server_conf: dict, api_port: int, log=print) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="work-", dir=_HOME))
+    data = prepare(m, b, n, work)
+    from run_example import migrate_db
+    migrate_db()
+    dags = write_dags({1, n})
+    api = connect = None
+    result = {"tables": n, "rows": m, "batch": b, **data["facts"], "modes": {}}
+    try:
+        started = time.perf_counter()
+        api = start_api_server(api_port, _HOME / "api-server.log")
+        result["api_server_start_s"] = round(time.perf_counter() - started, 1)
+        port = None
+        if "connect" in modes:
+            port, started = free_port(), time.perf_counter()
+            connect = start_connect_server(port, _HOME / "connect_server.log", server_conf or None)
+            result["connect_server_start_s"] = round(time.perf_counter() - started, 1)
+        for mode in modes:
+            if cold:  # else the one-table DAG's previous run warms up
+                warm_up(mode, dags[1], data, port)
+            one = measured_run(mode, 1, dags[1], data, port, cold, log)
+            many = measured_run(mode, n, dags[n], data, port, cold, log)
+            ratio = round(many["span_s"] / one["span_s"], 2) if one["span_s"] and many["span_s"] else None
+            result["modes"][mode] = {"one": one, "many": many, "ratio": ratio}
+    finally:
+        stop(connect)
+        stop(api)
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- report
+def report(result: dict, meta: dict) -> str:
+    n = result["tables"]
+    lines = [f"# One DAG writing {n} tables ({meta['date']})", "",
+             f"{meta['machine']}; load average before {meta['load_before']}, after {meta['load_after']}. "
+             f"{n} `paimon_upsert` groups, each table M = {result['rows']:,} rows, B = {result['batch']:,} "
+             f"({result['updates']:,} updates, {result['moved']:,} moving partition, {result['new']:,} new keys); "
+             f"LocalExecutor through dag.test(use_executor=True), parallelism {meta['parallelism']} "
+             f"(most tasks at once below); {'cold: no previous run' if meta['cold'] else 'a previous run built each index'}. "
+             f"Command: `{meta['command']}`.", "",
+             f"| mode | one table s | {n} tables s | ratio | dag.test wall s (1 / {n}) | most tasks at once | "
+             "machine used over baseline GiB (1 / N) | process tree peak GiB (1 / N) | per table s (min / median / "
+             "max) | failed (for memory) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for mode, r in result["modes"].items():
+        one, many = r["one"], r["many"]
+        t = many["table_s"]
+        lines.append(f"| {mode} | {one['span_s']} | {many['span_s']} | {r['ratio']} | {one['wall_s']} / "
+                     f"{many['wall_s']} | {many['max_concurrent_tasks']} | {one['machine_used_over_baseline_gib']} / "
+                     f"{many['machine_used_over_baseline_gib']} | {one['tree_peak_rss_gib']} / "
+                     f"{many['tree_peak_rss_gib']} | {t.get('min')} / {t.get('median')} / {t.get('max')} | "
+                     f"{len(many['failed'])} ({len(many['failed_for_memory'])}) |")
+    lines += ["", "Seconds are spans: the first task's start to the last task's end (Airflow's task instances). "
+              "Ratio: N tables ÷ one table (goal for Connect mode: ≤ 4). Median task seconds in the N-table run: "]
+    for mode, r in result["modes"].items():
+        lines.append(f"- {mode}: {r['many']['task_median_s']} (sum over tasks {r['many']['tasks_sum_s']} s)")
+    for key, what in (("api_server_start_s", "api-server start"), ("connect_server_start_s", "Connect server start")):
+        if key in result:
+            lines.append(f"- {what} (once, not measured above): {result[key]} s")
+    if meta["server_conf"]:
+        lines.append(f"- Connect server conf: {meta['server_conf']}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_conf(items: list[str]) -> dict:
+    return dict(item.split("=", 1) for item in items)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", type=int, default=20, help="table count N")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="table size M")
+    parser.add_argument("--batch", type=int, default=100_000, help="batch size B")
+    parser.add_argument("--parallelism", type=int, default=8, help="tasks running at once ([core] parallelism)")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--server-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="Spark conf of the Connect server (e.g. spark.driver.memory=4g)")
+    parser.add_argument("--cold", action="store_true", help="no previous run: the measured run builds the indexes")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / datetime.date.today().isoformat())
+    args = parser.parse_args()
+    api_port = free_port()
+    configure_executor(args.parallelism, api_port)
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta = {"date": datetime.date.today().isoformat(), "machine": machine(), "load_before": load_average(),
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "parallelism": args.parallelism,
+            "cold": args.cold, "server_conf": parse_conf(args.server_conf)}
+    result = run(args.tables, args.rows, args.batch, tuple(args.modes), args.cold, meta["server_conf"], api_port)
+    meta["load_after"] = load_average()
+    (args.out / "many_tables.json").write_text(json.dumps({"meta": meta, **result}, indent=2))
+    text = report(result, meta)
+    (args.out / "many_tables.md").write_text(text)
+    print(text)
+    print(f"written to {args.out}", file=sys.stderr)
+    for server_log in ("api-server.log", "connect_server.log"):  # the servers' side of any retry or warning
+        if (_HOME / server_log).exists():
+            shutil.copy(_HOME / server_log, args.out / f"many_tables_{server_log}")
+    shutil.rmtree(_HOME, ignore_errors=True)  # Airflow's home, kept when the run fails (its logs say why)
+
+
+if __name__ == "__main__":
+    main()
