@@ -101,7 +101,7 @@ class BucketRewriter:
     def _merge_and_write(self, files: list) -> None:
         kv = pa.concat_tables([self._read(f) for f in files])
         merged = merge_key_values(kv, self.key_columns, self.options, self.work.drop_delete,
-                                  table=self.table.identifier.get_full_name(), rules=self.rules)
+                                  identifier=self.table.identifier.get_full_name(), rules=self.rules)
         self.compact_before.extend(files)
         if merged.num_rows:
             self.compact_after.extend(self._write(merged))
