@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from airflow_paimon.engine.compact.run import compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, upsert
@@ -49,12 +48,6 @@ def pypaimon_written_table(warehouse, data, options, primary_keys=("id", "dt")):
         write.close()
     expected = pd.concat(data).drop_duplicates(list(primary_keys), keep="last")
     return get_table(opts, "db.t"), expected.sort_values(["id", "dt"]).reset_index(drop=True)
-
-
-def compact(table, run_id="c", snapshot_id=None, **kwargs):
-    snapshot_id = snapshot_id if snapshot_id is not None else latest_snapshot(table).id
-    return run_compaction(table, compaction_identity("dag", run_id, "db.t"), snapshot_id,
-                          execute=lambda work: [compact_task(table, w) for w in work], **kwargs)
 
 
 def rust_read(warehouse) -> pd.DataFrame:

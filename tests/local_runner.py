@@ -1,25 +1,140 @@
-"""Runs the jobs' engine orchestrations in-process (engine/index/run.py, engine/write/run.py,
-engine/commit/run.py), with the tasks the Spark glue distributes run one after another here — for fast
-engine tests. The Spark glue itself is tested in tests/spark and tests/dag."""
+"""The one orchestration of the tests and benchmarks: a DAG run's jobs (bootstrap-index → assign-and-write →
+commit → compact) on the specs the operators build (engine/specs.py: each from the results before it, the
+connection's default roots), run by a job runner:
+
+- ``in_process``: the engine's orchestrations (engine/index/run.py, engine/write/run.py, engine/commit/run.py,
+  engine/compact/run.py), the tasks the Spark glue distributes run one after another here — fast engine tests;
+- ``in_spark(spark)``: each job's Spark function (engine/jobs.py) on a session the caller made — the Spark glue
+  without spark-submit (tests/spark, the fault tests, the benchmarks).
+
+``bootstrap`` / ``write_run`` / ``stage_run`` / ``upsert`` are the in-process steps of one run on rows in
+memory (the Spark source's preparation is tested in tests/spark)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.assign.assigner import BUCKET, KEY, ORDER, ROW_KIND
 from airflow_paimon.engine.assign.fixed import fixed_buckets
 from airflow_paimon.engine.assign.task import assign_task
-from airflow_paimon.engine.commit.run import run_commit
-from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.codec.keys import encode_keys
+from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.compact.run import compact as compact_job, compact_task, compaction_identity, run_compaction
+from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.index.run import bootstrap_index, shards_in
 from airflow_paimon.engine.index.sharding import shard_of
+from airflow_paimon.engine.jobs import JOBS
+from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.shapes import CROSS_PARTITION, HASH_DYNAMIC, HASH_FIXED, TableShape
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
-                                         CommitSpec)
+                                         CommitResult, CommitSpec, CompactSpec, JobSpec, Wire, source_spec)
 from airflow_paimon.engine.write.run import assign_and_write
 from airflow_paimon.engine.write.task import write_task
+
+DAG_RUN = ("bootstrap_index", "assign_and_write", "commit", "compact")  # one DAG run's jobs, in order
+WRITE_JOBS = DAG_RUN[:3]
+
+JobRunner = Callable[[str, JobSpec], Wire]
+
+
+class Pipeline:
+    """One table's DAG runs as the operators chain them: ``spec`` builds a job's spec from the results (XCom
+    dicts) of the jobs before it, ``run`` hands it to ``run_job``. Roots default to the connection's
+    (layout.default_root of the warehouse), as PaimonHook gives them."""
+
+    def __init__(self, catalog_options: dict, table: str, *, run_job: JobRunner | None = None,
+                 table_spec: dict | None = None, shards: int = 2, index_root: str | None = None,
+                 staging_root: str | None = None, dag_id: str = "test", row_kind_column: str | None = None,
+                 full_compaction: bool = False):
+        self.options, self.table, self.table_spec, self.shards = catalog_options, table, table_spec, shards
+        self.warehouse = catalog_options["warehouse"]
+        self.index_root = index_root or layout.default_root(self.warehouse, "index")
+        self.staging_root = staging_root or layout.default_root(self.warehouse, "staging")
+        self.run_job, self.dag_id = run_job or in_process, dag_id
+        self.row_kind_column, self.full_compaction = row_kind_column, full_compaction  # the operators' arguments
+
+    def spec(self, job: str, done: dict, source: str | dict | None = None, run_id: str = "run",
+             **write_args) -> JobSpec:
+        """The spec of ``job`` in DAG run ``run_id`` given the results ``done`` (job → XCom dict); ``source`` and
+        ``write_args`` (row_kind_column, write_mode, schema_evolution): the assign-and-write operator's (None:
+        rows in memory, for ``in_process``)."""
+        common = {"catalog_options": self.options, "table": self.table}
+        if job == "bootstrap_index":
+            return BootstrapSpec(**common, table_spec=self.table_spec, shards=self.shards, index_root=self.index_root)
+        if job == "assign_and_write":
+            return AssignWriteSpec.after(BootstrapResult.from_dict(done["bootstrap_index"]), **common,
+                                         source=source_spec(source) if source is not None else {},
+                                         staging_root=self.staging_root, dag_id=self.dag_id, run_id=run_id,
+                                         **{"row_kind_column": self.row_kind_column, **write_args})
+        if job == "commit":
+            return CommitSpec.after(AssignWriteResult.from_dict(done["assign_and_write"]), **common,
+                                    staging_root=self.staging_root)
+        if job == "compact":
+            return CompactSpec(**common, dag_id=self.dag_id, run_id=run_id, full=self.full_compaction,
+                               snapshot_id=CommitResult.from_dict(done["commit"]).snapshot_id)
+        raise ValueError(job)
+
+    def run(self, job: str, spec: JobSpec) -> dict:
+        return self.run_job(job, spec).to_dict()
+
+    def dag_run(self, source: str | dict, run_id: str, jobs=DAG_RUN, **write_args) -> dict:
+        """``jobs`` of one DAG run in order; their results by job."""
+        done = {}
+        for job in jobs:
+            done[job] = self.run(job, self.spec(job, done, source, run_id, **write_args))
+        return done
+
+    # one job at a time, for tests that look between them
+    def bootstrap(self) -> dict:
+        return self.run("bootstrap_index", self.spec("bootstrap_index", {}))
+
+    def assign_and_write(self, boot: dict, source: str | dict, run_id: str, **write_args) -> dict:
+        return self.run("assign_and_write", self.spec("assign_and_write", {"bootstrap_index": boot}, source, run_id,
+                                                      **write_args))
+
+    def commit(self, written: dict) -> dict:
+        return self.run("commit", self.spec("commit", {"assign_and_write": written}))
+
+    def upsert(self, frame, run_id: str, tmp_path, **write_args) -> tuple[dict, dict, dict]:
+        """``frame`` (pandas) as a parquet source through bootstrap, assign-and-write and commit."""
+        path = tmp_path / f"{run_id}.parquet"
+        frame.to_parquet(path, index=False)
+        done = self.dag_run(str(path), run_id, WRITE_JOBS, **write_args)
+        return done["bootstrap_index"], done["assign_and_write"], done["commit"]
+
+
+# --- runners ---------------------------------------------------------------------------------------------------
+
+def in_spark(spark) -> JobRunner:
+    """Each job's Spark function (engine/jobs.py) with ``spark`` as its session (None: driver-only jobs)."""
+    def run(job: str, spec: JobSpec) -> Wire:
+        from airflow_paimon.spark.job import JobRun, job_running
+
+        with job_running(JobRun(None, spark=spark)):
+            return JOBS[job].spark_function()(spec)
+    return run
+
+
+def in_process(job: str, spec: JobSpec, rows: pa.Table | None = None, row_kinds=None, write=None) -> Wire:
+    """``job``'s engine orchestration in this process. assign-and-write writes ``rows`` (row kinds ``row_kinds``,
+    default all +I), not ``spec.source``; ``write``: instead of the in-process pipeline."""
+    if job == "bootstrap_index":
+        return bootstrap_index(spec, LocalIndexTasks())
+    if job == "assign_and_write":
+        if rows is None:
+            raise ValueError("in_process writes rows in memory; in_spark reads spec.source")
+        return assign_and_write(spec, read=_prepared(rows, row_kinds), write=write or _assign_then_write,
+                                source_schema=lambda: rows.schema)
+    if job == "commit":
+        return run_commit(spec)
+    if job == "compact":
+        return compact_job(spec, execute=_rewrite)
+    raise ValueError(f"the local runner runs {', '.join(DAG_RUN)}, not {job}")
 
 
 class LocalIndexTasks:
@@ -35,46 +150,20 @@ class LocalIndexTasks:
         return [apply(shard, shard_rows) for shard, shard_rows in shards_in(rows)]
 
 
-def bootstrap_result(catalog_options, identifier, index_root, shards) -> BootstrapResult:
-    """The bootstrap-index job."""
-    return bootstrap_index(BootstrapSpec(catalog_options=catalog_options, table=identifier, shards=shards,
-                                         index_root=index_root), LocalIndexTasks())
+def _rewrite(table, work) -> list[bytes]:
+    """The compaction's bucket rewrites, one after another (Spark: a task each)."""
+    return [compact_task(table, w) for w in work]
 
 
-def bootstrap(catalog_options, identifier, index_root, shards) -> WriteContext:
-    """The bootstrap-index job; its result as the context the next run writes against."""
-    boot = bootstrap_result(catalog_options, identifier, index_root, shards)
-    ctx = WriteContext(catalog_options, identifier, boot.base_snapshot_id, boot.index_uri, shards)
-    ctx.staging_root = index_root.rstrip("/").rsplit("/", 1)[0] + "/staging"  # fixed-bucket tables have no index
-    return ctx
-
-
-def stage_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None,
-              write_mode: str = "upsert", schema_evolution: str = "none") -> CommitSpec:
-    """The assign-and-write job on ``source`` (row kinds: ``row_kinds``, default all +I); returns the commit
-    job's spec."""
-    written = write_run(ctx, source, run_id, row_kinds, write_mode, schema_evolution)
-    return CommitSpec.after(written, catalog_options=ctx.catalog_options, table=ctx.identifier,
-                            staging_root=ctx.staging_root)
-
-
-def write_run(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None,
-              write_mode: str = "upsert", schema_evolution: str = "none", write=None) -> AssignWriteResult:
-    """The assign-and-write job on ``source``; its result. ``write``: instead of the in-process pipeline."""
-    staging_root = ctx.staging_root
-    spec = AssignWriteSpec(catalog_options=ctx.catalog_options, table=ctx.identifier, source={}, shards=ctx.shards,
-                           base_snapshot_id=ctx.base_snapshot_id, index_uri=ctx.index_uri,
-                           staging_root=staging_root, dag_id="test", run_id=run_id, write_mode=write_mode,
-                           schema_evolution=schema_evolution)
-
+def _prepared(rows: pa.Table, row_kinds):
+    """The engine's read: the rows with their key, arrival order and row kind columns."""
     def read(table, row_kind_column):
-        n = source.num_rows
+        n = rows.num_rows
         kinds = np.zeros(n, np.int8) if row_kinds is None else row_kinds
-        return (source.append_column(KEY, encode_keys(source, list(table.primary_keys)))
+        return (rows.append_column(KEY, encode_keys(rows, list(table.primary_keys)))
                 .append_column(ORDER, pa.array(np.arange(n), pa.int64()))
                 .append_column(ROW_KIND, pa.array(kinds, pa.int8())))
-
-    return assign_and_write(spec, read=read, write=write or _assign_then_write, source_schema=lambda: source.schema)
+    return read
 
 
 def _fixed_buckets(source: pa.Table, ctx: WriteContext) -> pa.Table:
@@ -119,8 +208,76 @@ def _assign_then_write(source: pa.Table, ctx: WriteContext, shape: TableShape) -
     return written
 
 
-def upsert(ctx: WriteContext, source: pa.Table, run_id: str = "run", row_kinds=None, write_mode: str = "upsert",
+# --- one run in memory, step by step ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Bootstrapped:
+    """A run after its bootstrap-index job: what the next jobs are built from."""
+
+    pipeline: Pipeline
+    result: BootstrapResult
+
+    @property
+    def base_snapshot_id(self) -> int | None:
+        return self.result.base_snapshot_id
+
+    @property
+    def index_uri(self) -> str | None:
+        return self.result.index_uri
+
+    @property
+    def shards(self) -> int:
+        return self.result.shards
+
+    @property
+    def staging_root(self) -> str:
+        return self.pipeline.staging_root
+
+
+def local_pipeline(catalog_options, table: str, index_root: str, shards: int) -> Pipeline:
+    """In process, the index under ``index_root`` and staging next to it."""
+    return Pipeline(catalog_options, table, shards=shards, index_root=index_root,
+                    staging_root=index_root.rstrip("/").rsplit("/", 1)[0] + "/staging")
+
+
+def bootstrap_result(catalog_options, table: str, index_root: str, shards: int) -> BootstrapResult:
+    """The bootstrap-index job."""
+    p = local_pipeline(catalog_options, table, index_root, shards)
+    return in_process("bootstrap_index", p.spec("bootstrap_index", {}))
+
+
+def bootstrap(catalog_options, table: str, index_root: str, shards: int) -> Bootstrapped:
+    """The bootstrap-index job; the run the next jobs continue."""
+    p = local_pipeline(catalog_options, table, index_root, shards)
+    return Bootstrapped(p, in_process("bootstrap_index", p.spec("bootstrap_index", {})))
+
+
+def write_run(run: Bootstrapped, source: pa.Table, run_id: str = "run", row_kinds=None,
+              write_mode: str = "upsert", schema_evolution: str = "none", write=None) -> AssignWriteResult:
+    """The assign-and-write job on ``source``; its result. ``write``: instead of the in-process pipeline."""
+    spec = run.pipeline.spec("assign_and_write", {"bootstrap_index": run.result.to_dict()}, run_id=run_id,
+                             write_mode=write_mode, schema_evolution=schema_evolution)
+    return in_process("assign_and_write", spec, rows=source, row_kinds=row_kinds, write=write)
+
+
+def stage_run(run: Bootstrapped, source: pa.Table, run_id: str = "run", row_kinds=None,
+              write_mode: str = "upsert", schema_evolution: str = "none") -> CommitSpec:
+    """The assign-and-write job on ``source`` (row kinds: ``row_kinds``, default all +I); returns the commit
+    job's spec."""
+    written = write_run(run, source, run_id, row_kinds, write_mode, schema_evolution)
+    return run.pipeline.spec("commit", {"assign_and_write": written.to_dict()})
+
+
+def upsert(run: Bootstrapped, source: pa.Table, run_id: str = "run", row_kinds=None, write_mode: str = "upsert",
            schema_evolution: str = "none"):
     """Stage and commit one run; (snapshot id, already committed)."""
-    result = run_commit(stage_run(ctx, source, run_id, row_kinds, write_mode, schema_evolution))
+    result = in_process("commit", stage_run(run, source, run_id, row_kinds, write_mode, schema_evolution))
     return result.snapshot_id, result.already_committed
+
+
+def compact(table, run_id: str = "c", snapshot_id: int | None = None, **options) -> dict:
+    """The compact job's engine run on the handle ``table`` (which may carry options the catalog's has not),
+    at its latest snapshot or ``snapshot_id``; ``options``: full, scope, partition_filter."""
+    snapshot_id = snapshot_id if snapshot_id is not None else latest_snapshot(table).id
+    return run_compaction(table, compaction_identity("dag", run_id, table.identifier.get_full_name()), snapshot_id,
+                          execute=lambda work: _rewrite(table, work), **options)

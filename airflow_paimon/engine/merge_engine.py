@@ -60,17 +60,17 @@ class MergeRules:
     sequence_groups: tuple[str, ...] = ()    # ``fields.<name>.sequence-group`` options (not supported here)
 
     @classmethod
-    def of(cls, options: dict, table: str = "?") -> "MergeRules":
+    def of(cls, options: dict, identifier: str = "?") -> "MergeRules":
         """The rules of a table with ``options``; an unknown engine or a malformed value fails naming both."""
         options = {k: str(v) for k, v in dict(options or {}).items() if v is not None}
         core = CoreOptions.from_dict(options)
-        engine = _read(table, "merge-engine", options, core.merge_engine)
+        engine = _read(identifier, "merge-engine", options, core.merge_engine)
         remove = options.get("partial-update.remove-record-on-delete", "false")
         return cls(engine=engine,
-                   ignore_delete=_read(table, "ignore-delete", options, core.ignore_delete),
+                   ignore_delete=_read(identifier, "ignore-delete", options, core.ignore_delete),
                    remove_record_on_delete=remove.strip().lower() == "true",
                    sequence_fields=tuple(f for f in core.sequence_field() if f),
-                   sequence_ascending=_read(table, "sequence.field.sort-order", options,
+                   sequence_ascending=_read(identifier, "sequence.field.sort-order", options,
                                             core.sequence_field_sort_order_is_ascending),
                    sequence_groups=tuple(sorted(k for k in options
                                                 if k.startswith("fields.") and k.endswith(".sequence-group"))))
@@ -106,15 +106,15 @@ class MergeRules:
         kept = ~is_retract(kinds)
         return (rows, kinds) if kept.all() else (rows.filter(pa.array(kept)), kinds[kept])
 
-    def check_retractions(self, kinds: np.ndarray, table: str) -> None:
+    def check_retractions(self, kinds: np.ndarray, identifier: str) -> None:
         """Refuse the retractions among ``kinds`` (after the row-kind filter) that the engine cannot take."""
         if not self.refuses_retractions:
             return
         kinds = np.asarray(kinds)
         count = int(is_retract(kinds).sum())
         if count:
-            raise ValueError(f"table {table}: merge-engine {self.name} cannot accept -U/-D records ({count} in this "
-                             f"batch); {self.retraction_advice}")
+            raise ValueError(f"table {identifier}: merge-engine {self.name} cannot accept -U/-D records ({count} in "
+                             f"this batch); {self.retraction_advice}")
 
     @property
     def retraction_advice(self) -> str:
@@ -128,7 +128,7 @@ IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.i
                       "partial-update.ignore-delete")  # Paimon's key, then its fallback keys
 
 
-def _read(table: str, key: str, options: dict, read):
+def _read(identifier: str, key: str, options: dict, read):
     """``read()``, a malformed value failing with the table, the option and the value."""
     try:
         return read()
@@ -136,5 +136,5 @@ def _read(table: str, key: str, options: dict, read):
         keys = IGNORE_DELETE_KEYS if key == "ignore-delete" else (key,)
         key = next((k for k in keys if k in options), key)
         supported = ", ".join(m.value for m in MergeEngine) if key == "merge-engine" else None
-        raise PaimonJobError(f"table {table}: {key} {options.get(key)!r} is not supported"
+        raise PaimonJobError(f"table {identifier}: {key} {options.get(key)!r} is not supported"
                              + (f" (supported: {supported})" if supported else f": {e}")) from None

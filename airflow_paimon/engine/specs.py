@@ -107,6 +107,21 @@ class AssignWriteSpec(JobSpec):
     write_mode: str = "upsert"  # or "overwrite": dynamic partition overwrite (engine/commit/overwrite.py)
     schema_evolution: str = "none"  # one of SCHEMA_EVOLUTIONS: how the table may grow to the source's columns
 
+    @classmethod
+    def after(cls, boot: BootstrapResult, **fields) -> "AssignWriteSpec":
+        """The write against what bootstrap-index decided: its snapshot, index and shards."""
+        return cls(**fields, base_snapshot_id=boot.base_snapshot_id, index_uri=boot.index_uri, shards=boot.shards)
+
+
+def source_spec(source: str | dict, source_format: str | None = None, source_options: dict | None = None) -> dict:
+    """The operator's ``source`` (a path, or ``{"query"}`` / ``{"table"}``) as the spec's source dict."""
+    spec = dict(source) if isinstance(source, dict) else {"path": source}
+    if source_format:
+        spec["format"] = source_format
+    if source_options:
+        spec["options"] = source_options
+    return spec
+
 
 @dataclass(frozen=True, kw_only=True)
 class AssignWriteResult(Wire):

@@ -25,7 +25,7 @@ from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.jobs import JOBS, progress_line
 from airflow_paimon.engine.specs import (SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec, BootstrapResult,
-                                         BootstrapSpec, CommitResult, CommitSpec, JobSpec)
+                                         BootstrapSpec, CommitResult, CommitSpec, JobSpec, source_spec)
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.lineage import DatasetRef, TableLineageMixin, source_dataset, spark_openlineage_conf
 from airflow_paimon.links import PaimonTableLink
@@ -289,16 +289,12 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
 
     def job_spec(self, context, hook: PaimonHook) -> AssignWriteSpec:
         bootstrap = BootstrapResult.from_dict(self.upstream_result(context, PaimonBootstrapIndexOperator))
-        source = dict(self.source) if isinstance(self.source, dict) else {"path": self.source}
-        if self.source_format:
-            source["format"] = self.source_format
-        if self.source_options:
-            source["options"] = self.source_options
         dag_run = context["dag_run"]
-        return AssignWriteSpec(**self.common_spec(hook), source=source, base_snapshot_id=bootstrap.base_snapshot_id,
-                               index_uri=bootstrap.index_uri, shards=bootstrap.shards, staging_root=hook.staging_root(),
-                               dag_id=dag_run.dag_id, run_id=dag_run.run_id, row_kind_column=self.row_kind_column,
-                               write_mode=self.write_mode or "upsert", schema_evolution=self.schema_evolution)
+        return AssignWriteSpec.after(bootstrap, **self.common_spec(hook),
+                                     source=source_spec(self.source, self.source_format, self.source_options),
+                                     staging_root=hook.staging_root(), dag_id=dag_run.dag_id, run_id=dag_run.run_id,
+                                     row_kind_column=self.row_kind_column, write_mode=self.write_mode or "upsert",
+                                     schema_evolution=self.schema_evolution)
 
     def lineage_inputs(self) -> list[DatasetRef]:
         source = source_dataset(self.source)

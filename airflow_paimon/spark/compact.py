@@ -6,25 +6,18 @@ import logging
 
 import pyarrow as pa
 
-from airflow_paimon.engine.compact.run import compact_task, compaction_identity, run_compaction
+from airflow_paimon.engine.compact.run import compact, compact_task
 from airflow_paimon.engine.context import cached_table
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.specs import CompactResult, CompactSpec
-from airflow_paimon.engine.table import get_table
 
 log = logging.getLogger(__name__)
 
 
 def run_compact(spark, spec: CompactSpec) -> CompactResult:
-    identifier = spec.table
-    table = get_table(spec.catalog_options, identifier)
-    identity = compaction_identity(spec.dag_id, spec.run_id, identifier)
-    schema_id = table.table_schema.id
-    result = run_compaction(table, identity, spec.snapshot_id, full=spec.full, scope=spec.scope,
-                            partition_filter=spec.partition_filter,
-                            execute=lambda work: _execute(spark, spec, work, schema_id))
-    log.debug("compaction of %s: %s", identifier, result)
-    return CompactResult.from_dict({**result, "table": identifier})
+    result = compact(spec, execute=lambda table, work: _execute(spark, spec, work, table.table_schema.id))
+    log.debug("compaction of %s: %s", spec.table, result)
+    return result
 
 
 def _execute(spark, spec: CompactSpec, work: list, schema_id: int) -> list[bytes]:

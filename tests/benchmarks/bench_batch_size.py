@@ -50,12 +50,11 @@ def first_load(rows: int, work: Path, shards: int, log=print) -> dict:
                        source / f"part-{i:03d}.parquet")
     made = time.perf_counter() - start
     warehouse = work / "wh-first-load"
-    run = bench_upsert.e2e_runner(work)
-    ours = bench_upsert.Ours(warehouse, shards, "first-load")
+    run, pipeline, done = bench_upsert.e2e_runner(work), bench_upsert.ours(warehouse, shards), {}
     load = {"load_average": bench_upsert.load_average()}
-    load["bootstrap_index"], boot = run("bootstrap_index", ours.spec("bootstrap_index"))
-    load["assign_and_write"], written = run("assign_and_write", ours.spec("assign_and_write", boot, str(source)))
-    load["commit"], committed = run("commit", ours.spec("commit", written))
+    for job in ("bootstrap_index", "assign_and_write", "commit"):
+        load[job], done[job] = run(job, pipeline.spec(job, done, str(source), "first-load"))
+    written, committed = done["assign_and_write"], done["commit"]
     load["total_s"] = round(sum(load[s]["wall_s"] for s in ("bootstrap_index", "assign_and_write", "commit")), 3)
     ids = bench_upsert.read_paimon(warehouse).column("id")
     keys = pc.count_distinct(ids).as_py()

@@ -52,7 +52,7 @@ def timed(fn):
 def run(rows: int, shards: int, spark, repeat: int = 1) -> dict:
     from airflow_paimon.engine.table import TableSpec, get_or_create_table
     from bench_upsert import PeakRSS, load_average
-    from spark.jobs import Jobs
+    from spark.jobs import pipeline_on
 
     from airflow_paimon.engine.layout import PROVIDER_DIR
 
@@ -61,7 +61,7 @@ def run(rows: int, shards: int, spark, repeat: int = 1) -> dict:
         table = get_or_create_table({"warehouse": warehouse}, "db.t", TableSpec.from_dict(SPEC))
         rng = np.random.default_rng(1)
         write_s = native_write(table, batch(np.arange(rows), rng))
-        jobs = Jobs(spark, warehouse, "db.t", shards=shards)
+        jobs = pipeline_on(spark, warehouse, "db.t", shards=shards)
         colds = []
         for _ in range(repeat):  # each cold run from no index at all
             shutil.rmtree(Path(warehouse) / PROVIDER_DIR, ignore_errors=True)

@@ -49,7 +49,7 @@ def upsert_timed(warehouse: str, table_spec, batch: pa.Table, run_id: str) -> fl
 def compact_timed(warehouse: str, run_id: str) -> float:
     """The compact task of paimon_upsert (scope 'snapshot', Paimon's universal strategy), in-process."""
     from airflow_paimon.engine.table import get_table
-    from compaction_tables import compact
+    from local_runner import compact
 
     started = time.perf_counter()
     compact(get_table({"warehouse": warehouse}, bench_upsert.TABLE), run_id=run_id)

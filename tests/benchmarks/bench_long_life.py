@@ -5,8 +5,8 @@ step, the snapshot's manifest count (base + delta), manifest files on disk, and 
 pypaimon takes to plan a full scan. Run with Paimon's manifest compaction (the commit's default) and without
 it (``manifest.merge-min-count`` and the full-compaction threshold out of reach: pypaimon's own behaviour).
 
-The jobs' engine orchestrations run in-process (engine/index/run.py, engine/write/run.py, engine/commit/run.py
-through tests/local_runner.py; engine/compact/run.py; engine/maintenance/expire.py), so this measures the
+The jobs' engine orchestrations run in-process (engine/index/run.py, engine/write/run.py, engine/commit/run.py,
+engine/compact/run.py through tests/local_runner.py; engine/maintenance/expire.py), so this measures the
 engine's metadata work, not Spark or spark-submit. After the last commit the table is read back with pypaimon
 and compared with a pandas oracle (row count, no key twice, every value); a wrong run reports nothing.
 
@@ -36,13 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests"))
 from bench_upsert import COLUMNS, DAYS, rows  # noqa: E402 - the upsert benchmark's table and row generator
 
-from airflow_paimon.engine.compact.run import compaction_identity, run_compaction  # noqa: E402
-from airflow_paimon.engine.commit.run import run_commit  # noqa: E402
-from airflow_paimon.engine.context import WriteContext  # noqa: E402
 from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots  # noqa: E402
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table  # noqa: E402
-from compaction_tables import compact_task  # noqa: E402
-from local_runner import bootstrap_result, stage_run  # noqa: E402
+from local_runner import bootstrap, compact, in_process, stage_run  # noqa: E402
 
 TABLE = "db.t"
 OUT = ROOT / "tests" / "benchmarks" / "results"
@@ -109,9 +105,7 @@ def run_mode(mode: str, args, work: Path, log=print) -> dict:
         rec = {"commit": i, **commit_run(opts, index_root, batch, f"run-{i}")}
         table = get_table(opts, TABLE)
         if i % args.compact_every == 0:  # the DAG's compact task: the buckets written since the last one
-            rec["compact_s"], result = timed(lambda: run_compaction(
-                table, compaction_identity("bench", f"run-{i}", TABLE), rec["snapshot_id"],
-                execute=lambda work_: [compact_task(table, w) for w in work_]))
+            rec["compact_s"], result = timed(lambda: compact(table, run_id=f"run-{i}", snapshot_id=rec["snapshot_id"]))
             rec["compacted_buckets"] = result["compacted_buckets"]
         if i % args.expire_every == 0:  # a maintenance DAG: Paimon's retention, ages not waited for
             rec["expire_s"], result = timed(lambda: expire_snapshots(get_table(opts, TABLE), ExpireOptions.of(
@@ -135,12 +129,10 @@ def run_mode(mode: str, args, work: Path, log=print) -> dict:
 
 def commit_run(opts, index_root: str, batch: pa.Table, run_id: str) -> dict:
     """One scheduled run's write tasks: warm bootstrap-index, assign-and-write, commit; each timed."""
-    bootstrap_s, boot = timed(lambda: bootstrap_result(opts, TABLE, index_root, 2))
-    ctx = WriteContext(opts, TABLE, boot.base_snapshot_id, boot.index_uri, 2)
-    ctx.staging_root = str(Path(index_root).parent / "staging")
-    write_s, commit_spec = timed(lambda: stage_run(ctx, batch, run_id))
-    commit_s, result = timed(lambda: run_commit(commit_spec))
-    return {"bootstrap_s": bootstrap_s, "index_decision": boot.index_decision, "write_s": write_s,
+    bootstrap_s, run = timed(lambda: bootstrap(opts, TABLE, index_root, 2))
+    write_s, commit_spec = timed(lambda: stage_run(run, batch, run_id))
+    commit_s, result = timed(lambda: in_process("commit", commit_spec))
+    return {"bootstrap_s": bootstrap_s, "index_decision": run.result.index_decision, "write_s": write_s,
             "commit_s": commit_s, "snapshot_id": result.snapshot_id}
 
 

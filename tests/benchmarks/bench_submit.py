@@ -26,8 +26,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_upsert import (CROSS, STEPS, Ours, e2e_runner, in_job_runner, load_average, load_paimon,  # noqa: E402
-                          machine, make_data, make_spark, ours_steps, timed, trivial_submit)
+from bench_upsert import (CROSS, STEPS, e2e_runner, in_job_runner, load_average, load_paimon,  # noqa: E402
+                          machine, make_data, make_spark, ours, ours_steps, timed, trivial_submit)
 
 TARGET = 1.3
 
@@ -38,7 +38,7 @@ def rounds(n: int, loaded: Path, work: Path, batch: str, shards: int, runner_of)
     for r in range(n):
         copy = Path(tempfile.mkdtemp(prefix="wh-", dir=work))
         shutil.copytree(loaded, copy, dirs_exist_ok=True)
-        steps, _ = ours_steps(runner_of(r), Ours(copy, shards, f"r{r}-{copy.name}"), batch)
+        steps, _ = ours_steps(runner_of(r), ours(copy, shards), f"r{r}-{copy.name}", batch)
         out.append({step: m.get("s", m.get("wall_s")) for step, m in steps.items() if "error" not in m})
         shutil.rmtree(copy, ignore_errors=True)
     return out

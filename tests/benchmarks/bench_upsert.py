@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: local_runner
 from bench_bootstrap import native_write as paimon_write  # noqa: E402 - one batch write + commit, timed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -242,32 +243,12 @@ def delta_available() -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- ours
-class Ours:
-    """The five task specs, as the operators build them (tests/spark/jobs.py does the same for three)."""
+def ours(warehouse: Path, shards: int):
+    """Our DAG run on ``warehouse``: the specs the operators build (tests/local_runner.py), a full compaction."""
+    from local_runner import Pipeline
 
-    def __init__(self, warehouse: Path, shards: int, run_id: str):
-        self.options, self.warehouse = catalog_options(warehouse), warehouse
-        self.shards, self.run_id = shards, run_id
-
-    def spec(self, job: str, upstream: dict | None = None, source: str | None = None) -> dict:
-        from airflow_paimon.engine.layout import default_root
-
-        common = {"catalog_options": self.options, "table": TABLE}
-        if job == "bootstrap_index":
-            return {**common, "table_spec": CROSS, "shards": self.shards,
-                    "index_root": default_root(str(self.warehouse), "index")}
-        if job == "assign_and_write":
-            return {**common, "source": {"path": source}, "base_snapshot_id": upstream["base_snapshot_id"],
-                    "index_uri": upstream["index_uri"], "shards": upstream["shards"],
-                    "staging_root": default_root(str(self.warehouse), "staging"),
-                    "dag_id": "bench", "run_id": self.run_id}
-        if job == "commit":
-            return {**common, **{k: upstream[k] for k in ("staging_uri", "commit_user", "commit_identifier",
-                                                          "base_snapshot_id")}}
-        if job == "compact":
-            return {**common, "snapshot_id": upstream["snapshot_id"], "full": True, "scope": "snapshot",
-                    "partition_filter": None, "dag_id": "bench", "run_id": self.run_id}
-        raise ValueError(job)
+    return Pipeline(catalog_options(warehouse), TABLE, table_spec=CROSS, shards=shards, dag_id="bench",
+                    full_compaction=True)
 
 
 STEPS = ("cold_bootstrap", "assign_and_write", "commit", "warm_bootstrap", "compact")
@@ -275,29 +256,24 @@ JOB_OF = {"cold_bootstrap": "bootstrap_index", "warm_bootstrap": "bootstrap_inde
           "assign_and_write": "assign_and_write", "commit": "commit", "compact": "compact"}
 
 
-def ours_steps(run_step, ours: Ours, source: str, on_committed=None) -> tuple[dict, dict]:
-    """cold bootstrap → assign-and-write → commit → warm bootstrap → compact through ``run_step(job, spec)``,
-    which returns (measurement, result)."""
-    out, results = {}, {}
-    upstream = None
+def ours_steps(run_step, pipeline, run_id: str, source: str, on_committed=None) -> tuple[dict, dict]:
+    """cold bootstrap → assign-and-write → commit → warm bootstrap → compact of ``pipeline``'s DAG run
+    ``run_id`` through ``run_step(job, spec)``, which returns (measurement, result)."""
+    out, results, done = {}, {}, {}
     for step in STEPS:
         job = JOB_OF[step]
-        if job == "compact":
-            upstream = results["commit"]
         try:
-            out[step], result = run_step(job, ours.spec(job, upstream, source))
+            out[step], result = run_step(job, pipeline.spec(job, done, source, run_id))
         except Exception as e:  # noqa: BLE001 - compaction failing is a finding, the upsert numbers stand
             if job != "compact":
                 raise
             out[step], result = {"error": f"{type(e).__name__}: {_last_error_line(e)}"}, None
-        results[step] = result
+        results[step] = done[job] = result
         if step == "commit" and on_committed:
             on_committed()
-        if step in ("cold_bootstrap", "assign_and_write"):
-            upstream = result
     if results["cold_bootstrap"]["index_decision"] != "rebuilt" or not results["warm_bootstrap"]["reused"]:
-        raise AssertionError(f"bootstrap paths: cold {results['cold_bootstrap']['path']}, "
-                             f"warm {results['warm_bootstrap']['path']} (expected rebuilt, then reused)")
+        raise AssertionError(f"bootstrap paths: cold {results['cold_bootstrap']['index_decision']}, "
+                             f"warm {results['warm_bootstrap']['index_decision']} (expected rebuilt, then reused)")
     return out, results
 
 
@@ -307,18 +283,11 @@ def _last_error_line(e: Exception) -> str:
 
 
 def in_job_runner(spark, timer=None):
-    from airflow_paimon.spark.assign_write import run_assign_and_write
-    from airflow_paimon.spark.bootstrap import run_bootstrap
-    from airflow_paimon.engine.commit.run import run_commit
-    from airflow_paimon.spark.compact import run_compact
+    """Each job's Spark function on ``spark`` (tests/local_runner.py in_spark), measured."""
+    from local_runner import in_spark
 
-    from airflow_paimon.engine.specs import AssignWriteSpec, BootstrapSpec, CommitSpec, CompactSpec
-
-    fns = {"bootstrap_index": lambda spec: run_bootstrap(spark, BootstrapSpec.from_dict(spec)),
-           "assign_and_write": lambda spec: run_assign_and_write(spark, AssignWriteSpec.from_dict(spec)),
-           "commit": lambda spec: run_commit(CommitSpec.from_dict(spec)),
-           "compact": lambda spec: run_compact(spark, CompactSpec.from_dict(spec))}
-    return lambda job, spec: (timer or measure)(lambda: fns[job](spec).to_dict())
+    run = in_spark(spark)
+    return lambda job, spec: (timer or measure)(lambda: run(job, spec).to_dict())
 
 
 def submit_command(script: str, name: str, args: list[str], conf: dict | None = None,
@@ -353,7 +322,7 @@ def e2e_runner(work: Path, conf: dict | None = None):
         # the operators' layout, {results_root}/{dag}/{run}/{task}.json: the commit drops old runs' results there
         result_uri = work / "results" / "bench" / f"e2e-{n}" / f"{job}.json"
         result_uri.parent.mkdir(parents=True, exist_ok=True)
-        with spec_file(spec) as spec_path:
+        with spec_file(spec.to_dict()) as spec_path:
             cmd, archive = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
                                           ["--spec-file", spec_path, "--result-uri", str(result_uri)], conf, job=job)
             try:
@@ -390,14 +359,14 @@ def profile(spark, warehouse: Path, shards: int, source: str, out: Path, rate: i
         return {"skipped": "py-spy is not installed (uv sync --group bench)"}
     # timed without the PeakRSS sampler, whose psutil calls would show up in the profile
     run_step = in_job_runner(spark, timed)
-    ours, summaries, upstream = Ours(warehouse, shards, "profile"), {}, None
+    pipeline, summaries, done = ours(warehouse, shards), {}, {}
     for step, job in (("cold_bootstrap", "bootstrap_index"), ("assign_and_write", "assign_and_write")):
         raw = out / f"profile_{step}.raw.txt"
         spy = subprocess.Popen([py_spy, "record", "--pid", str(os.getpid()), "--subprocesses", "--rate", str(rate),
                                 "--format", "raw", "--nonblocking", "-o", str(raw)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # py-spy attached
-        measured, upstream = run_step(job, ours.spec(job, upstream, source))
+        measured, done[job] = run_step(job, pipeline.spec(job, done, source, "profile"))
         time.sleep(0.5)
         spy.send_signal(signal.SIGINT)
         spy.wait(timeout=60)
@@ -484,7 +453,7 @@ def bench_size(m: int, b: int, shards: int, peers: tuple, work: Path, spark, log
         for r in range(repeat):  # each run on a fresh copy of the loaded table
             copy = fresh_copy(cross, work / f"wh-ours-{r}")
             mark(f"ours-{r}")
-            steps, results = ours_steps(in_job_runner(spark), Ours(copy, shards, f"m{m}-{r}"), batch_path,
+            steps, results = ours_steps(in_job_runner(spark), ours(copy, shards), f"m{m}-{r}", batch_path,
                                         on_committed=lambda: verify(read_paimon(copy), batch, expect, "ours in-job"))
             runs.append(steps)
             shutil.rmtree(copy, ignore_errors=True)
@@ -493,7 +462,7 @@ def bench_size(m: int, b: int, shards: int, peers: tuple, work: Path, spark, log
         log(f"M={m}: ours in-job (median of {repeat}) {result['ours_in_job']}")
     if "ours-e2e" in peers:
         mark("ours-e2e")
-        result["ours_e2e"], _ = ours_steps(e2e_runner(work), Ours(copies["ours-e2e"], shards, f"m{m}"), batch_path,
+        result["ours_e2e"], _ = ours_steps(e2e_runner(work), ours(copies["ours-e2e"], shards), f"m{m}", batch_path,
                                            on_committed=lambda: verify(read_paimon(copies["ours-e2e"]), batch,
                                                                        expect, "ours end to end"))
         result["ours_e2e"]["trivial_spark_submit"] = trivial_submit(work, defaults=False)  # plain: the baseline
@@ -793,7 +762,7 @@ def warm_up(spark, shards: int, work: Path, log=print) -> None:
     base, batch, _ = make_data(2_000, 200)
     pq.write_table(batch, work / "batch.parquet")
     load_paimon(work / "cross", CROSS, base)
-    ours_steps(in_job_runner(spark, timed), Ours(work / "cross", shards, "warm-up"), str(work / "batch.parquet"))
+    ours_steps(in_job_runner(spark, timed), ours(work / "cross", shards), "warm-up", str(work / "batch.parquet"))
     log("warmed up: ours in-job once on a 2,000-row table")
 
 

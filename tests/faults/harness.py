@@ -12,21 +12,20 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from airflow_paimon.engine import layout
 from airflow_paimon.engine.faults import CRASH_AT
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.shard import IndexOptions, decode_values
 from airflow_paimon.engine.index.store import load_shard
 from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapSpec, CommitSpec, CompactSpec,
-                                         JobSpec)
+from airflow_paimon.engine.specs import JobSpec
 from airflow_paimon.engine.table import get_table
-from local_runner import bootstrap as rebuild_index
+from faults.batches import ROW_KIND, TABLE_SPEC
+from local_runner import DAG_RUN, Pipeline, bootstrap as rebuild_index, in_spark
 
 RUN_JOB = Path(__file__).with_name("run_job.py")
 ROOT = RUN_JOB.parents[2]
 ATTEMPT_TIMEOUT = 180
-JOBS = ("bootstrap_index", "assign_and_write", "commit", "compact")  # one DAG run, in order
+JOBS = DAG_RUN
 
 
 class Attempt:
@@ -46,7 +45,7 @@ def attempt(job: str, spec: JobSpec, workdir: Path, crash_at: str | None = None)
     spec_file.write_text(json.dumps(spec.to_dict()))
     result_file.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if k != CRASH_AT}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if crash_at:
         env[CRASH_AT] = crash_at
     with open(log_file, "w") as log:
@@ -81,10 +80,10 @@ def index_content(index_uri: str, snapshot_id: int | None) -> dict[bytes, tuple[
     return content
 
 
-def assert_index_consistent(p: "Pipeline", scratch: Path) -> int:
+def assert_index_consistent(p: Pipeline, scratch: Path) -> int:
     """The next run's bootstrap takes the published index as it is (no rebuild, no catch-up), and that index
     holds exactly what a full rebuild from the table's files holds; returns its key count."""
-    boot = p.run("bootstrap_index", p.spec("bootstrap_index", {}, "", ""))
+    boot = p.bootstrap()
     assert boot["index_decision"] == "reused", boot
     snapshot = latest_snapshot(get_table(p.options, p.table))
     assert boot["base_snapshot_id"] == snapshot.id
@@ -96,44 +95,8 @@ def assert_index_consistent(p: "Pipeline", scratch: Path) -> int:
     return len(published)
 
 
-class Pipeline:
-    """The specs the operators give the four jobs of one DAG run (bootstrap-index -> assign-and-write ->
-    commit -> compact) on one warehouse, and the jobs run in-process on the test's Spark session."""
-
-    def __init__(self, spark, warehouse: str, table: str = "db.t", table_spec: dict | None = None, shards: int = 2,
-                 full_compaction: bool = True):
-        self.spark, self.warehouse, self.table, self.table_spec, self.shards = (spark, warehouse, table, table_spec,
-                                                                                shards)
-        self.full_compaction = full_compaction
-        self.options = {"warehouse": warehouse}
-        self.index_root = layout.default_root(warehouse, "index")
-        self.staging_root = layout.default_root(warehouse, "staging")
-
-    def spec(self, job: str, done: dict, source: str, run_id: str) -> JobSpec:
-        """The spec of ``job`` in DAG run ``run_id``, given the results (XCom dicts) of the jobs ``done``."""
-        common = {"catalog_options": self.options, "table": self.table}
-        if job == "bootstrap_index":
-            return BootstrapSpec(**common, table_spec=self.table_spec, shards=self.shards, index_root=self.index_root)
-        if job == "assign_and_write":
-            boot = done["bootstrap_index"]
-            return AssignWriteSpec(**common, source={"path": source}, shards=boot["shards"], dag_id="faults",
-                                   run_id=run_id, base_snapshot_id=boot["base_snapshot_id"],
-                                   index_uri=boot["index_uri"], row_kind_column="op", staging_root=self.staging_root)
-        if job == "commit":
-            return CommitSpec.after(AssignWriteResult.from_dict(done["assign_and_write"]), **common,
-                                    staging_root=self.staging_root)
-        if job == "compact":
-            return CompactSpec(**common, dag_id="faults", run_id=run_id, snapshot_id=done["commit"]["snapshot_id"],
-                               full=self.full_compaction)
-        raise ValueError(job)
-
-    def run(self, job: str, spec: JobSpec) -> dict:
-        from faults.run_job import run_in
-
-        return run_in(self.spark, job, spec).to_dict()
-
-    def dag_run(self, source: str, run_id: str, jobs=JOBS) -> dict:
-        done = {}
-        for job in jobs:
-            done[job] = self.run(job, self.spec(job, done, source, run_id))
-        return done
+def fault_pipeline(spark, warehouse: str, full_compaction: bool = True) -> Pipeline:
+    """The DAG runs the fault tests kill: the batches' table (faults/batches.py) with its row kind column, the jobs
+    in-process on the test's Spark session (``attempt`` runs one as a killable process)."""
+    return Pipeline({"warehouse": warehouse}, "db.t", run_job=in_spark(spark), table_spec=TABLE_SPEC, dag_id="faults",
+                    row_kind_column=ROW_KIND, full_compaction=full_compaction)

@@ -13,7 +13,8 @@ import sys
 
 from airflow_paimon.engine.faults import CRASH_AT
 from airflow_paimon.engine.jobs import JOBS
-from airflow_paimon.engine.specs import JobSpec, Wire
+from local_runner import in_spark
+
 
 def spark_session():
     from pyspark.sql import SparkSession
@@ -28,18 +29,10 @@ def spark_session():
     return builder.getOrCreate()
 
 
-def run_in(spark, job: str, spec: JobSpec) -> Wire:
-    """The Spark function of ``job`` on ``spec``, with ``spark`` as its session (None: driver-only)."""
-    from airflow_paimon.spark.job import JobRun, job_running
-
-    with job_running(JobRun(None, spark=spark)):
-        return JOBS[job].spark_function()(spec)
-
-
 def main(job: str, spec_file: str, result_file: str) -> None:
     with open(spec_file) as f:
         spec = JOBS[job].spec.from_dict(json.load(f))
-    result = run_in(None if JOBS[job].driver_only else spark_session(), job, spec)
+    result = in_spark(None if JOBS[job].driver_only else spark_session())(job, spec)
     with open(result_file, "w") as f:
         json.dump(result.to_dict(), f)
 

@@ -18,8 +18,9 @@ from airflow_paimon.engine.index.layout import snapshot_dir
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.table import get_table
 from compaction_tables import assert_reads
-from faults.batches import ROW_KIND, TABLE_SPEC, random_batch
-from faults.harness import JOBS, Pipeline, assert_index_consistent, attempt
+from faults.batches import ROW_KIND, random_batch
+from faults.harness import JOBS, assert_index_consistent, attempt, fault_pipeline
+from local_runner import Pipeline
 from oracle import expected_upsert, read_table
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark]
@@ -53,7 +54,7 @@ def base(spark, tmp_path_factory):
         batch.to_parquet(root / f"batch-{i}.parquet", index=False)
         batches.append(batch)
         live = expected_upsert(batches, "id", row_kind=ROW_KIND)
-    Pipeline(spark, str(root / "warehouse"), table_spec=TABLE_SPEC).dag_run(str(root / "batch-0.parquet"), "run-0")
+    fault_pipeline(spark, str(root / "warehouse")).dag_run(str(root / "batch-0.parquet"), "run-0")
     return root, batches
 
 
@@ -85,7 +86,7 @@ def test_kill_then_retry_converges(spark, base, tmp_path, job, point, index):
     root, batches = base
     warehouse = tmp_path / "warehouse"
     shutil.copytree(root / "warehouse", warehouse)
-    p = Pipeline(spark, str(warehouse), table_spec=TABLE_SPEC)
+    p = fault_pipeline(spark, str(warehouse))
     index_uri = layout.index_dir(p.index_root, p.table)
     done = batches[:1]
     if index == "rebuild":  # no index yet: the bootstrap rebuilds it from the table
@@ -138,7 +139,7 @@ def test_commit_of_one_run_ten_times_makes_one_snapshot(spark, base, tmp_path):
     run of the task reports it; an assign-and-write retried after the commit writes nothing again."""
     root, batches = base
     shutil.copytree(root / "warehouse", tmp_path / "warehouse")
-    p = Pipeline(spark, str(tmp_path / "warehouse"), table_spec=TABLE_SPEC)
+    p = fault_pipeline(spark, str(tmp_path / "warehouse"))
     done = p.dag_run(str(root / "batch-1.parquet"), "run-1", jobs=JOBS[:2])
     spec = p.spec("commit", done, "", "run-1")
     results = [p.run("commit", spec) for _ in range(10)]

@@ -13,8 +13,8 @@ import pytest
 
 from airflow_paimon.engine.table import get_table
 from compaction_tables import assert_reads
-from faults.batches import ROW_KIND, TABLE_SPEC, random_batch
-from faults.harness import JOBS, Pipeline, assert_index_consistent
+from faults.batches import ROW_KIND, random_batch
+from faults.harness import JOBS, assert_index_consistent, fault_pipeline
 from oracle import expected_upsert
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark]
@@ -23,8 +23,7 @@ log = logging.getLogger(__name__)
 
 
 def test_soak_random_batches_match_the_oracle(spark, tmp_path):
-    rng, p = np.random.default_rng(SEED), Pipeline(spark, str(tmp_path / "warehouse"), table_spec=TABLE_SPEC,
-                                                   full_compaction=False)
+    rng, p = np.random.default_rng(SEED), fault_pipeline(spark, str(tmp_path / "warehouse"), full_compaction=False)
     batches, expected, next_id = [], pd.DataFrame(columns=["id", "dt", "v"]), 0
     started, rows_in, rows_compared, compacted, moves = time.monotonic(), 0, 0, 0, 0
     for i in range(BATCHES):

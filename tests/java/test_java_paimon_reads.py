@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from compaction_tables import COLUMNS, batches, compact, cross_partition_table, rust_read
+from compaction_tables import COLUMNS, batches, cross_partition_table, rust_read
 from java_paimon import assert_java_reads_as_pypaimon, java_count, java_read, missing
-from local_runner import bootstrap, upsert
+from local_runner import bootstrap, compact, upsert
 from oracle import assert_table_equals
 
 pytestmark = [pytest.mark.java, pytest.mark.skipif(missing() is not None, reason=str(missing()))]

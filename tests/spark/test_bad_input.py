@@ -10,7 +10,7 @@ import pytest
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.table import get_table
 from oracle import assert_table_equals, expected_upsert, read_table
-from spark.jobs import Jobs
+from spark.jobs import pipeline_on
 
 pytestmark = pytest.mark.spark
 
@@ -21,7 +21,7 @@ GOOD = pd.DataFrame({"id": [1, 2], "dt": pd.to_datetime(["2026-01-01", "2026-01-
 
 @pytest.fixture
 def seeded(spark, warehouse, tmp_path):
-    jobs = Jobs(spark, warehouse, "db.t", SPEC)
+    jobs = pipeline_on(spark, warehouse, "db.t", SPEC)
     jobs.upsert(GOOD, "seed", tmp_path)
     return jobs
 
@@ -65,7 +65,7 @@ def test_missing_source_path(seeded, tmp_path):
 
 def test_unknown_table(spark, warehouse):
     with pytest.raises(ValidationError, match="table db.missing: table does not exist"):
-        Jobs(spark, warehouse, "db.missing").bootstrap()
+        pipeline_on(spark, warehouse, "db.missing").bootstrap()
 
 
 def test_rerun_after_fixing_the_input_converges(seeded, tmp_path):
@@ -95,7 +95,7 @@ def _typed_row(**overrides) -> str:
     (_typed_row(name="toolong"), "name", "toolong", "longer than the 5 characters"),
 ])
 def test_values_a_cast_would_change_are_refused(spark, warehouse, tmp_path, row, column, value, problem):
-    jobs = Jobs(spark, warehouse, "db.typed", TYPED)
+    jobs = pipeline_on(spark, warehouse, "db.typed", TYPED)
     with pytest.raises(ValidationError) as err:
         jobs.assign_and_write(jobs.bootstrap(), {"path": write_json(tmp_path, row)}, "bad")
     message = str(err.value)
@@ -106,7 +106,7 @@ def test_values_a_cast_would_change_are_refused(spark, warehouse, tmp_path, row,
 
 def test_timestamp3_takes_finer_values_truncated_to_milliseconds_as_paimon_stores_them(spark, warehouse, tmp_path):
     import datetime
-    jobs = Jobs(spark, warehouse, "db.typed", TYPED)
+    jobs = pipeline_on(spark, warehouse, "db.typed", TYPED)
     rows = _typed_row(id=1, at="2026-01-01 00:00:00.123456") + _typed_row(id=2, n=4.0, at="1969-12-31 23:59:59.999999")
     path = write_json(tmp_path, rows)
     jobs.commit(jobs.assign_and_write(jobs.bootstrap(), {"path": path}, "run"))
@@ -144,7 +144,7 @@ DECIMALS = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["amount", "DECIMAL(
 ])
 def test_decimal_places_a_cast_would_round_are_refused(spark, warehouse, tmp_path, amount, shown):
     import json
-    jobs = Jobs(spark, warehouse, "db.dec", DECIMALS)
+    jobs = pipeline_on(spark, warehouse, "db.dec", DECIMALS)
     row = json.dumps({"id": 1, "dt": "a", "amount": amount}) + "\n"
     with pytest.raises(ValidationError) as err:
         jobs.assign_and_write(jobs.bootstrap(), {"path": write_json(tmp_path, row)}, "bad")
@@ -159,7 +159,7 @@ def test_exact_decimals_are_taken_from_every_source_type(spark, warehouse, tmp_p
     import pyarrow as pa
     import pyarrow.parquet as pq
     D = decimal.Decimal
-    jobs = Jobs(spark, warehouse, "db.dec", DECIMALS)
+    jobs = pipeline_on(spark, warehouse, "db.dec", DECIMALS)
     sources = {  # each column type holding values a DECIMAL(10, 2) keeps exactly
         "double": pa.array([1.23, 0.1, -7.5, 12345678.99]),
         "float": pa.array([1.25, 0.1, -7.5, 2.5], pa.float32()),  # 0.1f is the float nearest 0.1
@@ -182,7 +182,7 @@ def test_more_places_in_a_decimal_source_are_refused_unless_zero(spark, warehous
 
     import pyarrow as pa
     import pyarrow.parquet as pq
-    jobs = Jobs(spark, warehouse, "db.dec", DECIMALS)
+    jobs = pipeline_on(spark, warehouse, "db.dec", DECIMALS)
     path = str(tmp_path / "dec.parquet")
     pq.write_table(pa.table({"id": [1, 2], "dt": ["a", "a"], "amount": pa.array(
         [decimal.Decimal("1.2300"), decimal.Decimal("1.2350")], pa.decimal128(14, 4))}), path)

@@ -10,7 +10,7 @@ import pytest
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.table import get_table
 from oracle import assert_table_equals, expected_upsert
-from spark.jobs import Jobs
+from spark.jobs import pipeline_on
 
 pytestmark = pytest.mark.spark
 
@@ -19,7 +19,7 @@ SPEC = {"columns": [["id", "BIGINT"], ["p", "STRING"], ["q", "STRING"], ["v", "D
 
 
 def test_keys_moving_between_partitions_that_encoded_alike(spark, warehouse, tmp_path):
-    jobs = Jobs(spark, warehouse, "db.parts", SPEC)
+    jobs = pipeline_on(spark, warehouse, "db.parts", SPEC)
     first = pd.DataFrame({"id": [1, 2, 3, 4, 5],
                           "p": ["a\x1fb", "a", None, "null", "x\x1e"],
                           "q": ["c", "b\x1fc", "z", "z", "_"], "v": [1.0, 2.0, 3.0, 4.0, 5.0]})
@@ -33,7 +33,7 @@ def test_keys_moving_between_partitions_that_encoded_alike(spark, warehouse, tmp
 
 
 def test_a_corrupt_manifest_is_rebuilt_by_the_bootstrap(spark, warehouse, tmp_path):
-    jobs = Jobs(spark, warehouse, "db.parts", SPEC)
+    jobs = pipeline_on(spark, warehouse, "db.parts", SPEC)
     first = pd.DataFrame({"id": [1, 2], "p": ["a", "b"], "q": ["c", "c"], "v": [1.0, 2.0]})
     jobs.upsert(first, "one", tmp_path)
     jobs.bootstrap()

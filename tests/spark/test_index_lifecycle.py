@@ -12,7 +12,7 @@ from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.table import TableSpec, get_table
 from compaction_tables import assert_reads
 from oracle import assert_table_equals, expected_upsert, read_table
-from spark.jobs import Jobs
+from spark.jobs import pipeline_on
 
 pytestmark = pytest.mark.spark
 
@@ -35,7 +35,7 @@ def native_write(warehouse, df):
 
 
 def test_reuse_catch_up_and_rebuild(spark, warehouse, tmp_path):
-    jobs = Jobs(spark, warehouse, "db.t", SPEC)
+    jobs = pipeline_on(spark, warehouse, "db.t", SPEC)
     batches = [frame([1, 2, 3, 4], "aabb", [1, 2, 3, 4])]
     boot, written, committed = jobs.upsert(batches[0], "r1", tmp_path)
     assert boot["index_decision"] == "rebuilt" and boot["keys"] == 0
@@ -71,7 +71,7 @@ def test_reuse_catch_up_and_rebuild(spark, warehouse, tmp_path):
 def test_retried_commit_still_publishes_the_index(spark, warehouse, tmp_path, monkeypatch):
     import airflow_paimon.engine.commit.run as commit_job
 
-    jobs = Jobs(spark, warehouse, "db.t", SPEC)
+    jobs = pipeline_on(spark, warehouse, "db.t", SPEC)
     path = tmp_path / "r1.parquet"
     frame([1, 2], "ab", [1, 2]).to_parquet(path, index=False)
     boot = jobs.bootstrap()
@@ -94,7 +94,7 @@ def test_retried_commit_still_publishes_the_index(spark, warehouse, tmp_path, mo
 
 def test_index_ttl_forgets_keys_with_paimons_duplicate_risk(spark, warehouse, tmp_path):
     spec = {**SPEC, "options": {**SPEC["options"], "cross-partition-upsert.index-ttl": "15 s"}}
-    jobs = Jobs(spark, warehouse, "db.t", spec)
+    jobs = pipeline_on(spark, warehouse, "db.t", spec)
     jobs.upsert(frame([1, 2], "ab", [1, 2]), "r1", tmp_path)
     _, written, _ = jobs.upsert(frame([1], "b", [10]), "r2", tmp_path)  # within the TTL: a proper move
     assert written["moved_keys"] == 1
@@ -116,7 +116,7 @@ def test_buckets_another_writer_laid_out_take_files_from_several_shards(spark, w
     from airflow_paimon.spark.compact import run_compact
 
     spec = {**SPEC, "options": {**SPEC["options"], "dynamic-bucket.target-row-num": "100"}}
-    jobs = Jobs(spark, warehouse, "db.t", spec, shards=4)
+    jobs = pipeline_on(spark, warehouse, "db.t", spec, shards=4)
     jobs.bootstrap()  # creates the table
     start = frame(range(40), ["a", "b"] * 20, range(40))
     native_write(warehouse, start)

@@ -8,7 +8,7 @@ from pypaimon.common.options.core_options import CoreOptions
 
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.table import get_table
-from spark.jobs import Jobs
+from spark.jobs import pipeline_on
 
 pytestmark = pytest.mark.spark
 
@@ -69,7 +69,7 @@ def test_matrix(spark, warehouse, tmp_path, monkeypatch, shape, engine):
     key, options = SHAPES[shape]
     spec = {"columns": COLUMNS, "primary_keys": key, "partition_keys": ["dt"],
             "options": {**options, "merge-engine": engine, **ENGINES[engine]}}
-    jobs = Jobs(spark, warehouse, "db.t", spec)
+    jobs = pipeline_on(spark, warehouse, "db.t", spec)
     done, snapshot = [], None
     for i, rows in enumerate((B1, B2, B3)):
         batch = frame(rows, engine)
@@ -91,7 +91,7 @@ def test_matrix(spark, warehouse, tmp_path, monkeypatch, shape, engine):
 def test_deletes_refused_up_front_where_paimon_refuses_them(spark, warehouse, tmp_path, engine):
     spec = {"columns": COLUMNS, "primary_keys": ["id", "dt"], "partition_keys": ["dt"],
             "options": {"bucket": "2", "merge-engine": engine}}
-    jobs = Jobs(spark, warehouse, "db.t", spec)
+    jobs = pipeline_on(spark, warehouse, "db.t", spec)
     path = tmp_path / "d.parquet"
     pd.DataFrame(B2, columns=["id", "dt", "v", "w", "op"]).to_parquet(path, index=False)
     with pytest.raises(ValidationError, match=f"value '{engine}': merge-engine {engine} cannot take -U/-D rows"):
@@ -100,7 +100,7 @@ def test_deletes_refused_up_front_where_paimon_refuses_them(spark, warehouse, tm
 
 def test_unknown_operation_is_named(spark, warehouse, tmp_path):
     # (bucket -1: a fixed bucket on a key without the partition field is a shape Paimon itself refuses)
-    jobs = Jobs(spark, warehouse, "db.t", {"columns": COLUMNS, "primary_keys": ["id"], "partition_keys": ["dt"],
+    jobs = pipeline_on(spark, warehouse, "db.t", {"columns": COLUMNS, "primary_keys": ["id"], "partition_keys": ["dt"],
                                            "options": {"bucket": "-1"}})
     path = tmp_path / "o.parquet"
     pd.DataFrame([(1, "a", 1.0, "x", "upsert")], columns=["id", "dt", "v", "w", "op"]).to_parquet(path, index=False)
@@ -111,7 +111,7 @@ def test_unknown_operation_is_named(spark, warehouse, tmp_path):
 @pytest.mark.parametrize("options", [{"bucket": "-1"}, {"bucket": "2", "bucket-key": "id"}])
 def test_append_only_tables_append(spark, warehouse, tmp_path, options):
     spec = {"columns": COLUMNS, "primary_keys": [], "partition_keys": ["dt"], "options": options}
-    jobs = Jobs(spark, warehouse, "db.log", spec)
+    jobs = pipeline_on(spark, warehouse, "db.log", spec)
     batches = [pd.DataFrame(B1, columns=["id", "dt", "v", "w", "op"]).drop(columns="op"),
                pd.DataFrame(B1[:2], columns=["id", "dt", "v", "w", "op"]).drop(columns="op")]
     for i, batch in enumerate(batches):
@@ -131,12 +131,12 @@ def test_append_only_tables_append(spark, warehouse, tmp_path, options):
 def test_first_row_ignore_delete_fallback_key_drops_deletes(spark, warehouse, tmp_path, monkeypatch, shape):
     """``first-row.ignore-delete`` is a fallback key of Paimon's ``ignore-delete``: the -D rows pass the source
     check and are dropped, as Paimon's writer drops them and as this compaction does."""
-    from compaction_tables import compact
+    from local_runner import compact
 
     key, options = SHAPES[shape]
     spec = {"columns": COLUMNS, "primary_keys": key, "partition_keys": ["dt"],
             "options": {**options, "merge-engine": "first-row", "first-row.ignore-delete": "true"}}
-    jobs = Jobs(spark, warehouse, "db.t", spec)
+    jobs = pipeline_on(spark, warehouse, "db.t", spec)
     for i, rows in enumerate((B1, B2, B3)):  # B2, B3 hold -D rows of known and unknown keys
         _, written, _ = jobs.upsert(pd.DataFrame(rows, columns=["id", "dt", "v", "w", "op"]), f"r{i}", tmp_path,
                                     row_kind_column="op")

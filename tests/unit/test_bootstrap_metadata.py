@@ -66,7 +66,7 @@ def test_compaction_not_due_or_done_is_decided_from_metadata(warehouse):
     """Compaction: nothing due → the job's "nothing" result without Spark; due → None (the job rewrites); this
     run's compaction committed by an earlier try → that snapshot, without Spark."""
     from airflow_paimon.engine.compact.run import decide_compaction
-    from compaction_tables import compact
+    from local_runner import compact
 
     opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
     get_or_create_table(opts, "db.t", CROSS)

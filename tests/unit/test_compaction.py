@@ -21,8 +21,8 @@ from airflow_paimon.engine.scan import file_path, latest_snapshot
 from airflow_paimon.engine.shapes import shape_of
 from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.table import get_table
-from compaction_tables import (assert_reads, batches, bucket_files, compact, cross_partition_table,
-                               pypaimon_written_table)
+from compaction_tables import assert_reads, batches, bucket_files, cross_partition_table, pypaimon_written_table
+from local_runner import compact
 from oracle import expected_upsert, read_table
 
 

@@ -17,7 +17,8 @@ from airflow_paimon.engine.scan import buckets_at, file_path, latest_snapshot
 from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.write.bucket_writer import write_bucket
-from compaction_tables import bucket_files, compact
+from compaction_tables import bucket_files
+from local_runner import compact
 from oracle import read_table
 from tests.unit.test_compaction import assert_one_run_at_max_level
 

@@ -174,7 +174,7 @@ def test_input_changelog_of_a_deletion_vector_table(warehouse, spec):
 def test_compaction_rewrites_buckets_without_their_deletion_vectors(warehouse, full):
     """Compaction reads each file without the rows its vector marks, writes the bucket as one run at the max
     level and drops the bucket's vectors; the table reads the same before and after, with every writer's view."""
-    from compaction_tables import compact
+    from local_runner import compact
 
     opts = {"warehouse": warehouse}
     spec = TableSpec.from_dict({**CROSS.to_dict(), "options": {**CROSS.to_dict()["options"], "num-levels": "5",
@@ -309,7 +309,7 @@ def test_scheduled_compaction_sees_deletion_vector_writes(warehouse):
     """A write's COMPACT half is not a compaction: the compact task (scope 'snapshot') finds the buckets the
     writes since the last real compaction touched, and compacts them once the universal strategy picks them."""
     from airflow_paimon.engine.compact.plan import writes_since_compaction
-    from compaction_tables import compact
+    from local_runner import compact
 
     opts = {"warehouse": warehouse}
     spec = TableSpec.from_dict({**CROSS.to_dict(), "options": {**CROSS.to_dict()["options"], "num-levels": "5",

@@ -16,9 +16,9 @@ from airflow_paimon.engine.jobs import progress_line
 from airflow_paimon.engine.specs import CommitSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.spark.submit import LOG4J2_CONFIG, SHORT_JOB_JAVA_OPTIONS, submit_conf
-from compaction_tables import COLUMNS, compact
+from compaction_tables import COLUMNS
 from file_age import age
-from local_runner import bootstrap, bootstrap_result, write_run
+from local_runner import bootstrap, bootstrap_result, compact, write_run
 
 def batch(ids, dts) -> pa.Table:
     spec = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id"]})

@@ -221,7 +221,7 @@ def test_a_write_after_alter_in_the_same_worker_keeps_the_new_column(opts, index
 def test_deletion_vectors_turn_on_only_without_level_0_files(warehouse):
     """Turning deletion vectors on would hide every level-0 file from readers: refused until a full compaction
     has lifted them, then allowed, and the next writes keep the table readable."""
-    from compaction_tables import compact
+    from local_runner import compact
 
     opts = {"warehouse": warehouse}
     spec = TableSpec.from_dict({**SCHEMA, "options": {"bucket": "-1"}})

@@ -15,7 +15,8 @@ from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.table import get_table
 from oracle import read_table
-from compaction_tables import batches, compact, cross_partition_table
+from compaction_tables import batches, cross_partition_table
+from local_runner import compact
 from file_age import age
 
 NOW_PLUS = lambda: int(time.time() * 1000) + 60_000  # noqa: E731  (everything past the one-hour floor counts as old)

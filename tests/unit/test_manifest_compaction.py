@@ -24,10 +24,10 @@ from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from compaction_tables import COLUMNS, compact
+from compaction_tables import COLUMNS
 from faults.harness import attempt
 from file_age import age
-from local_runner import bootstrap, stage_run, upsert
+from local_runner import bootstrap, compact, stage_run, upsert
 from oracle import expected_upsert, read_table
 
 CROSS = {"primary_keys": ["id"], "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "60"}}

@@ -12,8 +12,7 @@ from airflow_paimon.engine.codec.kinds import DELETE, INSERT
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import ExistingProcessor, MergeEngine, MergeRules
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from compaction_tables import compact
-from local_runner import bootstrap, upsert
+from local_runner import bootstrap, compact, upsert
 from oracle import read_table
 
 

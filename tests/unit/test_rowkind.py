@@ -16,9 +16,9 @@ def test_operation_column_to_row_kind_bytes():
     assert row_kinds(pa.array(["+I", "-U", "+U", "-D", "+I"])).tolist() == [0, 1, 2, 3, 0]
     assert row_kinds(pa.chunked_array([["+U"], ["-D"]]).cast(pa.large_string())).tolist() == [2, 3]
     with pytest.raises(ValueError, match=r"table db.t, column 'op', value 'U'"):
-        row_kinds(pa.array(["+I", "U"]), table="db.t", column="op")
+        row_kinds(pa.array(["+I", "U"]), identifier="db.t", column="op")
     with pytest.raises(ValueError, match="value None"):
-        row_kinds(pa.array(["+I", None]), table="db.t")
+        row_kinds(pa.array(["+I", None]), identifier="db.t")
 
 
 def _batch(n=3000, keys=400, with_seq=True, null_share=0.3):
@@ -71,7 +71,7 @@ def test_first_row_keeps_the_first_and_refuses_retractions():
     assert got.rows.to_pandas().equals(expected.reset_index(drop=True))
     with pytest.raises(ValueError, match="first-row cannot accept -U/-D"):
         resolve_duplicates(_arrow(df), np.full(len(df), DELETE, np.int8), ["k1", "k2"], FIRST_ROW,
-                           table="db.t")
+                           identifier="db.t")
 
 
 @pytest.mark.parametrize("seq", [None, "seq"])

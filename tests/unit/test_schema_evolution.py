@@ -15,9 +15,9 @@ from airflow_paimon.engine.schema_evolution import evolve, plan_for_source, sour
 from airflow_paimon.engine.specs import BootstrapSpec
 from airflow_paimon.engine.catalog import open_catalog
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from compaction_tables import compact, rust_read
+from compaction_tables import rust_read
 from java_paimon import assert_java_reads_as_pypaimon, missing
-from local_runner import LocalIndexTasks, bootstrap, bootstrap_result, upsert, write_run
+from local_runner import LocalIndexTasks, bootstrap, bootstrap_result, compact, upsert, write_run
 from oracle import assert_table_equals, expected_upsert, read_table
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]

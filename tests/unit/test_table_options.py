@@ -11,13 +11,12 @@ import pyarrow as pa
 import pytest
 from pypaimon import CatalogFactory, Schema
 
-from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.maintenance.expire import ExpireOptions
+from airflow_paimon.engine.specs import BootstrapResult
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from compaction_tables import compact
-from local_runner import bootstrap, upsert, write_run
+from local_runner import Bootstrapped, Pipeline, bootstrap, compact, upsert, write_run
 from oracle import assert_table_equals, expected_upsert
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"], ["s", "BIGINT"]]
@@ -163,8 +162,10 @@ def test_existing_table_with_option_is_refused_before_anything_is_staged(warehou
     with pytest.raises(ValidationError, match=f"table db.t, option '{option}'"):  # bootstrap-index
         bootstrap(opts, "db.t", warehouse + "/.index", 2)
     # the write job itself, as if a bootstrap had run before another engine set the option
-    ctx = WriteContext(opts, "db.t", latest.id if latest else None, warehouse + "/.index/db.t", 2)
-    ctx.staging_root = warehouse + "/.staging"
+    ctx = Bootstrapped(Pipeline(opts, "db.t", index_root=warehouse + "/.index", staging_root=warehouse + "/.staging"),
+                       BootstrapResult(table="db.t", shards=2, base_snapshot_id=latest.id if latest else None,
+                                       index_uri=warehouse + "/.index/db.t", keys=0, reused=False,
+                                       index_decision="rebuilt", reason="", data_files_read=0))
     with pytest.raises(ValidationError, match=f"table db.t, option '{option}'"):
         write_run(ctx, arrow(batch(2)), run_id="refused")
     with pytest.raises(ValidationError, match=f"table db.t, option '{option}'"):  # compaction

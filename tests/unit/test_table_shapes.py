@@ -37,13 +37,13 @@ def engine_write(table, batch: pa.Table, ops: list[str], identifier: int) -> int
     """One batch through the engine, committed as one snapshot; returns the snapshot id."""
     opts = table.table_schema.options
     snap = table.snapshot_manager().get_latest_snapshot()
-    kinds = row_kinds(pa.array(ops), table=table.identifier)
+    kinds = row_kinds(pa.array(ops), identifier=table.identifier)
     rules = MergeRules.of(opts)
     pk = list(table.primary_keys)
     if rules.aggregates:  # Paimon's own merge aggregates: r-th record of a key -> r-th file
         rounds = occurrence_rounds(batch, pk, list(rules.sequence_fields), rules.sequence_ascending)
     else:
-        resolved = resolve_duplicates(batch, kinds, pk, rules, table=table.identifier)
+        resolved = resolve_duplicates(batch, kinds, pk, rules, identifier=table.identifier)
         batch, kinds, rounds = resolved.rows, resolved.row_kinds, np.zeros(resolved.rows.num_rows, np.int64)
     dynamic = shape_of(table) is HASH_DYNAMIC
     buckets = HashBucketAssigner(table, snap).assign(batch) if dynamic else fixed_buckets(table, batch)

@@ -43,13 +43,13 @@ def _with_partition(rows: pa.Table, partition_fields: list[str], encoded: pa.Arr
     return rows
 
 
-def _resolve(batch: pa.Table, rules: MergeRules, table: str) -> tuple[pa.Table, pa.Table]:
+def _resolve(batch: pa.Table, rules: MergeRules, identifier: str) -> tuple[pa.Table, pa.Table]:
     """(one record per key — the one that decides where the key goes, all records to write)."""
     batch, kinds = rules.filter_row_kinds(batch, batch.column(ROW_KIND).to_numpy())
     if rules.aggregates:  # every record is written; Paimon's merge aggregates them
         last = pick_per_key(batch, [KEY], list(rules.sequence_fields), rules.sequence_ascending, last=True)
         return batch.take(pa.array(np.sort(last))), batch
-    resolved = resolve_duplicates(batch, kinds, [KEY], rules, table=table)
+    resolved = resolve_duplicates(batch, kinds, [KEY], rules, identifier=identifier)
     rows = resolved.rows.set_column(resolved.rows.schema.get_field_index(ROW_KIND), ROW_KIND,
                                     pa.array(resolved.row_kinds, pa.int8()))
     return rows, rows
@@ -57,7 +57,7 @@ def _resolve(batch: pa.Table, rules: MergeRules, table: str) -> tuple[pa.Table, 
 
 def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_types: list[pa.DataType],
                  index: ShardIndex, buckets: BucketAssigner, rules: MergeRules | None = None,
-                 table: str = "?") -> Assigned:
+                 identifier: str = "?") -> Assigned:
     """Assign every row of ``batch`` (one shard's rows, carrying _key, _order and _row_kind) to a place, under the
     table's merge ``rules`` (default: deduplicate's).
 
@@ -66,7 +66,7 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
     rules = rules or MergeRules()
     rows_in = batch.num_rows
     batch = batch.take(pc.sort_indices(batch.column(ORDER)))  # input order: merge order and new buckets
-    deciding, records = _resolve(batch, rules, table)
+    deciding, records = _resolve(batch, rules, identifier)
     keys = deciding.column(KEY).combine_chunks()
     new_part = encode_partitions(deciding, partition_fields)
     found = index.lookup(keys)

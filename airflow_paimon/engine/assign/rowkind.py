@@ -25,13 +25,13 @@ _KIND_BYTES = np.array(list(ROW_KINDS.values()), dtype=np.int8)
 _ORDER = "__input_order"
 
 
-def row_kinds(op: pa.Array | pa.ChunkedArray, *, table: str = "?", column: str = "op") -> np.ndarray:
+def row_kinds(op: pa.Array | pa.ChunkedArray, *, identifier: str = "?", column: str = "op") -> np.ndarray:
     """RowKind byte per row of an operation column; an unknown or null value fails naming table, column, value."""
     op = op.cast(pa.string())
     codes = pc.index_in(op, value_set=pa.array(list(ROW_KINDS)))
     if codes.null_count:
         bad = pc.filter(op, pc.is_null(codes)).to_pylist()[0]
-        raise ValueError(f"table {table}, column {column!r}, value {bad!r}: operation must be one of "
+        raise ValueError(f"table {identifier}, column {column!r}, value {bad!r}: operation must be one of "
                          f"{list(ROW_KINDS)}")
     return _KIND_BYTES[np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)]
 
@@ -86,7 +86,7 @@ class Resolved:
 
 
 def resolve_duplicates(rows: pa.Table, kinds: np.ndarray, key_fields: list[str], rules: MergeRules | None = None,
-                       *, table: str = "?") -> Resolved:
+                       *, identifier: str = "?") -> Resolved:
     """One record per key, as Paimon's merge function would leave it after merging this batch (default rules:
     a deduplicate table's)."""
     rules = rules or MergeRules()
@@ -96,9 +96,9 @@ def resolve_duplicates(rows: pa.Table, kinds: np.ndarray, key_fields: list[str],
     if rules.aggregates:
         raise NotImplementedError("aggregation merges with the table's aggregate functions: write each key's "
                                   "r-th record in the r-th file (occurrence_rounds) and let Paimon merge them")
-    rules.check_retractions(kinds, table)
+    rules.check_retractions(kinds, identifier)
     if rules.engine is MergeEngine.PARTIAL_UPDATE:
-        return _partial_update(rows, kinds, key_fields, seq, asc, rules, table, n_in)
+        return _partial_update(rows, kinds, key_fields, seq, asc, rules, identifier, n_in)
     pick = np.sort(pick_per_key(rows, key_fields, seq, asc, last=rules.engine is MergeEngine.DEDUPLICATE))
     return Resolved(rows.take(pa.array(pick)), kinds[pick], n_in - len(pick))
 
@@ -111,9 +111,9 @@ def pick_per_key(rows, key_fields, seq=(), asc: bool = True, *, last: bool) -> n
     return order[ends if last else starts]
 
 
-def _partial_update(rows, kinds, key_fields, seq, asc, rules: MergeRules, table, n_in) -> Resolved:
+def _partial_update(rows, kinds, key_fields, seq, asc, rules: MergeRules, identifier, n_in) -> Resolved:
     if rules.sequence_groups:
-        raise ValueError(f"table {table}: partial-update with sequence-group is not supported")
+        raise ValueError(f"table {identifier}: partial-update with sequence-group is not supported")
     order = merge_order(rows, key_fields, seq, asc)
     starts = key_group_starts(rows, key_fields, order)
     merged, out_kinds = merge_partial_update(rows, kinds, order, starts, remove_on_delete=rules.remove_record_on_delete)

@@ -24,7 +24,7 @@ def assign_task(ctx: WriteContext, shard: int, rows: pa.Table) -> tuple[pa.Table
             buckets = BucketAssigner(shard, ctx.shards, ctx.target_row_num, meta.bucket_counts)
             result = assign_shard(ctx.conform(rows), partition_fields=ctx.partition_keys,
                                   partition_types=ctx.partition_types, index=index, buckets=buckets,
-                                  rules=ctx.merge_rules, table=ctx.identifier)
+                                  rules=ctx.merge_rules, identifier=ctx.identifier)
             local, file_type, entries = export_changes(index, meta, tmp)
             counters = {"rows_in": result.rows_in, "moved_keys": result.moved_keys, "dropped": result.dropped,
                         "removed_keys": result.removed_keys, "new_keys": result.new_keys}

@@ -91,16 +91,16 @@ def _already_done(table, spec: CommitSpec) -> CommitResult:
                         already_committed=True, **_described(table, snap))
 
 
-def publish_index(table_uri: str, staged, staging_uri: str, snapshot_id: int) -> None:
+def publish_index(index_uri: str, staged, staging_uri: str, snapshot_id: int) -> None:
     """Publish the run's index changes as the index of the snapshot it committed (once)."""
-    if read_manifest(table_uri, snapshot_id) is not None:
+    if read_manifest(index_uri, snapshot_id) is not None:
         return
-    base = read_manifest(table_uri, staged.base_snapshot_id)
+    base = read_manifest(index_uri, staged.base_snapshot_id)
     if base is None:
         log.warning("index of base snapshot %s is gone; the next bootstrap rebuilds", staged.base_snapshot_id)
         return
-    publish_committed(table_uri, base, staged_shards(staging_uri), snapshot_id, staged.commit_user)
-    clean_up(table_uri)
+    publish_committed(index_uri, base, staged_shards(staging_uri), snapshot_id, staged.commit_user)
+    clean_up(index_uri)
 
 
 def _drop_abandoned_staging(table_staging: str, retention_seconds: float) -> None:

@@ -51,7 +51,7 @@ def field_function(name: str, options: dict, primary_keys, sequence_fields) -> s
 
 
 def aggregate(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, options: dict, primary_keys,
-              sequence_fields, table: str) -> pa.Table:
+              sequence_fields, identifier: str) -> pa.Table:
     """One row per key (each key's records contiguous, in merge order, starting at ``starts``)."""
     n, groups = values.num_rows, len(starts)
     retract = is_retract(kinds)
@@ -59,7 +59,7 @@ def aggregate(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, options: 
     columns = {}
     for name in values.column_names:
         fn = field_function(name, options, primary_keys, sequence_fields)
-        check_function(table, f"fields.{name}.aggregate-function", fn)
+        check_function(identifier, f"fields.{name}.aggregate-function", fn)
         ignore_retract = str(options.get(f"fields.{name}.ignore-retract", "false")).lower() == "true"
         acting = ~retract if ignore_retract else np.ones(n, dtype=bool)
         retracts = retract & acting
@@ -67,18 +67,18 @@ def aggregate(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, options: 
             why = ("compaction does not implement its retraction" if fn == "product"
                    else "which Paimon cannot retract")
             raise PaimonJobError(
-                f"table {table}: field {name!r} aggregates with {fn!r}, {why}: {int(retracts.sum())} -U/-D "
+                f"table {identifier}: field {name!r} aggregates with {fn!r}, {why}: {int(retracts.sum())} -U/-D "
                 f"records are being merged; set 'fields.{name}.ignore-retract' = 'true' to ignore them")
         col = values.column(name).combine_chunks()
-        columns[name] = _FUNCTIONS[fn](_Field(table, name, col, acting, retracts, group, starts, groups))
+        columns[name] = _FUNCTIONS[fn](_Field(identifier, name, col, acting, retracts, group, starts, groups))
     return pa.table(columns, schema=values.schema)
 
 
 class _Field:
     """One field's records: ``acting`` those the aggregator sees, ``retracts`` the acting -U/-D ones."""
 
-    def __init__(self, table, name, col, acting, retracts, group, starts, groups):
-        self.table, self.name, self.col = table, name, col
+    def __init__(self, identifier, name, col, acting, retracts, group, starts, groups):
+        self.identifier, self.name, self.col = identifier, name, col
         self.acting, self.retracts, self.group, self.starts, self.groups = acting, retracts, group, starts, groups
         self.valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
 
@@ -101,7 +101,7 @@ class _Field:
         return np.add.reduceat(use.astype(np.int64), self.starts) > 0
 
     def fail(self, fn: str, why: str):
-        raise PaimonJobError(f"table {self.table}: field {self.name!r} ({self.col.type}) with aggregate function "
+        raise PaimonJobError(f"table {self.identifier}: field {self.name!r} ({self.col.type}) with aggregate function "
                              f"{fn!r}: {why}")
 
 

@@ -21,12 +21,12 @@ from airflow_paimon.engine.data_files import is_last_of_key
 
 
 def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_delete: bool,
-                     table: str = "?", rules: MergeRules | None = None) -> pa.Table:
+                     identifier: str = "?", rules: MergeRules | None = None) -> pa.Table:
     """One row per key, sorted by key, as the table's merge engine merges the versions of a key: the newest
     (deduplicate), the oldest live (first-row), each column's last non-null value (partial-update) or each
     field's aggregate (aggregation). A key with a single version passes unchanged (Paimon's reducer).
     ``rules``: the table's MergeRules (read from ``options`` when not given)."""
-    rules = rules or MergeRules.of(options, table)
+    rules = rules or MergeRules.of(options, identifier)
     if rules.engine is MergeEngine.FIRST_ROW:
         kv = kv.filter(pc.invert(retracts(kv.column(VALUE_KIND))))
     if kv.num_rows == 0:
@@ -41,13 +41,13 @@ def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_d
     elif rules.engine is MergeEngine.FIRST_ROW:
         kv = kv.filter(_first_of_key(kv, key_columns))
     else:
-        kv = _merge_versions(kv, key_columns, options, rules, table)
+        kv = _merge_versions(kv, key_columns, options, rules, identifier)
     if drop_delete:
         kv = kv.filter(pc.invert(retracts(kv.column(VALUE_KIND))))
     return kv
 
 
-def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: MergeRules, table: str
+def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: MergeRules, identifier: str
                     ) -> pa.Table:
     """partial-update / aggregation over ``kv`` sorted in merge order: keys with several versions merge into
     one row carrying the key's highest sequence number; a key with one version is kept as it is."""
@@ -66,10 +66,10 @@ def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: 
     value_names = [n for n in kv.column_names if n not in key_columns and n not in (SEQUENCE_NUMBER, VALUE_KIND)]
     values = sub.select(value_names)
     if rules.engine is MergeEngine.PARTIAL_UPDATE:
-        merged, out_kinds = _partial_update(values, kinds, sub_starts, rules, table)
+        merged, out_kinds = _partial_update(values, kinds, sub_starts, rules, identifier)
     else:
         primary_keys = [value_column(k) for k in key_columns]
-        merged = aggregate(values, kinds, sub_starts, options, primary_keys, list(rules.sequence_fields), table)
+        merged = aggregate(values, kinds, sub_starts, options, primary_keys, list(rules.sequence_fields), identifier)
         out_kinds = np.full(len(sub_starts), INSERT, dtype=np.int8)  # Paimon's aggregate is always an INSERT
     top = np.maximum.reduceat(np.asarray(sub.column(SEQUENCE_NUMBER).to_numpy(), dtype=np.int64), sub_starts)
     columns = {k: sub.column(k).take(pa.array(sub_ends)) for k in key_columns}
@@ -81,11 +81,11 @@ def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: 
     return both.take(pa.array(np.argsort(key_index, kind="stable")))
 
 
-def _partial_update(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, rules: MergeRules, table: str):
+def _partial_update(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, rules: MergeRules, identifier: str):
     retract = is_retract(kinds)
     if retract.any() and rules.refuses_retractions:
         raise PaimonJobError(
-            f"table {table}: merge-engine partial-update cannot merge the {int(retract.sum())} -U/-D records "
+            f"table {identifier}: merge-engine partial-update cannot merge the {int(retract.sum())} -U/-D records "
             "found with other versions of their keys; set 'partial-update.remove-record-on-delete' = 'true' "
             "(a -D removes the row) or 'ignore-delete' = 'true' (retractions are ignored), as Paimon requires")
     return merge_partial_update(values, kinds, np.arange(values.num_rows), starts,

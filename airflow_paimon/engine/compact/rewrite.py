@@ -119,7 +119,7 @@ class BucketRewriter:
     def _merge_and_write(self, files: list) -> None:
         stored = [self._read(f) for f in files]
         merged = merge_key_values(pa.concat_tables(stored), self.key_columns, self.options, self.work.drop_delete,
-                                  table=self.table.identifier.get_full_name(), rules=self.rules)
+                                  identifier=self.table.identifier.get_full_name(), rules=self.rules)
         if self.changelog:
             self._images.append(self._section_changelog(files, stored, merged))
         self.compact_before.extend(files)

@@ -3,6 +3,7 @@ rewritten (by whoever ``execute`` is: Spark tasks, or a loop in tests), commit o
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Callable
 
 from airflow_paimon.engine.commit.committer import find_commit
@@ -81,13 +82,21 @@ def _validate(table, scope: str, partition_filter: dict | None) -> None:
     check_table(table, compaction=True)  # its own options, maybe set by another engine
 
 
-def decide_compaction(spec: CompactSpec) -> CompactResult | None:
-    """The compact job's result when table metadata decides it (nothing due, or this run's compaction committed
-    by an earlier try), without rewriting anything; None when buckets must be rewritten (the job's work)."""
+def compact(spec: CompactSpec, execute: Callable[[object, list[BucketCompaction]], list[bytes]] | None
+            ) -> CompactResult | None:
+    """The compact job on ``spec``: ``execute(table, work)`` rewrites the planned buckets (Spark tasks, or a loop
+    in tests); None: decide from table metadata only (None when buckets must be rewritten)."""
     from airflow_paimon.engine.table import get_table
 
     table = get_table(spec.catalog_options, spec.table)
     result = run_compaction(table, compaction_identity(spec.dag_id, spec.run_id, spec.table), spec.snapshot_id,
-                            full=spec.full, scope=spec.scope, partition_filter=spec.partition_filter, execute=None)
-    return None if result is None else CompactResult.from_dict({**result, "table": spec.table,
-                                                                 "decided_by": "metadata"})
+                            full=spec.full, scope=spec.scope, partition_filter=spec.partition_filter,
+                            execute=None if execute is None else lambda work: execute(table, work))
+    return None if result is None else CompactResult.from_dict({**result, "table": spec.table})
+
+
+def decide_compaction(spec: CompactSpec) -> CompactResult | None:
+    """The compact job's result when table metadata decides it (nothing due, or this run's compaction committed
+    by an earlier try), without rewriting anything; None when buckets must be rewritten (the job's work)."""
+    result = compact(spec, execute=None)
+    return None if result is None else replace(result, decided_by="metadata")

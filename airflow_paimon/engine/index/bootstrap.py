@@ -52,12 +52,12 @@ class BootstrapPlan:
     reason: str = ""
 
 
-def plan_bootstrap(table, table_uri: str, shards: int) -> BootstrapPlan:
-    """Decide how to get an index of the latest snapshot, from what is published under ``table_uri``."""
+def plan_bootstrap(table, index_uri: str, shards: int) -> BootstrapPlan:
+    """Decide how to get an index of the latest snapshot, from what is published under ``index_uri``."""
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot()
     lid = latest.id if latest else None
-    base = newest_published(table_uri, lid)
+    base = newest_published(index_uri, lid)
 
     def rebuild(reason: str) -> BootstrapPlan:
         return BootstrapPlan(REBUILD, lid, reason=reason)
@@ -67,7 +67,7 @@ def plan_bootstrap(table, table_uri: str, shards: int) -> BootstrapPlan:
     keys = key_signature(table.table_schema)
     if not compatible(base, shards) or (base.key_signature or _keys_of(table, base.schema_id)) != keys:
         return rebuild(f"published index of snapshot {base.snapshot_id} has other keys, shard count or hash")
-    problem = verify(table_uri, base)
+    problem = verify(index_uri, base)
     if problem:
         log.warning("index of %s at snapshot %s unusable, rebuilding: %s", table.identifier.get_full_name(),
                     base.snapshot_id, problem)
@@ -167,14 +167,14 @@ def _place_values(n: int, partition: tuple, bucket: int, partition_types: list[p
     return pa.repeat(pa.scalar(_place_value(partition, bucket, partition_types), pa.binary()), n)
 
 
-def rebuild_part(part: int, *, groups: list[list], table_uri: str, snapshot_id, shards: int,
+def rebuild_part(part: int, *, groups: list[list], index_uri: str, snapshot_id, shards: int,
                  primary_keys: list[str], partition_types: list) -> list[ShardMeta]:
     """One rebuild task: the buckets of group ``part`` into one published file per shard they touch."""
     metas = []
     with tempfile.TemporaryDirectory(prefix="paimon-bootstrap-") as tmp:
         for p in base_parts(groups[part], primary_keys=primary_keys, partition_types=partition_types,
                             shards=shards, local_dir=tmp, part=part):
-            file = publish_file(table_uri, snapshot_id, p.shard, f"base-{part}", p.path, p.keys)
+            file = publish_file(index_uri, snapshot_id, p.shard, f"base-{part}", p.path, p.keys)
             crash_point("bootstrap.shard_file_published")
             metas.append(ShardMeta(p.shard, [file], p.keys, p.bucket_counts))
     return metas
@@ -228,15 +228,15 @@ def catch_up_file(i: int, *, files: list, shards: int, primary_keys: list[str], 
                                partition_types=partition_types, shards=shards)
 
 
-def catch_up_shard(shard: int, rows: pa.Table, *, base: IndexManifest, table_uri: str, target: int,
+def catch_up_shard(shard: int, rows: pa.Table, *, base: IndexManifest, index_uri: str, target: int,
                    options: IndexOptions) -> ShardMeta:
     """Apply one shard's change rows to its base and publish the result for snapshot ``target``."""
     meta = base.shard(shard)
     with tempfile.TemporaryDirectory(prefix="paimon-catchup-") as tmp:
-        with load_shard(table_uri, meta, tmp, options) as index:
+        with load_shard(index_uri, meta, tmp, options) as index:
             counts = BucketAssigner(shard, base.shards, 1, meta.bucket_counts)
             key_change = apply_changes(index, rows, counts)
             local, file_type, entries = export_changes(index, meta, tmp)
-        new_file = publish_file(table_uri, target, shard, file_type, local, entries) if local else None
+        new_file = publish_file(index_uri, target, shard, file_type, local, entries) if local else None
     crash_point("bootstrap.shard_file_published")
     return advance(meta, new_file, file_type, meta.keys + key_change, counts.to_dict())

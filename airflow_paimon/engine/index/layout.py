@@ -103,30 +103,30 @@ def manifest_from_json(text: str) -> IndexManifest:
     return IndexManifest(**doc)
 
 
-def write_manifest(table_uri: str, manifest: IndexManifest) -> None:
-    uri = storage.join(table_uri, snapshot_dir(manifest.snapshot_id), MANIFEST)
+def write_manifest(index_uri: str, manifest: IndexManifest) -> None:
+    uri = storage.join(index_uri, snapshot_dir(manifest.snapshot_id), MANIFEST)
     storage.write_bytes_atomic(uri, manifest_to_json(manifest).encode())
 
 
-def publish_manifest(table_uri: str, manifest: IndexManifest) -> IndexManifest:
+def publish_manifest(index_uri: str, manifest: IndexManifest) -> IndexManifest:
     """Publish ``manifest`` as the index of its snapshot unless an intact, compatible one is in place already;
     returns the index in place. Two publishers of one snapshot (a run's commit, another run's bootstrap catching
     up on it) race: the first manifest stays, so the files it names are the ones every clean-up keeps — the loser
     never replaces it with one naming files a clean-up may have judged unreferenced. A corrupt or incompatible
     manifest (other shard count, schema or hash scheme) is replaced."""
-    uri = storage.join(table_uri, snapshot_dir(manifest.snapshot_id), MANIFEST)
+    uri = storage.join(index_uri, snapshot_dir(manifest.snapshot_id), MANIFEST)
     if storage.write_bytes_if_absent(uri, manifest_to_json(manifest).encode()):
         return manifest
-    existing = read_manifest(table_uri, manifest.snapshot_id)
+    existing = read_manifest(index_uri, manifest.snapshot_id)
     if (compatible(existing, manifest.shards) and _same_keys(existing, manifest)
-            and verify(table_uri, existing) is None):
+            and verify(index_uri, existing) is None):
         return existing
-    write_manifest(table_uri, manifest)
+    write_manifest(index_uri, manifest)
     return manifest
 
 
-def read_manifest(table_uri: str, snapshot_id: int | None) -> IndexManifest | None:
-    uri = storage.join(table_uri, snapshot_dir(snapshot_id), MANIFEST)
+def read_manifest(index_uri: str, snapshot_id: int | None) -> IndexManifest | None:
+    uri = storage.join(index_uri, snapshot_dir(snapshot_id), MANIFEST)
     if not storage.exists(uri):
         return None
     try:
@@ -136,20 +136,20 @@ def read_manifest(table_uri: str, snapshot_id: int | None) -> IndexManifest | No
         return None
 
 
-def published_snapshots(table_uri: str) -> list[int]:
+def published_snapshots(index_uri: str) -> list[int]:
     """Snapshot ids with a published index, ascending."""
     ids = []
-    for name in storage.list_dir(table_uri):
+    for name in storage.list_dir(index_uri):
         m = _SNAPSHOT_DIR.match(name)
-        if m and storage.exists(storage.join(table_uri, name, MANIFEST)):
+        if m and storage.exists(storage.join(index_uri, name, MANIFEST)):
             ids.append(int(m.group(1)))
     return sorted(ids)
 
 
-def newest_published(table_uri: str, at_most: int | None) -> IndexManifest | None:
+def newest_published(index_uri: str, at_most: int | None) -> IndexManifest | None:
     """The published index of the newest snapshot not after ``at_most``."""
-    candidates = [s for s in published_snapshots(table_uri) if s <= (at_most or 0)]
-    return read_manifest(table_uri, candidates[-1]) if candidates else None
+    candidates = [s for s in published_snapshots(index_uri) if s <= (at_most or 0)]
+    return read_manifest(index_uri, candidates[-1]) if candidates else None
 
 
 def compatible(manifest: IndexManifest | None, shards: int) -> bool:
@@ -172,20 +172,20 @@ def _same_keys(a: IndexManifest, b: IndexManifest) -> bool:
     return a.schema_id == b.schema_id
 
 
-def describe_file(table_uri: str, relative: str, entries: int) -> IndexFile:
-    uri = storage.join(table_uri, relative)
+def describe_file(index_uri: str, relative: str, entries: int) -> IndexFile:
+    uri = storage.join(index_uri, relative)
     info = storage.file_info(uri)
     return IndexFile(relative, info.size, storage.sha256(uri), entries, info.mtime_ns)
 
 
-def verify(table_uri: str, manifest: IndexManifest) -> str | None:
+def verify(index_uri: str, manifest: IndexManifest) -> str | None:
     """None if every file of the index is there with its size and checksum; else what is wrong.
 
     A file whose size and modification time are still those recorded when it was published has not been
     written since: its checksum is not read again. Hashing every file on every bootstrap cost O(index) — at
     20M keys 209 MB and 0.3 s per warm bootstrap, and on an object store a download of the whole index."""
     for f in manifest.files():
-        uri = storage.join(table_uri, f.path)
+        uri = storage.join(index_uri, f.path)
         info = storage.file_info(uri)
         if info.type != pafs.FileType.File:
             return f"index file {f.path} is missing"

@@ -58,8 +58,8 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
     shape = shape_of(table)
     if not shape.needs_index:
         return _no_index_needed(table, shape, shards, "metadata" if tasks is None else "spark")
-    table_uri = layout.index_dir(spec.index_root, identifier)
-    plan = plan_bootstrap(table, table_uri, shards)
+    index_uri = layout.index_dir(spec.index_root, identifier)
+    plan = plan_bootstrap(table, index_uri, shards)
     log.debug("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.decision, plan.reason)
 
     latest = table.snapshot_manager().get_latest_snapshot()
@@ -72,17 +72,17 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
     if plan.decision == REUSE:
         manifest = plan.base
         if manifest.snapshot_id != plan.snapshot_id:  # only COMPACT snapshots since: same keys, newer snapshot
-            manifest = publish_manifest(table_uri, replace(manifest, snapshot_id=plan.snapshot_id, origin=REUSE,
+            manifest = publish_manifest(index_uri, replace(manifest, snapshot_id=plan.snapshot_id, origin=REUSE,
                                                            **_schema_of(table)))
     elif plan.decision == CATCH_UP:
         files_read = len(plan.added_files)
-        manifest = _catch_up(table, plan, table_uri, tasks)
+        manifest = _catch_up(table, plan, index_uri, tasks)
     else:
         files_read = sum(len(b.paths) for b in bucket_files)
-        manifest = _rebuild(table, plan.snapshot_id, bucket_files, shards, table_uri, tasks)
+        manifest = _rebuild(table, plan.snapshot_id, bucket_files, shards, index_uri, tasks)
     crash_point("bootstrap.after_manifest")
-    clean_up(table_uri)
-    return BootstrapResult(table=identifier, shards=shards, base_snapshot_id=plan.snapshot_id, index_uri=table_uri,
+    clean_up(index_uri)
+    return BootstrapResult(table=identifier, shards=shards, base_snapshot_id=plan.snapshot_id, index_uri=index_uri,
                            keys=manifest.keys, reused=plan.decision == REUSE, index_decision=plan.decision,
                            reason=plan.reason, data_files_read=files_read,
                            decided_by="metadata" if tasks is None else "spark")
@@ -114,7 +114,7 @@ def _key_facts(table) -> dict:
 
 # --- rebuild -------------------------------------------------------------------------------------------------
 
-def _rebuild(table, snapshot_id, bucket_files, shards: int, table_uri: str, tasks: IndexTasks) -> IndexManifest:
+def _rebuild(table, snapshot_id, bucket_files, shards: int, index_uri: str, tasks: IndexTasks) -> IndexManifest:
     """One stage, no shuffle: each task reads a balanced share of the buckets and writes its part of every
     shard (a key lives in one bucket, so the parts never overlap)."""
     total_rows = sum(b.row_count for b in bucket_files)
@@ -123,12 +123,12 @@ def _rebuild(table, snapshot_id, bucket_files, shards: int, table_uri: str, task
     marked = deleted_rows_at(table, table.snapshot_manager().get_snapshot_by_id(snapshot_id) if snapshot_id else None)
     groups = balance([(list(b.paths), b.partition, b.bucket, {p: marked[p] for p in b.paths if p in marked})
                       for b in bucket_files], [b.row_count for b in bucket_files], n)
-    build = functools.partial(rebuild_part, groups=groups, table_uri=table_uri, snapshot_id=snapshot_id,
+    build = functools.partial(rebuild_part, groups=groups, index_uri=index_uri, snapshot_id=snapshot_id,
                               shards=shards, **_key_facts(table))
     parts = sorted(tasks.rebuild(build, len(groups)), key=lambda m: [f.path for f in m.files]) if groups else []
     crash_point("bootstrap.before_manifest")
     name = table.identifier.get_full_name()
-    manifest = publish_manifest(table_uri, IndexManifest(name, snapshot_id, table.table_schema.id, shards,
+    manifest = publish_manifest(index_uri, IndexManifest(name, snapshot_id, table.table_schema.id, shards,
                                                          KEY_HASH_SCHEME, merge_shard_parts(shards, parts),
                                                          origin=REBUILD,
                                                          key_signature=key_signature(table.table_schema)))
@@ -149,19 +149,19 @@ def balance(items: list, weights: list[int], n: int) -> list[list]:
 
 # --- catch up ------------------------------------------------------------------------------------------------
 
-def _catch_up(table, plan, table_uri: str, tasks: IndexTasks) -> IndexManifest:
+def _catch_up(table, plan, index_uri: str, tasks: IndexTasks) -> IndexManifest:
     """The files appended since the base index, read in parallel; each shard's changes applied by one task."""
     base, target = plan.base, plan.snapshot_id
     files = [(file_path(table, e), tuple(e.partition.values), e.bucket, sid) for sid, e in plan.added_files]
     read = functools.partial(catch_up_file, files=files, shards=base.shards, **_key_facts(table))
-    apply = functools.partial(catch_up_shard, base=base, table_uri=table_uri, target=target,
+    apply = functools.partial(catch_up_shard, base=base, index_uri=index_uri, target=target,
                               options=IndexOptions.from_table_options(dict(table.table_schema.options),
                                                                      table.identifier.get_full_name()))
     metas = {m.shard: m for m in tasks.catch_up(read, len(files), apply, base.shards)}
     manifest = replace(base, snapshot_id=target, origin=CATCH_UP,
                        shard_meta=[metas.get(m.shard, m) for m in base.shard_meta], **_schema_of(table))
     crash_point("bootstrap.before_manifest")
-    return publish_manifest(table_uri, manifest)
+    return publish_manifest(index_uri, manifest)
 
 
 def shards_in(rows: pa.Table) -> list[tuple[int, pa.Table]]:

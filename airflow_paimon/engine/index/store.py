@@ -21,13 +21,13 @@ log = logging.getLogger(__name__)
 DELTA, FULL = "delta", "full"
 
 
-def load_shard(table_uri: str, meta: ShardMeta, workdir: str, options: IndexOptions) -> ShardIndex:
+def load_shard(index_uri: str, meta: ShardMeta, workdir: str, options: IndexOptions) -> ShardIndex:
     """A local RocksDB holding the shard: its files downloaded and ingested in order."""
     index = ShardIndex(workdir, options)
     local = []
     for i, f in enumerate(meta.files):
         path = os.path.join(workdir, f"in-{meta.shard:05d}-{i}.sst")
-        _fetch(storage.join(table_uri, f.path), path)
+        _fetch(storage.join(index_uri, f.path), path)
         local.append(path)
     index.ingest(local, move=True)  # the downloaded copies are the task's own: no second copy
     return index
@@ -65,17 +65,17 @@ def shard_file_name(shard: int, file_type: str, writer: str | None = None) -> st
     return f"shard-{shard:05d}-{file_type}{'-' + writer if writer else ''}.sst"
 
 
-def publish_file(table_uri: str, snapshot_id: int | None, shard: int, file_type: str, source: str,
+def publish_file(index_uri: str, snapshot_id: int | None, shard: int, file_type: str, source: str,
                  entries: int, writer: str | None = None) -> IndexFile:
     """Copy a shard file (a local path or a staged URI) into the snapshot's directory; describe it. A
     ``writer`` in the name keeps the files of two publishers of one snapshot apart."""
     relative = f"{snapshot_dir(snapshot_id)}/{shard_file_name(shard, file_type, writer)}"
-    target = storage.join(table_uri, relative)
+    target = storage.join(index_uri, relative)
     if "://" in source or not os.path.exists(source):
         storage.write_bytes_atomic(target, storage.read_bytes(source))
     else:
         storage.upload(source, target)
-    return describe_file(table_uri, relative, entries)
+    return describe_file(index_uri, relative, entries)
 
 
 def advance(meta: ShardMeta, new_file: IndexFile | None, file_type: str, keys: int, bucket_counts: dict) -> ShardMeta:
@@ -106,7 +106,7 @@ def staged_shards(staging_uri: str) -> dict[int, dict]:
     return out
 
 
-def publish_committed(table_uri: str, base: IndexManifest, staged: dict[int, dict], snapshot_id: int,
+def publish_committed(index_uri: str, base: IndexManifest, staged: dict[int, dict], snapshot_id: int,
                       writer: str | None = None) -> IndexManifest:
     """The index of ``snapshot_id``: ``base`` advanced by the staged shard changes of the run that made it
     (``writer``, its commit user, names the files). If the snapshot's index got published meanwhile (a
@@ -118,38 +118,38 @@ def publish_committed(table_uri: str, base: IndexManifest, staged: dict[int, dic
             metas.append(meta)
             continue
         file_type = doc.get("file_type") or doc["kind"]  # "kind": staged by a version before the rename
-        new_file = (publish_file(table_uri, snapshot_id, meta.shard, file_type, doc["file"], doc["entries"], writer)
+        new_file = (publish_file(index_uri, snapshot_id, meta.shard, file_type, doc["file"], doc["entries"], writer)
                     if doc["file"] else None)
         metas.append(advance(meta, new_file, file_type, doc["keys"], doc["bucket_counts"]))
     manifest = replace(base, snapshot_id=snapshot_id, shard_meta=metas, origin="committed")
-    return publish_manifest(table_uri, manifest)
+    return publish_manifest(index_uri, manifest)
 
 
-def clean_up(table_uri: str, keep: int = 2) -> list[str]:
+def clean_up(index_uri: str, keep: int = 2) -> list[str]:
     """Delete index directories no longer needed: all but the newest ``keep`` manifests and the files they
     reference; never a directory of a newer snapshot (an index being published, its manifest not out yet).
-    Deletes only inside ``table_uri``. Returns what was deleted."""
-    published = published_snapshots(table_uri)
+    Deletes only inside ``index_uri``. Returns what was deleted."""
+    published = published_snapshots(index_uri)
     # a corrupt manifest reads as None: its directory is garbage unless a readable index uses its files
-    kept = [m for m in (read_manifest(table_uri, s) for s in published[-keep:]) if m is not None]
+    kept = [m for m in (read_manifest(index_uri, s) for s in published[-keep:]) if m is not None]
     kept_dirs = {snapshot_dir(m.snapshot_id) for m in kept}
     needed_dirs = kept_dirs | {f.path.split("/", 1)[0] for m in kept for f in m.files()}
     needed_files = {f.path for m in kept for f in m.files()}
     newest = published[-1] if published else -1
     deleted = []
-    for name in storage.list_dir(table_uri):
+    for name in storage.list_dir(index_uri):
         m = _SNAPSHOT_DIR.match(name)
         if not m or int(m.group(1)) > newest:
             continue
-        uri = storage.join(table_uri, name)
+        uri = storage.join(index_uri, name)
         if name not in needed_dirs:
-            storage.delete_dir_within(table_uri, uri)
+            storage.delete_dir_within(index_uri, uri)
             deleted.append(name)
             continue
         for f in storage.list_dir(uri):
             rel = f"{name}/{f}"
             # a directory kept only for files a newer index still uses loses its own (stale) manifest
             if (f.endswith(".sst") and rel not in needed_files) or (f == MANIFEST and name not in kept_dirs):
-                storage.delete_file_within(table_uri, storage.join(uri, f))
+                storage.delete_file_within(index_uri, storage.join(uri, f))
                 deleted.append(rel)
     return deleted

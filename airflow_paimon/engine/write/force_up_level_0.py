@@ -42,7 +42,7 @@ def force_up_level_0(message: CommitMessage, table, rules: MergeRules, files: li
     batch = key_value_layout(table, rows, pa.array(kinds), max_sequence_number)
 
     def merged(kv: pa.Table, drop_delete: bool) -> pa.Table:
-        return merge_key_values(kv, keys, options, drop_delete=drop_delete, table=name, rules=rules)
+        return merge_key_values(kv, keys, options, drop_delete=drop_delete, identifier=name, rules=rules)
 
     old = _versions(table, files, encode_keys(batch.select(keys), keys))
     before, after = merged(old, True), merged(pa.concat_tables([old, batch]), True)

@@ -40,7 +40,7 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
         rounds = occurrence_rounds(rows, pk, list(rules.sequence_fields), rules.sequence_ascending)
     else:
         if not ctx.shape.merged_upstream:
-            resolved = resolve_duplicates(rows, kinds, pk, rules, table=ctx.identifier)
+            resolved = resolve_duplicates(rows, kinds, pk, rules, identifier=ctx.identifier)
             rows, kinds = resolved.rows, resolved.row_kinds
         rounds = np.zeros(rows.num_rows, dtype=np.int64)
 
