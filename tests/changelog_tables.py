@@ -74,7 +74,7 @@ FULL = {"changelog-producer": "full-compaction"}
 
 def write_and_compact(warehouse: str, spec: TableSpec, batches, every: int = 1) -> list[int]:
     """Write each batch, fully compact every ``every`` batches; the COMPACT snapshot of each full compaction."""
-    from compaction_tables import compact
+    from local_runner import compact
 
     opts = {"warehouse": warehouse}
     get_or_create_table(opts, "db.t", spec)

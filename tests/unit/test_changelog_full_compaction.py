@@ -13,7 +13,7 @@ import pytest
 from airflow_paimon.engine.incremental import scan_mode_of
 from airflow_paimon.engine.table import get_or_create_table, get_table
 from changelog_tables import FULL, SPECS, changelog_of, replay, soak, with_options, write_and_compact
-from compaction_tables import compact
+from local_runner import compact
 from incremental_oracle import read_at
 from local_runner import bootstrap, upsert
 

@@ -16,7 +16,7 @@ from airflow_paimon.engine.incremental import scan_mode_of
 from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table import get_table
 from changelog_tables import KINDS, SPECS, changelog_of, replay, soak, with_options, write_all
-from compaction_tables import compact
+from local_runner import compact
 from incremental_oracle import read_at
 from local_runner import bootstrap, stage_run
 from oracle import assert_table_equals, expected_upsert, read_table
