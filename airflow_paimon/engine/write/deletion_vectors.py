@@ -75,13 +75,15 @@ def enabled(options: dict) -> bool:
     return str(options.get("deletion-vectors.enabled", "false")).strip().lower() == "true"
 
 
-def live_files_by_bucket(table, snapshot, partition_types) -> dict[tuple[str, int], list[LiveFile]]:
-    """(encoded partition, bucket) -> the bucket's live files at ``snapshot`` (computed once, on the driver)."""
+def live_files_by_bucket(table, snapshot, partition_types, entries: list | None = None
+                         ) -> dict[tuple[str, int], list[LiveFile]]:
+    """(encoded partition, bucket) -> the bucket's live files at ``snapshot`` (computed once, on the driver).
+    ``entries``: the snapshot's live_entries when the caller has them already."""
     from airflow_paimon.engine.codec.keys import encode_partition_values
     from airflow_paimon.engine.scan import file_path, live_entries
 
     out: dict[tuple[str, int], list[LiveFile]] = {}
-    for e in live_entries(table, snapshot):
+    for e in live_entries(table, snapshot) if entries is None else entries:
         key = (encode_partition_values(tuple(e.partition.values), partition_types), e.bucket)
         out.setdefault(key, []).append(LiveFile(file_path(table, e), e.file))
     return out
