@@ -287,8 +287,9 @@ def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, f
         run = _merge_into(table, files, merged_in, vectors, marks, fresh)
         message.compact_after = write_key_values(table, partition, bucket, run, level=level).new_files \
             if run.num_rows else []
-    elif as_written and live.all():  # the level-0 files hold exactly these rows: re-level them, as Paimon upgrades
-        message.compact_after = [dataclasses.replace(f, level=level) for f in message.new_files]
+    elif as_written and _holds_exactly(message.new_files, int(live.sum())):  # re-level them, as Paimon upgrades
+        message.compact_after = [dataclasses.replace(f, level=level) for f in message.new_files
+                                 if not f.delete_row_count]
     elif fresh.num_rows:
         message.compact_after = write_key_values(table, partition, bucket, fresh, level=level).new_files
     changed = bool(marks) or any(files[i].name in vectors for i in merged_in)
@@ -301,6 +302,13 @@ def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, f
         message.compact_index_deletes = [deleted_entry(e) for e in entries]
         message.compact_index_adds = [write_index_file(table, partition, bucket, vectors)] if vectors else []
     return message
+
+
+def _holds_exactly(level_0: list, live: int) -> bool:
+    """Whether the level-0 files without -U/-D rows hold the ``live`` rows that go up and nothing else: each file
+    holds only live rows or only retractions (engine/write/task.py writes them apart), and their counts agree."""
+    pure = all(not f.delete_row_count or f.delete_row_count == f.row_count for f in level_0)
+    return pure and sum(f.row_count for f in level_0 if not f.delete_row_count) == live
 
 
 def lookup_changelog(table, before: pa.Table, after: pa.Table) -> pa.Table:
