@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -79,17 +80,23 @@ def read_pypaimon(warehouse: str) -> tuple[float, pa.Table]:
     return best, rows
 
 
-def read_java(warehouse: str, expect_rows: int) -> float:
-    """Java Paimon's full read (every field of every row, nothing printed), best of 3, JVM start excluded."""
+def read_java(warehouse: str, expect_rows: int) -> dict:
+    """Java Paimon's full read (every field of every row, nothing printed), best of 3, JVM start excluded: the
+    fastest run's {"rows", "read_ms", "plan_ms" (catalog to reader), "cpu_ms" (the JVM's, steadier under load)}."""
     from java_paimon import java_count
 
-    best = float("inf")
+    best = None
     for _ in range(3):
         counted = java_count(warehouse, bench_upsert.TABLE)
         if counted["rows"] != expect_rows:
             raise AssertionError(f"Java read {counted['rows']} rows, expected {expect_rows}")
-        best = min(best, counted["read_ms"] / 1000)
+        best = counted if best is None or counted["read_ms"] < best["read_ms"] else best
     return best
+
+
+def load_average() -> float:
+    """The machine's 1-minute load average (2 cores: above 2 the variants wait for CPU)."""
+    return os.getloadavg()[0]
 
 
 def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | None = None,
@@ -98,16 +105,18 @@ def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | No
 
     work = Path(work or tempfile.mkdtemp(prefix="bench-dv-"))
     base, upserts, keys = batches(m, b, runs)
-    result = {"rows": m, "batch": b, "runs": runs, "compaction": compaction, "variants": {}}
+    result = {"rows": m, "batch": b, "runs": runs, "compaction": compaction, "variants": {},
+              "load_before": load_average()}
     reads = {}
     for name, options in VARIANTS.items():
         warehouse = str(work / name)
         table_spec = spec(options)
         get_or_create_table({"warehouse": warehouse}, bench_upsert.TABLE, table_spec)
         load_s = upsert_timed(warehouse, table_spec, base, "load")
-        times, compactions = [], []
+        times, compactions, loads = [], [], []
         for i, batch in enumerate(upserts):
             times.append(upsert_timed(warehouse, table_spec, batch, f"r{i}"))
+            loads.append(load_average())
             if compaction:  # as the paimon_upsert group does after each commit
                 compactions.append(compact_timed(warehouse, f"c{i}"))
         read_s, rows = read_pypaimon(warehouse)
@@ -119,7 +128,10 @@ def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | No
                                     "compact_s": compactions,
                                     "compact_median_s": statistics.median(compactions) if compactions else None,
                                     "read_pypaimon_s": read_s, "rows_read": rows.num_rows,
-                                    "read_java_s": read_java(warehouse, keys) if java else None}
+                                    "load_upserts": loads}
+        java_best = read_java(warehouse, keys) if java else None
+        result["variants"][name].update(read_java_s=java_best["read_ms"] / 1000 if java else None,
+                                        read_java_best=java_best, load_after=load_average())
     if not reads["plain"].equals(reads["deletion-vectors"]):
         raise AssertionError("the two tables read differently")
     plain, dv = result["variants"]["plain"], result["variants"]["deletion-vectors"]
@@ -146,6 +158,15 @@ def report(r: dict) -> str:
     lines += ["", f"- upsert, deletion vectors / plain: {ratios['upsert_dv_over_plain']:.2f}x",
               f"- full read, plain / deletion vectors: pypaimon {ratios['read_pypaimon_plain_over_dv']:.2f}x"
               + (f", Java {ratios['read_java_plain_over_dv']:.2f}x" if ratios["read_java_plain_over_dv"] else "")]
+    for name, v in r["variants"].items():
+        if v.get("read_java_best"):
+            j = v["read_java_best"]
+            lines.append(f"- Java's fastest read, {name}: {j['read_ms']} ms, of which {j.get('plan_ms')} ms catalog, "
+                         f"classes and planning; JVM CPU {j.get('cpu_ms')} ms")
+    if "load_before" in r:
+        loads = "; ".join(f"{n}: upserts {statistics.median(v['load_upserts']):.1f} (median), its Java reads "
+                          f"{v['load_after']:.1f}" for n, v in r["variants"].items() if "load_upserts" in v)
+        lines.append(f"- load average (1 min, 2 cores): {r['load_before']:.1f} at the start; {loads}")
     return "\n".join(lines) + "\n"
 
 
