@@ -106,7 +106,7 @@ def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | No
     work = Path(work or tempfile.mkdtemp(prefix="bench-dv-"))
     base, upserts, keys = batches(m, b, runs)
     result = {"rows": m, "batch": b, "runs": runs, "compaction": compaction, "variants": {},
-              "load_before": load_average()}
+              "load_before": load_average(), "work": str(work)}  # bench_java_floor.py reads its tables
     reads = {}
     for name, options in VARIANTS.items():
         warehouse = str(work / name)
