@@ -5,7 +5,9 @@ half new keys; the batches of bench_upsert), each followed by the compact task o
 commit time and its compaction's (the engine's jobs
 in-process through the tests' local runner — assign-and-write tasks one after another, no Spark, so both variants
 pay the same), then the time of a full read of the table after the R runs with pypaimon and with Java Paimon 1.0
-(each best of 3; Java's from opening the catalog to its last row, JVM start excluded). Both tables are
+(each best of 3; Java's from opening the catalog to its last row, JVM start excluded). The two variants take
+turns at every step (load, each upsert and compaction, each Java read), so a change in the machine's load hits
+both alike; the load average is recorded with the figures. Both tables are
 read back and checked against each other and the expected keys, so a fast but wrong run reports nothing.
 
     python tests/benchmarks/bench_deletion_vectors.py [--rows 5000000] [--batch 100000] [--runs 10] [--out DIR]
@@ -80,17 +82,20 @@ def read_pypaimon(warehouse: str) -> tuple[float, pa.Table]:
     return best, rows
 
 
-def read_java(warehouse: str, expect_rows: int) -> dict:
-    """Java Paimon's full read (every field of every row, nothing printed), best of 3, JVM start excluded: the
-    fastest run's {"rows", "read_ms", "plan_ms" (catalog to reader), "cpu_ms" (the JVM's, steadier under load)}."""
+def read_java(warehouses: dict[str, str], expect_rows: int) -> dict[str, dict]:
+    """Java Paimon's full read (every field of every row, nothing printed) of each table, best of 3 with the
+    tables taking turns, JVM start excluded: per table the fastest run's {"rows", "read_ms", "plan_ms" (catalog to
+    reader), "cpu_ms" (the JVM's, steadier under load)}."""
     from java_paimon import java_count
 
-    best = None
+    best: dict[str, dict] = {}
     for _ in range(3):
-        counted = java_count(warehouse, bench_upsert.TABLE)
-        if counted["rows"] != expect_rows:
-            raise AssertionError(f"Java read {counted['rows']} rows, expected {expect_rows}")
-        best = counted if best is None or counted["read_ms"] < best["read_ms"] else best
+        for name, warehouse in warehouses.items():
+            counted = java_count(warehouse, bench_upsert.TABLE)
+            if counted["rows"] != expect_rows:
+                raise AssertionError(f"Java read {counted['rows']} rows of {name}, expected {expect_rows}")
+            if name not in best or counted["read_ms"] < best[name]["read_ms"]:
+                best[name] = counted
     return best
 
 
@@ -107,31 +112,35 @@ def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | No
     base, upserts, keys = batches(m, b, runs)
     result = {"rows": m, "batch": b, "runs": runs, "compaction": compaction, "variants": {},
               "load_before": load_average(), "work": str(work)}  # bench_java_floor.py reads its tables
-    reads = {}
-    for name, options in VARIANTS.items():
-        warehouse = str(work / name)
-        table_spec = spec(options)
-        get_or_create_table({"warehouse": warehouse}, bench_upsert.TABLE, table_spec)
-        load_s = upsert_timed(warehouse, table_spec, base, "load")
-        times, compactions, loads = [], [], []
-        for i, batch in enumerate(upserts):
-            times.append(upsert_timed(warehouse, table_spec, batch, f"r{i}"))
-            loads.append(load_average())
+    # the variants take turns at every step, so a change in the machine's load hits both alike
+    warehouses = {name: str(work / name) for name in VARIANTS}
+    specs = {name: spec(options) for name, options in VARIANTS.items()}
+    steps = {name: {"upsert_s": [], "compact_s": [], "load_upserts": []} for name in VARIANTS}
+    for name in VARIANTS:
+        get_or_create_table({"warehouse": warehouses[name]}, bench_upsert.TABLE, specs[name])
+        steps[name]["load_s"] = upsert_timed(warehouses[name], specs[name], base, "load")
+    for i, batch in enumerate(upserts):
+        for name in VARIANTS:
+            steps[name]["upsert_s"].append(upsert_timed(warehouses[name], specs[name], batch, f"r{i}"))
+            steps[name]["load_upserts"].append(load_average())
             if compaction:  # as the paimon_upsert group does after each commit
-                compactions.append(compact_timed(warehouse, f"c{i}"))
-        read_s, rows = read_pypaimon(warehouse)
+                steps[name]["compact_s"].append(compact_timed(warehouses[name], f"c{i}"))
+    reads = {}
+    for name in VARIANTS:
+        read_s, rows = read_pypaimon(warehouses[name])
         ids = np.sort(rows.column("id").to_numpy())
         if not np.array_equal(ids, np.arange(keys)):
             raise AssertionError(f"{name}: {len(ids)} rows read back, keys are not 0..{keys - 1} exactly once")
         reads[name] = rows.sort_by("id")
-        result["variants"][name] = {"load_s": load_s, "upsert_s": times, "upsert_median_s": statistics.median(times),
-                                    "compact_s": compactions,
-                                    "compact_median_s": statistics.median(compactions) if compactions else None,
-                                    "read_pypaimon_s": read_s, "rows_read": rows.num_rows,
-                                    "load_upserts": loads}
-        java_best = read_java(warehouse, keys) if java else None
-        result["variants"][name].update(read_java_s=java_best["read_ms"] / 1000 if java else None,
-                                        read_java_best=java_best, load_after=load_average())
+        v = steps[name]
+        result["variants"][name] = {**v, "upsert_median_s": statistics.median(v["upsert_s"]),
+                                    "compact_median_s": statistics.median(v["compact_s"]) if v["compact_s"] else None,
+                                    "read_pypaimon_s": read_s, "rows_read": rows.num_rows}
+    java_best = read_java(warehouses, keys) if java else {}
+    for name in VARIANTS:
+        result["variants"][name].update(read_java_s=java_best[name]["read_ms"] / 1000 if java else None,
+                                        read_java_best=java_best.get(name))
+    result["load_after"] = load_average()
     if not reads["plain"].equals(reads["deletion-vectors"]):
         raise AssertionError("the two tables read differently")
     plain, dv = result["variants"]["plain"], result["variants"]["deletion-vectors"]
@@ -164,9 +173,10 @@ def report(r: dict) -> str:
             lines.append(f"- Java's fastest read, {name}: {j['read_ms']} ms, of which {j.get('plan_ms')} ms catalog, "
                          f"classes and planning; JVM CPU {j.get('cpu_ms')} ms")
     if "load_before" in r:
-        loads = "; ".join(f"{n}: upserts {statistics.median(v['load_upserts']):.1f} (median), its Java reads "
-                          f"{v['load_after']:.1f}" for n, v in r["variants"].items() if "load_upserts" in v)
-        lines.append(f"- load average (1 min, 2 cores): {r['load_before']:.1f} at the start; {loads}")
+        loads = [x for v in r["variants"].values() for x in v.get("load_upserts", [])]
+        lines.append(f"- load average (1 min, 2 cores): {r['load_before']:.1f} at the start, "
+                     f"{min(loads):.1f}–{max(loads):.1f} during the upserts (median {statistics.median(loads):.1f}), "
+                     f"{r['load_after']:.1f} at the end; the variants take turns at every step")
     return "\n".join(lines) + "\n"
 
 
