@@ -40,10 +40,11 @@ def file_path(table, entry) -> str:
         table, tuple(entry.partition.values), entry.bucket, entry.file.file_name)
 
 
-def buckets_at(table, snapshot) -> list[BucketFiles]:
-    """Live files grouped per (partition, bucket), with each bucket's max sequence number."""
+def buckets_at(table, snapshot, entries: list | None = None) -> list[BucketFiles]:
+    """Live files grouped per (partition, bucket), with each bucket's max sequence number. ``entries``: the
+    snapshot's live_entries when the caller has them already (a manifest scan saved)."""
     groups: dict[tuple, list] = defaultdict(list)
-    for e in live_entries(table, snapshot):
+    for e in live_entries(table, snapshot) if entries is None else entries:
         groups[(tuple(e.partition.values), e.bucket)].append(e)
     return [BucketFiles(p, b, tuple(file_path(table, e) for e in es),
                         max(e.file.max_sequence_number for e in es), sum(e.file.row_count for e in es))

@@ -5,7 +5,9 @@ half new keys; the batches of bench_upsert), each followed by the compact task o
 commit time and its compaction's (the engine's jobs
 in-process through the tests' local runner — assign-and-write tasks one after another, no Spark, so both variants
 pay the same), then the time of a full read of the table after the R runs with pypaimon and with Java Paimon 1.0
-(each best of 3; Java's from opening the catalog to its last row, JVM start excluded). Both tables are
+(each best of 3; Java's from opening the catalog to its last row, JVM start excluded). The two variants take
+turns at every step (load, each upsert and compaction, each Java read), so a change in the machine's load hits
+both alike; the load average is recorded with the figures. Both tables are
 read back and checked against each other and the expected keys, so a fast but wrong run reports nothing.
 
     python tests/benchmarks/bench_deletion_vectors.py [--rows 5000000] [--batch 100000] [--runs 10] [--out DIR]
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -79,17 +82,26 @@ def read_pypaimon(warehouse: str) -> tuple[float, pa.Table]:
     return best, rows
 
 
-def read_java(warehouse: str, expect_rows: int) -> float:
-    """Java Paimon's full read (every field of every row, nothing printed), best of 3, JVM start excluded."""
+def read_java(warehouses: dict[str, str], expect_rows: int) -> dict[str, dict]:
+    """Java Paimon's full read (every field of every row, nothing printed) of each table, best of 3 with the
+    tables taking turns, JVM start excluded: per table the fastest run's {"rows", "read_ms", "plan_ms" (catalog to
+    reader), "cpu_ms" (the JVM's, steadier under load)}."""
     from java_paimon import java_count
 
-    best = float("inf")
+    best: dict[str, dict] = {}
     for _ in range(3):
-        counted = java_count(warehouse, bench_upsert.TABLE)
-        if counted["rows"] != expect_rows:
-            raise AssertionError(f"Java read {counted['rows']} rows, expected {expect_rows}")
-        best = min(best, counted["read_ms"] / 1000)
+        for name, warehouse in warehouses.items():
+            counted = java_count(warehouse, bench_upsert.TABLE)
+            if counted["rows"] != expect_rows:
+                raise AssertionError(f"Java read {counted['rows']} rows of {name}, expected {expect_rows}")
+            if name not in best or counted["read_ms"] < best[name]["read_ms"]:
+                best[name] = counted
     return best
+
+
+def load_average() -> float:
+    """The machine's 1-minute load average (2 cores: above 2 the variants wait for CPU)."""
+    return os.getloadavg()[0]
 
 
 def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | None = None,
@@ -98,28 +110,37 @@ def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | No
 
     work = Path(work or tempfile.mkdtemp(prefix="bench-dv-"))
     base, upserts, keys = batches(m, b, runs)
-    result = {"rows": m, "batch": b, "runs": runs, "compaction": compaction, "variants": {}}
-    reads = {}
-    for name, options in VARIANTS.items():
-        warehouse = str(work / name)
-        table_spec = spec(options)
-        get_or_create_table({"warehouse": warehouse}, bench_upsert.TABLE, table_spec)
-        load_s = upsert_timed(warehouse, table_spec, base, "load")
-        times, compactions = [], []
-        for i, batch in enumerate(upserts):
-            times.append(upsert_timed(warehouse, table_spec, batch, f"r{i}"))
+    result = {"rows": m, "batch": b, "runs": runs, "compaction": compaction, "variants": {},
+              "load_before": load_average(), "work": str(work)}  # bench_java_floor.py reads its tables
+    # the variants take turns at every step, so a change in the machine's load hits both alike
+    warehouses = {name: str(work / name) for name in VARIANTS}
+    specs = {name: spec(options) for name, options in VARIANTS.items()}
+    steps = {name: {"upsert_s": [], "compact_s": [], "load_upserts": []} for name in VARIANTS}
+    for name in VARIANTS:
+        get_or_create_table({"warehouse": warehouses[name]}, bench_upsert.TABLE, specs[name])
+        steps[name]["load_s"] = upsert_timed(warehouses[name], specs[name], base, "load")
+    for i, batch in enumerate(upserts):
+        for name in VARIANTS:
+            steps[name]["upsert_s"].append(upsert_timed(warehouses[name], specs[name], batch, f"r{i}"))
+            steps[name]["load_upserts"].append(load_average())
             if compaction:  # as the paimon_upsert group does after each commit
-                compactions.append(compact_timed(warehouse, f"c{i}"))
-        read_s, rows = read_pypaimon(warehouse)
+                steps[name]["compact_s"].append(compact_timed(warehouses[name], f"c{i}"))
+    reads = {}
+    for name in VARIANTS:
+        read_s, rows = read_pypaimon(warehouses[name])
         ids = np.sort(rows.column("id").to_numpy())
         if not np.array_equal(ids, np.arange(keys)):
             raise AssertionError(f"{name}: {len(ids)} rows read back, keys are not 0..{keys - 1} exactly once")
         reads[name] = rows.sort_by("id")
-        result["variants"][name] = {"load_s": load_s, "upsert_s": times, "upsert_median_s": statistics.median(times),
-                                    "compact_s": compactions,
-                                    "compact_median_s": statistics.median(compactions) if compactions else None,
-                                    "read_pypaimon_s": read_s, "rows_read": rows.num_rows,
-                                    "read_java_s": read_java(warehouse, keys) if java else None}
+        v = steps[name]
+        result["variants"][name] = {**v, "upsert_median_s": statistics.median(v["upsert_s"]),
+                                    "compact_median_s": statistics.median(v["compact_s"]) if v["compact_s"] else None,
+                                    "read_pypaimon_s": read_s, "rows_read": rows.num_rows}
+    java_best = read_java(warehouses, keys) if java else {}
+    for name in VARIANTS:
+        result["variants"][name].update(read_java_s=java_best[name]["read_ms"] / 1000 if java else None,
+                                        read_java_best=java_best.get(name))
+    result["load_after"] = load_average()
     if not reads["plain"].equals(reads["deletion-vectors"]):
         raise AssertionError("the two tables read differently")
     plain, dv = result["variants"]["plain"], result["variants"]["deletion-vectors"]
@@ -146,6 +167,16 @@ def report(r: dict) -> str:
     lines += ["", f"- upsert, deletion vectors / plain: {ratios['upsert_dv_over_plain']:.2f}x",
               f"- full read, plain / deletion vectors: pypaimon {ratios['read_pypaimon_plain_over_dv']:.2f}x"
               + (f", Java {ratios['read_java_plain_over_dv']:.2f}x" if ratios["read_java_plain_over_dv"] else "")]
+    for name, v in r["variants"].items():
+        if v.get("read_java_best"):
+            j = v["read_java_best"]
+            lines.append(f"- Java's fastest read, {name}: {j['read_ms']} ms, of which {j.get('plan_ms')} ms catalog, "
+                         f"classes and planning; JVM CPU {j.get('cpu_ms')} ms")
+    if "load_before" in r:
+        loads = [x for v in r["variants"].values() for x in v.get("load_upserts", [])]
+        lines.append(f"- load average (1 min, 2 cores): {r['load_before']:.1f} at the start, "
+                     f"{min(loads):.1f}–{max(loads):.1f} during the upserts (median {statistics.median(loads):.1f}), "
+                     f"{r['load_after']:.1f} at the end; the variants take turns at every step")
     return "\n".join(lines) + "\n"
 
 

@@ -2,7 +2,8 @@
 // snapshot or tag given), one JSON object per line on stdout. Args: warehouse database.table [snapshot-id | tag:name |
 // incremental:<start>,<end>,<scan mode>[;key=value...] | count]; an incremental read (Paimon's incremental-between),
 // with any extra dynamic options, adds each row's kind as "_row_kind" ("+I", "-U", "+U", "-D"); count reads the
-// latest snapshot's rows (every field) without printing them: {"rows": n, "read_ms": ms from catalog to last row}.
+// latest snapshot's rows (every field) without printing them: {"rows": n, "read_ms": ms from catalog to last row,
+// "plan_ms": ms from catalog to the reader created, "cpu_ms": the JVM's CPU time over the same span as read_ms}.
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -27,7 +28,7 @@ import org.apache.paimon.types.DataField;
 
 public class PaimonRead {
     public static void main(String[] args) throws Exception {
-        long started = System.nanoTime();
+        long started = System.nanoTime(), startedCpu = processCpuMs();
         boolean count = args.length > 2 && args[2].equals("count");
         if (count) args = new String[] {args[0], args[1]};
         Options options = new Options();
@@ -59,6 +60,7 @@ public class PaimonRead {
         TableRead read = builder.newRead();
         if (incremental) read = ((InnerTableRead) read).forceKeepDelete();  // a batch read drops -D rows otherwise
         RecordReader<InternalRow> reader = read.createReader(builder.newScan().plan());
+        long planned = System.nanoTime();
         if (count) {
             long[] rows = {0};
             reader.forEachRemaining(row -> {
@@ -66,7 +68,9 @@ public class PaimonRead {
                 rows[0]++;
             });
             reader.close();
-            System.out.println("{\"rows\": " + rows[0] + ", \"read_ms\": " + (System.nanoTime() - started) / 1_000_000 + "}");
+            long ended = System.nanoTime();
+            System.out.println("{\"rows\": " + rows[0] + ", \"read_ms\": " + (ended - started) / 1_000_000
+                    + ", \"plan_ms\": " + (planned - started) / 1_000_000 + ", \"cpu_ms\": " + (processCpuMs() - startedCpu) + "}");
             return;
         }
         StringBuilder out = new StringBuilder();
@@ -81,6 +85,13 @@ public class PaimonRead {
             System.out.println(out.append('}'));
         });
         reader.close();
+    }
+
+    // CPU time of the whole JVM (JIT and GC threads included): steadier than wall time on a busy machine
+    private static long processCpuMs() {
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        return os instanceof com.sun.management.OperatingSystemMXBean
+                ? ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime() / 1_000_000 : -1;
     }
 
     private static String json(Object v) {

@@ -76,13 +76,15 @@ def enabled(options: dict) -> bool:
     return str(options.get("deletion-vectors.enabled", "false")).strip().lower() == "true"
 
 
-def live_files_by_bucket(table, snapshot, partition_types) -> dict[tuple[str, int], list[LiveFile]]:
-    """(encoded partition, bucket) -> the bucket's live files at ``snapshot`` (computed once, on the driver)."""
+def live_files_by_bucket(table, snapshot, partition_types, entries: list | None = None
+                         ) -> dict[tuple[str, int], list[LiveFile]]:
+    """(encoded partition, bucket) -> the bucket's live files at ``snapshot`` (computed once, on the driver).
+    ``entries``: the snapshot's live_entries when the caller has them already."""
     from airflow_paimon.engine.codec.keys import encode_partition_values
     from airflow_paimon.engine.scan import file_path, live_entries
 
     out: dict[tuple[str, int], list[LiveFile]] = {}
-    for e in live_entries(table, snapshot):
+    for e in live_entries(table, snapshot) if entries is None else entries:
         key = (encode_partition_values(tuple(e.partition.values), partition_types), e.bucket)
         out.setdefault(key, []).append(LiveFile(file_path(table, e), e.file))
     return out
@@ -286,8 +288,9 @@ def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, f
         run = _merge_into(table, files, merged_in, vectors, marks, fresh)
         message.compact_after = write_key_values(table, partition, bucket, run, level=level).new_files \
             if run.num_rows else []
-    elif as_written and live.all():  # the level-0 files hold exactly these rows: re-level them, as Paimon upgrades
-        message.compact_after = [dataclasses.replace(f, level=level) for f in message.new_files]
+    elif as_written and _holds_exactly(message.new_files, int(live.sum())):  # re-level them, as Paimon upgrades
+        message.compact_after = [dataclasses.replace(f, level=level) for f in message.new_files
+                                 if not f.delete_row_count]
     elif fresh.num_rows:
         message.compact_after = write_key_values(table, partition, bucket, fresh, level=level).new_files
     changed = bool(marks) or any(files[i].name in vectors for i in merged_in)
@@ -300,6 +303,13 @@ def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, f
         message.compact_index_deletes = [deleted_entry(e) for e in entries]
         message.compact_index_adds = [write_index_file(table, partition, bucket, vectors)] if vectors else []
     return message
+
+
+def _holds_exactly(level_0: list, live: int) -> bool:
+    """Whether the level-0 files without -U/-D rows hold the ``live`` rows that go up and nothing else: each file
+    holds only live rows or only retractions (engine/write/task.py writes them apart), and their counts agree."""
+    pure = all(not f.delete_row_count or f.delete_row_count == f.row_count for f in level_0)
+    return pure and sum(f.row_count for f in level_0 if not f.delete_row_count) == live
 
 
 def _rows_at(table, files: list[LiveFile], file_ids: np.ndarray, rows_at: np.ndarray) -> pa.Table:

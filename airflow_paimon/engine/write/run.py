@@ -16,7 +16,7 @@ from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.codec.keys import encode_partition_values
 from airflow_paimon.engine.index.store import staged_shards
-from airflow_paimon.engine.scan import buckets_at
+from airflow_paimon.engine.scan import buckets_at, live_entries
 from airflow_paimon.engine.schema_evolution import evolve_for_source
 from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
@@ -59,10 +59,11 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
                        staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
+    entries = live_entries(table, ctx.base_snapshot())  # one manifest scan for both uses below
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
-                                b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot())}
+                                b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot(), entries)}
     if ctx.compacts_level_0:  # each write task looks up its bucket's old rows in these files
-        ctx.bucket_files = live_files_by_bucket(table, ctx.base_snapshot(), ctx.partition_types)
+        ctx.bucket_files = live_files_by_bucket(table, ctx.base_snapshot(), ctx.partition_types, entries)
     if ctx.deletion_vectors:
         check_no_level_0(identifier, (f.level for files in ctx.bucket_files.values() for f in files))
 

@@ -47,10 +47,11 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     seq = first_seq = ctx.max_sequence_numbers.get((encoded_partition, bucket), -1)
     files, changelog = [], []
     for r in range(int(rounds.max()) + 1 if len(rounds) else 0):
-        part = pa.array(np.nonzero(rounds == r)[0])
-        written = write_bucket(table, partition, bucket, rows.take(part), pa.array(kinds).take(part), seq,
-                               changelog=ctx.input_changelog)
-        files, changelog, seq = files + written.new_files, changelog + written.changelog_files, seq + len(part)
+        for part in _level_0_files(rounds == r, kinds, ctx.deletion_vectors):
+            part = pa.array(part)
+            written = write_bucket(table, partition, bucket, rows.take(part), pa.array(kinds).take(part), seq,
+                                   changelog=ctx.input_changelog)
+            files, changelog, seq = files + written.new_files, changelog + written.changelog_files, seq + len(part)
     message = CommitMessage(partition=partition, bucket=bucket, new_files=files, changelog_files=changelog,
                             index_adds=ctx.shape.index_adds(ctx, partition, bucket, rows))
     files_at_base = ctx.bucket_files.get((encoded_partition, bucket), [])
@@ -62,3 +63,14 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     deletes = int(is_retract(kinds).sum())
     counters = {"rows_written": rows.num_rows - deletes, "deletes": deletes, "files": len(message.new_files)}
     return encode_message(table, message), counters
+
+
+def _level_0_files(in_round: np.ndarray, kinds: np.ndarray, deletion_vectors: bool) -> list[np.ndarray]:
+    """The row indices of each level-0 file one round writes. A deletion-vector table writes its -U/-D rows to a
+    file of their own: the file of live rows then holds exactly what its compact increment lifts, and is
+    re-levelled rather than written again (engine/write/deletion_vectors.py)."""
+    rows = np.nonzero(in_round)[0]
+    if not deletion_vectors:
+        return [rows]
+    retract = is_retract(kinds[rows])
+    return [part for part in (rows[~retract], rows[retract]) if len(part)]
