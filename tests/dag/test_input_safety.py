@@ -70,7 +70,10 @@ def test_catalog_secrets_never_reach_a_command_line_log_xcom_or_result(airflow_h
     # the secret option was really there: pypaimon ignores it for a local warehouse, the write landed
     assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert([batch], "id"), "id")
 
-    assert len(sampler.spec_files) == 3, sampler.spec_files  # the sampler saw every job's command line
+    # the sampler saw every submitted job's command line: write and commit (the new table's bootstrap is decided
+    # from metadata in the task, no spark-submit)
+    assert xcoms["bootstrap_index"]["decided_by"] == "metadata"
+    assert len(sampler.spec_files) == 2, sampler.spec_files
     assert sampler.samples > 50
     assert not sampler.hits, sampler.hits
     assert not any(os.path.exists(p) for p in sampler.spec_files), "a spec file outlived its task"

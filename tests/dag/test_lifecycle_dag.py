@@ -100,7 +100,8 @@ def test_refusal_fails_without_retries_naming_table_and_option(airflow_home, war
 
     use_warehouse(monkeypatch, warehouse)
     get_or_create_table({"warehouse": warehouse}, "db.t", TableSpec.from_dict(SCHEMA))
-    for options, option in (({"changelog-producer": "lookup"}, "changelog-producer"),
+    for options, option in (({"changelog-producer": "full-compaction", "deletion-vectors.enabled": "true"},
+                             "changelog-producer"),  # Paimon's rule: no full-compaction changelog with vectors
                             ({"bucket": "4"}, "bucket")):
         capfd.readouterr()
         run, states, _ = run_dag(refused, conf={"set_options": options})
