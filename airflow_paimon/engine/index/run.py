@@ -62,8 +62,9 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
     plan = plan_bootstrap(table, index_uri, shards)
     log.debug("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.decision, plan.reason)
 
-    latest = table.snapshot_manager().get_latest_snapshot()
-    bucket_files = buckets_at(table, latest) if plan.decision == REBUILD else []
+    bucket_files = []  # a rebuild's input; only a rebuild reads the latest snapshot's files
+    if plan.decision == REBUILD:
+        bucket_files = buckets_at(table, table.snapshot_manager().get_latest_snapshot())
     # Work for the job: shards to build from data files, or to catch up. An index of no keys (an empty table) is
     # written here as the job would write it.
     if tasks is None and (plan.decision == CATCH_UP or bucket_files):
