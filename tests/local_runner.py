@@ -19,21 +19,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine import layout
-from airflow_paimon.engine.assign.assigner import BUCKET, KEY, ORDER, ROW_KIND
+from airflow_paimon.engine.assign.assigner import BUCKET, ORDER, ROW_KIND
 from airflow_paimon.engine.assign.fixed import fixed_buckets
-from airflow_paimon.engine.assign.task import assign_task
-from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.compact.run import compact as compact_job, compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.index.run import bootstrap_index, shards_in
-from airflow_paimon.engine.index.sharding import shard_of
 from airflow_paimon.engine.jobs import JOBS
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.shapes import CROSS_PARTITION, HASH_DYNAMIC, HASH_FIXED, TableShape
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitResult, CommitSpec, CompactSpec, JobSpec, Wire, source_spec)
 from airflow_paimon.engine.write.run import assign_and_write
+from airflow_paimon.engine.write.buffer import WriteBuffer
+from airflow_paimon.engine.write.cross_partition import assign_and_write_shards
 from airflow_paimon.engine.write.task import write_task
 
 DAG_RUN = ("bootstrap_index", "assign_and_write", "commit", "compact")  # one DAG run's jobs, in order
@@ -160,8 +159,7 @@ def _prepared(rows: pa.Table, row_kinds):
     def read(table, row_kind_column):
         n = rows.num_rows
         kinds = np.zeros(n, np.int8) if row_kinds is None else row_kinds
-        return (rows.append_column(KEY, encode_keys(rows, list(table.primary_keys)))
-                .append_column(ORDER, pa.array(np.arange(n), pa.int64()))
+        return (rows.append_column(ORDER, pa.array(np.arange(n), pa.int64()))
                 .append_column(ROW_KIND, pa.array(kinds, pa.int8())))
     return read
 
@@ -171,11 +169,10 @@ def _fixed_buckets(source: pa.Table, ctx: WriteContext) -> pa.Table:
     return source.append_column(BUCKET, pa.array(fixed_buckets(ctx.table(), source), pa.int32()))
 
 
-def _cross_partition(source: pa.Table, ctx: WriteContext) -> pa.Table:
-    """Assigned per shard against the index, as spark/pipelines/cross_partition.py."""
-    shard = shard_of(source, ctx.primary_keys, ctx.shards)
-    return pa.concat_tables([assign_task(ctx, s, source.filter(pa.array(shard == s)))[0]
-                             for s in range(ctx.shards) if (shard == s).any()])
+def _cross_partition(source: pa.Table, ctx: WriteContext) -> list[dict]:
+    """Assigned per shard against the index and written, as spark/pipelines/cross_partition.py with one task."""
+    with WriteBuffer(ctx.primary_keys, ctx.shards, ctx.write_buffer_bytes) as buffer:
+        return assign_and_write_shards(ctx, buffer.extend(source.to_batches()), lambda rows: _write(rows, ctx))
 
 
 def _dynamic_buckets(source: pa.Table, ctx: WriteContext) -> pa.Table:
@@ -187,15 +184,21 @@ def _dynamic_buckets(source: pa.Table, ctx: WriteContext) -> pa.Table:
     return rows.append_column(BUCKET, pa.array(buckets, pa.int32()))
 
 
-ASSIGNERS = {HASH_FIXED.name: _fixed_buckets, CROSS_PARTITION.name: _cross_partition,  # by shape, as PIPELINES
-             HASH_DYNAMIC.name: _dynamic_buckets}
+ASSIGNERS = {HASH_FIXED.name: _fixed_buckets, HASH_DYNAMIC.name: _dynamic_buckets}  # by shape, as PIPELINES
 
 
 def _assign_then_write(source: pa.Table, ctx: WriteContext, shape: TableShape) -> list[dict]:
     """The shape's assignment, as the Spark pipelines do it; then write per (partition, bucket)."""
+    if shape.name == CROSS_PARTITION.name:
+        return _cross_partition(source, ctx)
     if shape.name not in ASSIGNERS:
-        raise NotImplementedError(f"the local runner writes {', '.join(ASSIGNERS)} tables, not {shape.name}")
-    assigned = ASSIGNERS[shape.name](source, ctx)
+        raise NotImplementedError(f"the local runner writes {', '.join([*ASSIGNERS, CROSS_PARTITION.name])} "
+                                  f"tables, not {shape.name}")
+    return _write(ASSIGNERS[shape.name](source, ctx), ctx)
+
+
+def _write(assigned: pa.Table, ctx: WriteContext) -> list[dict]:
+    """One write task per (partition, bucket) of ``assigned``."""
     written = []
     for group in assigned.group_by(ctx.partition_keys + [BUCKET]).aggregate([]).to_pylist():
         mask = None

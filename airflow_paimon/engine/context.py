@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -13,7 +14,9 @@ from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.table import get_table
-from airflow_paimon.engine.table_options import changelog_producer
+from airflow_paimon.engine.table_options import changelog_producer, memory_bytes
+
+WRITE_BUFFER_SIZE = 256 * 2**20  # Paimon's default write-buffer-size
 
 
 @functools.lru_cache(maxsize=8)
@@ -128,6 +131,15 @@ class WriteContext:
         deletion-vector table (readers skip level 0), and with ``changelog-producer=lookup`` (Paimon's
         ForceUpLevel0Compaction, whose lookup emits the changelog)."""
         return self.deletion_vectors or self.changelog_producer == "lookup"
+
+    @property
+    def write_buffer_bytes(self) -> float:
+        """The input a write task holds in memory before it spills (engine/write/buffer.py): Paimon's
+        ``write-buffer-size``. A write that compacts level 0 holds all of it: that compaction needs each
+        bucket's rows at once."""
+        if self.compacts_level_0:
+            return math.inf
+        return memory_bytes(self.identifier, self.options, "write-buffer-size", WRITE_BUFFER_SIZE)
 
     @property
     def target_row_num(self) -> int:

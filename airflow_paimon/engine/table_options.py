@@ -48,7 +48,7 @@ INT_OPTIONS = {
     "snapshot.num-retained.max": (1, None, ()),
     "snapshot.expire.limit": (1, None, ()),
 }
-MEMORY_OPTIONS = ("target-file-size", "rocksdb.block.cache-size", "rocksdb.writebuffer.size")
+MEMORY_OPTIONS = ("target-file-size", "write-buffer-size", "rocksdb.block.cache-size", "rocksdb.writebuffer.size")
 DURATION_OPTIONS = ("cross-partition-upsert.index-ttl", "snapshot.time-retained")
 BOOLEAN_OPTIONS = ("deletion-vectors.enabled", *IGNORE_DELETE_KEYS, "ignore-update-before",
                    "changelog-producer.row-deduplicate",

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from airflow_paimon.engine.index.sharding import shard_of
 from airflow_paimon.engine.data_files import is_last_of_key
+from airflow_paimon.engine.write.buffer import all_nullable
 
 ROUTE = "_route"
 
@@ -53,9 +54,7 @@ def gather(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
     batches = list(batches)
     if not batches:
         return None
-    rows = pa.Table.from_batches(batches)
-    # every field nullable, as groupBy().applyInArrow() hands them over: the engine's tables mix both
-    return rows.cast(pa.schema([f.with_nullable(True) for f in rows.schema]))
+    return all_nullable(pa.Table.from_batches(batches))
 
 
 def groups(rows: pa.Table, columns: list[str]) -> Iterator[pa.Table]:

@@ -56,11 +56,14 @@ def test_rows_in_the_wrong_assign_task_are_refused():
     from types import SimpleNamespace
 
     from airflow_paimon.engine.errors import PaimonJobError
-    from airflow_paimon.spark.pipelines.cross_partition import shards_of_task
+    from airflow_paimon.engine.write.buffer import WriteBuffer
+    from airflow_paimon.spark.pipelines.cross_partition import check_shards_of_task
 
     rows = pa.table({"id": pa.array(np.arange(100), pa.int64())})
     ctx = SimpleNamespace(shards=4, identifier="db.t")
     mine = rows.filter(pa.array(shard_of(rows, ["id"], 4) % 2 == 1))
-    assert (shards_of_task(mine, ["id"], ctx, 1, 2) % 2 == 1).all()
-    with pytest.raises(PaimonJobError, match=r"table db.t: \d+ rows reached Spark task 0 of 2"):
-        shards_of_task(mine, ["id"], ctx, 0, 2)
+    counts = WriteBuffer(["id"], 4, 1 << 20).extend(mine.to_batches()).rows_per_shard
+    assert counts.sum() == mine.num_rows and counts[[0, 2]].sum() == 0
+    check_shards_of_task(counts, ctx, 1, 2)
+    with pytest.raises(PaimonJobError, match=rf"table db.t: {mine.num_rows} rows reached Spark task 0 of 2"):
+        check_shards_of_task(counts, ctx, 0, 2)

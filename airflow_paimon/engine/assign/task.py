@@ -6,28 +6,45 @@ index of the snapshot it commits.
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from airflow_paimon.engine.assign.assigner import assign_shard
+from airflow_paimon.engine.assign.assigner import KEY, assign_shard
 from airflow_paimon.engine.assign.buckets import BucketAssigner
+from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import export_changes, load_shard, stage_shard
 
+COUNTERS = ("rows_in", "moved_keys", "dropped", "removed_keys", "new_keys")
 
-def assign_task(ctx: WriteContext, shard: int, rows: pa.Table) -> tuple[pa.Table, dict]:
-    """Assign one shard's rows; returns (rows to write, counters)."""
+
+@contextmanager
+def shard_assigner(ctx: WriteContext, shard: int) -> Iterator[Callable[[pa.Table], pa.Table]]:
+    """``assign(rows) -> rows to write`` against the shard's index, for one or more key-disjoint batches of the
+    shard's rows (carrying _order and _row_kind); the shard's changes and counters are staged when the block
+    ends without an error."""
     meta = read_manifest(ctx.index_uri, ctx.base_snapshot_id).shard(shard)
+    counters = Counter({k: 0 for k in COUNTERS})
     with tempfile.TemporaryDirectory(prefix="paimon-shard-") as tmp:
         with load_shard(ctx.index_uri, meta, tmp, ctx.index_options) as index:
             buckets = BucketAssigner(shard, ctx.shards, ctx.target_row_num, meta.bucket_counts)
-            result = assign_shard(ctx.conform(rows), partition_fields=ctx.partition_keys,
-                                  partition_types=ctx.partition_types, index=index, buckets=buckets,
-                                  rules=ctx.merge_rules, identifier=ctx.identifier)
+
+            def assign(rows: pa.Table) -> pa.Table:
+                rows = ctx.conform(rows)
+                rows = rows.append_column(KEY, encode_keys(rows, ctx.primary_keys))
+                result = assign_shard(rows, partition_fields=ctx.partition_keys,
+                                      partition_types=ctx.partition_types, index=index, buckets=buckets,
+                                      rules=ctx.merge_rules, identifier=ctx.identifier)
+                counters.update({k: getattr(result, k) for k in COUNTERS})
+                return result.rows
+
+            yield assign
             local, file_type, entries = export_changes(index, meta, tmp)
-            counters = {"rows_in": result.rows_in, "moved_keys": result.moved_keys, "dropped": result.dropped,
-                        "removed_keys": result.removed_keys, "new_keys": result.new_keys}
             stage_shard(ctx.staging_uri, shard, local, file_type, entries,
-                        meta.keys + result.new_keys - result.removed_keys, buckets.to_dict(), counters)
-    return result.rows, counters
+                        meta.keys + counters["new_keys"] - counters["removed_keys"], buckets.to_dict(),
+                        dict(counters))
+
