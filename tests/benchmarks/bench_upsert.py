@@ -86,6 +86,7 @@ class PeakRSS:
 
     def __init__(self, pid: int, interval: float = 0.02):
         self.pid, self.interval, self.peak = pid, interval, 0
+        self.roles: dict[str, int] = {}  # role -> its processes' largest summed RSS (roles peak apart)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -96,12 +97,16 @@ class PeakRSS:
             procs = [root, *root.children(recursive=True)]
         except psutil.Error:
             return 0
-        total = 0
+        total, roles = 0, {}
         for p in procs:
             try:
-                total += p.memory_info().rss
+                rss, role = p.memory_info().rss, _role(p)
             except psutil.Error:
-                pass
+                continue
+            total += rss
+            roles[role] = roles.get(role, 0) + rss
+        for role, rss in roles.items():
+            self.roles[role] = max(self.roles.get(role, 0), rss)
         return total
 
     def _run(self) -> None:
@@ -121,6 +126,20 @@ class PeakRSS:
     @property
     def mib(self) -> float:
         return round(self.peak / 2**20, 1)
+
+    @property
+    def roles_mib(self) -> dict[str, float]:
+        return {role: round(rss / 2**20, 1) for role, rss in sorted(self.roles.items())}
+
+
+def _role(p) -> str:
+    """What a process of a task's tree is: the JVM, Spark's Python workers, or another Python process."""
+    cmdline = " ".join(p.cmdline())
+    if "java" in p.name():
+        return "jvm"
+    if "pyspark.daemon" in cmdline or "pyspark.worker" in cmdline:
+        return "python workers"
+    return "python"
 
 
 def measure(fn) -> tuple[dict, object]:
@@ -149,7 +168,7 @@ def run_child(cmd: list[str], log: Path, env: dict | None = None) -> dict:
         wall = time.perf_counter() - start
     if code != 0:
         raise RuntimeError(f"{cmd[:3]} exited {code}:\n" + "".join(log.read_text().splitlines(True)[-30:]))
-    return {"wall_s": round(wall, 3), "rss_mib": rss.mib}
+    return {"wall_s": round(wall, 3), "rss_mib": rss.mib, "rss_mib_by_role": rss.roles_mib}
 
 
 # ---------------------------------------------------------------------------------------------- tables

@@ -1,29 +1,66 @@
 """A write task's rows, held like Paimon's write buffer: in memory up to ``write-buffer-size``; beyond it,
-spilled to local Arrow files by key hash and read back one index shard at a time, in chunks of about the
-buffer's size whose keys no other chunk has.
+spilled to local Arrow files and read back one index shard at a time, in chunks of about the buffer's size
+whose keys no other chunk has.
 
-Key-disjoint chunks can be assigned and written one after another against the same shard index: a key's
-records (its duplicates, its move, its delete) all meet in one chunk, so merging them needs no other chunk,
-and the memory of a task is bounded by the buffer, not by the batch (a 50M-row first load held 25M rows in
-each Python worker before).
+Key-disjoint chunks can be assigned one after another against the same shard index: a key's records (its
+duplicates, its move, its delete) all meet in one chunk, so merging them needs no other chunk. The memory of
+a task is then bounded by the buffer, not by the batch (a 50M-row first load held 25M rows in each Python
+worker before).
 """
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+from collections import Counter, defaultdict
 from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from airflow_paimon.engine.index.sharding import shard_of
 
-# Spill files per shard: a shard's rows come back in chunks of 1/SPLITS of it, or several of those that fit
-# the buffer together. A shard larger than SPLITS buffers gives chunks over the buffer's size.
+# Parts per shard: a spilled shard comes back in chunks of 1/SPLITS of it, or several of those that fit the
+# buffer together. A shard larger than SPLITS buffers gives chunks over the buffer's size.
 SPLITS = 32
-_PART = "_spill_part"
+
+
+class Runs:
+    """Tables spilled to local Arrow files, each sorted into one record batch per part (an int per row); read
+    back by part, a part's batches from every file."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self._files: list[str] = []
+        self._where: dict[int, list[tuple[int, int]]] = defaultdict(list)  # part -> (file, batch)
+        self.bytes: Counter = Counter()  # part -> bytes spilled
+        self._schema: pa.Schema | None = None
+
+    def add(self, rows: pa.Table, parts: np.ndarray) -> None:
+        order = np.argsort(parts, kind="stable")
+        rows, parts = rows.take(pa.array(order)).combine_chunks(), parts[order]
+        ids, starts = np.unique(parts, return_index=True)
+        path = os.path.join(self.directory, f"run-{len(self._files):05d}.arrow")
+        self._schema = rows.schema
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, rows.schema) as out:
+            for i, (part, start, end) in enumerate(zip(ids, starts, [*starts[1:], len(parts)])):
+                piece = rows.slice(start, end - start)
+                out.write_batch(piece.to_batches()[0])  # one chunk per column: one batch
+                self._where[int(part)].append((len(self._files), i))
+                self.bytes[int(part)] += piece.nbytes
+        self._files.append(path)
+
+    def parts(self) -> list[int]:
+        return sorted(self._where)
+
+    def read(self, parts: list[int]) -> pa.Table:
+        wanted = [fb for p in parts for fb in self._where[p]]
+        batches = []
+        for f in sorted({f for f, _ in wanted}):
+            with pa.OSFile(self._files[f]) as source:  # read, not mapped: only the batches asked for
+                reader = pa.ipc.open_file(source)
+                batches += [reader.get_batch(b) for f2, b in wanted if f2 == f]
+        return pa.Table.from_batches(batches, self._schema)
 
 
 class WriteBuffer:
@@ -34,19 +71,25 @@ class WriteBuffer:
         self.rows_per_shard = np.zeros(shards, dtype=np.int64)
         self._workdir = workdir
         self._batches: list[pa.RecordBatch] = []
-        self._parts: list[np.ndarray] = []  # per held batch: each row's spill part
+        self._parts: list[np.ndarray] = []  # per held batch: each row's part
         self._bytes = 0
         self._spill_dir: str | None = None
+        self.runs: Runs | None = None
 
     @property
     def spilled(self) -> bool:
-        return self._spill_dir is not None
+        return self.runs is not None
+
+    def spill_directory(self) -> str:
+        """A local directory of the task's own, removed with the buffer."""
+        if self._spill_dir is None:
+            self._spill_dir = tempfile.mkdtemp(prefix="paimon-spill-", dir=self._workdir)
+        return self._spill_dir
 
     def extend(self, batches: Iterable[pa.RecordBatch]) -> "WriteBuffer":
-        """Take the task's input (once: a spill takes the rest of ``batches`` with it)."""
-        if self.spilled:
-            raise RuntimeError("a spilled write buffer takes no more rows")
-        batches = iter(batches)
+        """Take the task's input (once)."""
+        if self._batches or self.spilled:
+            raise RuntimeError("a write buffer takes its input once")
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -54,8 +97,9 @@ class WriteBuffer:
             self._parts.append(self._parts_of(batch))
             self._bytes += batch.nbytes
             if self._bytes > self.limit:
-                self._spill(batches)
-                return self
+                self._flush()
+        if self.spilled and self._batches:
+            self._flush()
         return self
 
     def _parts_of(self, batch: pa.RecordBatch) -> np.ndarray:
@@ -65,22 +109,11 @@ class WriteBuffer:
         self.rows_per_shard += np.bincount(parts % self.shards, minlength=self.shards)
         return parts
 
-    def _spill(self, rest: Iterator[pa.RecordBatch]) -> None:
-        """What is held and the rest of the input to files, a directory per part."""
-        self._spill_dir = tempfile.mkdtemp(prefix="paimon-spill-", dir=self._workdir)
-        schema = self._batches[0].schema
-        held = list(zip(self._batches, self._parts))
-        self._batches, self._parts = [], []
-
-        def parted() -> Iterator[pa.RecordBatch]:
-            for batch, parts in (*held, *((b, self._parts_of(b)) for b in rest if b.num_rows)):
-                yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(parts, pa.int32())],
-                                                 names=[*schema.names, _PART])
-
-        part_schema = schema.append(pa.field(_PART, pa.int32()))
-        ds.write_dataset(pa.RecordBatchReader.from_batches(part_schema, parted()), self._spill_dir, format="arrow",
-                         partitioning=ds.partitioning(pa.schema([(_PART, pa.int32())])),
-                         existing_data_behavior="overwrite_or_ignore")
+    def _flush(self) -> None:
+        if self.runs is None:
+            self.runs = Runs(self.spill_directory())
+        self.runs.add(pa.Table.from_batches(self._batches), np.concatenate(self._parts))
+        self._batches, self._parts, self._bytes = [], [], 0
 
     def shard_chunks(self) -> Iterator[tuple[int, Iterator[pa.Table]]]:
         """(shard, its chunks) for each shard holding rows, in shard order."""
@@ -98,34 +131,27 @@ class WriteBuffer:
     def _chunks_of(self, shard: int) -> Iterator[pa.Table]:
         """Shard ``shard``'s parts read back, consecutive parts together while they fit the buffer."""
         group, size = [], 0
-        for p in range(shard, self.shards * SPLITS, self.shards):
-            directory = os.path.join(self._spill_dir, str(p))
-            if not os.path.isdir(directory):
+        for part in range(shard, self.shards * SPLITS, self.shards):
+            if not self.runs.bytes[part]:
                 continue
-            part_size = sum(e.stat().st_size for e in os.scandir(directory))
-            if group and size + part_size > self.limit:
-                yield _read(group)
+            if group and size + self.runs.bytes[part] > self.limit:
+                yield all_nullable(self.runs.read(group))
                 group, size = [], 0
-            group.append(directory)
-            size += part_size
+            group.append(part)
+            size += self.runs.bytes[part]
         if group:
-            yield _read(group)
+            yield all_nullable(self.runs.read(group))
 
     def close(self) -> None:
         if self._spill_dir:
             shutil.rmtree(self._spill_dir, ignore_errors=True)
-            self._spill_dir = None
-        self._batches, self._parts = [], []
+        self._spill_dir, self.runs, self._batches, self._parts = None, None, [], []
 
     def __enter__(self) -> "WriteBuffer":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _read(directories: list[str]) -> pa.Table:
-    return all_nullable(pa.concat_tables(ds.dataset(d, format="arrow").to_table() for d in directories))
 
 
 def all_nullable(rows: pa.Table) -> pa.Table:

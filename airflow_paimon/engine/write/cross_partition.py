@@ -2,31 +2,49 @@
 rows written per (partition, bucket) in the same task (spark/pipelines/cross_partition.py, the tests' runner)."""
 from __future__ import annotations
 
+import os
 from typing import Callable, TypeVar
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from airflow_paimon.engine.assign.assigner import BUCKET
 from airflow_paimon.engine.assign.task import shard_assigner
+from airflow_paimon.engine.codec.keys import encode_partitions
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.write.buffer import WriteBuffer
+from airflow_paimon.engine.write.buffer import Runs, WriteBuffer
 
 Written = TypeVar("Written")
 
 
 def assign_and_write_shards(ctx: WriteContext, buffer: WriteBuffer,
                             write: Callable[[pa.Table], list[Written]]) -> list[Written]:
-    """``write(assigned rows)`` writes them, one file per (partition, bucket) they hold. A buffer held in memory
-    is written once, after all its shards are assigned (a bucket reached from two shards gets one file); a
-    spilled one chunk by chunk, so that only a buffer's worth of rows is ever held."""
-    assigned, written = [], []
+    """``write(assigned rows)`` writes them, one file per (partition, bucket) they hold; it is called once for
+    the whole buffer when it is held in memory. A spilled buffer is assigned a chunk at a time, and its
+    assigned rows spilled again by (partition, bucket), so each bucket is written once from its own rows:
+    the task holds a chunk or a bucket, never the batch, and writes as many files as it would in memory."""
+    if not buffer.spilled:
+        assigned = []
+        for shard, chunks in buffer.shard_chunks():
+            with shard_assigner(ctx, shard) as assign:
+                assigned += [assign(chunk) for chunk in chunks]
+        return write(pa.concat_tables(assigned)) if assigned else []
+
+    by_bucket, groups = Runs(os.path.join(buffer.spill_directory(), "assigned")), {}
+    os.mkdir(by_bucket.directory)
     for shard, chunks in buffer.shard_chunks():
         with shard_assigner(ctx, shard) as assign:
             for chunk in chunks:
                 rows = assign(chunk)
-                if buffer.spilled:
-                    written += write(rows)
-                else:
-                    assigned.append(rows)
-    if assigned:
-        written += write(pa.concat_tables(assigned))
-    return written
+                by_bucket.add(rows, _group_ids(rows, ctx.partition_keys, groups))
+    return [w for group in by_bucket.parts() for w in write(by_bucket.read([group]))]
+
+
+def _group_ids(rows: pa.Table, partition_keys: list[str], groups: dict[str, int]) -> np.ndarray:
+    """Each row's (partition, bucket) as a number, the same for every chunk of the task (``groups``)."""
+    places = pc.binary_join_element_wise(encode_partitions(rows, partition_keys),
+                                         rows.column(BUCKET).combine_chunks().cast(pa.string()), "\x00")
+    places = places.dictionary_encode()
+    ids = np.array([groups.setdefault(p, len(groups)) for p in places.dictionary.to_pylist()], dtype=np.int64)
+    return ids[np.asarray(places.indices.to_numpy(zero_copy_only=False))]

@@ -52,8 +52,6 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
             written = write_bucket(table, partition, bucket, rows.take(part), pa.array(kinds).take(part), seq,
                                    changelog=ctx.input_changelog)
             files, changelog, seq = files + written.new_files, changelog + written.changelog_files, seq + len(part)
-    # a later chunk of this task writing the bucket again (engine/write/buffer.py) continues the sequence
-    ctx.max_sequence_numbers[(encoded_partition, bucket)] = seq
     message = CommitMessage(partition=partition, bucket=bucket, new_files=files, changelog_files=changelog,
                             index_adds=ctx.shape.index_adds(ctx, partition, bucket, rows))
     files_at_base = ctx.bucket_files.get((encoded_partition, bucket), [])
