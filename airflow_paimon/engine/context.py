@@ -16,7 +16,9 @@ from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import changelog_producer, memory_bytes
 
-WRITE_BUFFER_SIZE = 256 * 2**20  # Paimon's default write-buffer-size
+# Not Paimon's 256 mb: a Python worker holds several copies of a chunk while it assigns it (a 10M-row first load,
+# two workers: 2.4 GiB per task at 16 mb, 3.1 GiB at 64 mb, the same time)
+WRITE_BUFFER_SIZE = 16 * 2**20
 
 
 @functools.lru_cache(maxsize=8)

@@ -94,22 +94,26 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
     at_old &= ~moving & keep
     old_bucket = np.full(n, -1, dtype=np.int32)
     old_bucket[known_idx] = stored.bucket
-    old_part = np.full(n, None, dtype=object)
-    old_part[known_idx] = np.asarray(stored.partition.to_numpy(zero_copy_only=False), dtype=object)
+    stored_at = np.full(n, -1, dtype=np.int64)  # per key, its row in ``stored`` (-1: not known)
+    stored_at[known_idx] = np.arange(len(known_idx))
+
+    def old_part(rows: np.ndarray) -> pa.Array:
+        """The stored partition of keys ``rows`` (all known). Arrow takes: no Python string per row."""
+        return stored.partition.take(pa.array(stored_at[rows]))
+
     bucket[at_old] = old_bucket[at_old]
-    target_part = pa.array(np.where(at_old, old_part, np.asarray(new_part.to_numpy(zero_copy_only=False),
-                                                                   dtype=object)), pa.string())
+    target_part = pc.if_else(pa.array(at_old), stored.partition.take(pa.array(stored_at, mask=stored_at < 0)),
+                             new_part)
 
     # Moves (deduplicate): a delete in the old place, then the key is new in its new partition.
     moved = np.nonzero(moving)[0]
     moved_take = pa.array(moved, pa.int64())
-    move_deletes = _with_partition(deciding.take(moved_take), partition_fields,
-                                   pa.array(old_part[moved], pa.string()), partition_types)
+    move_deletes = _with_partition(deciding.take(moved_take), partition_fields, old_part(moved), partition_types)
     move_deletes = move_deletes.set_column(move_deletes.schema.get_field_index(ROW_KIND), ROW_KIND,
                                            pa.array(np.full(len(moved), DELETE, np.int8)))
     move_deletes = move_deletes.append_column(BUCKET, pa.array(old_bucket[moved], pa.int32()))
     left = np.nonzero(moving | removed)[0]
-    buckets.decrement(pa.array(old_part[left], pa.string()), old_bucket[left])
+    buckets.decrement(old_part(left), old_bucket[left])
 
     fresh = np.nonzero((bucket < 0) & keep)[0]
     fresh_take = pa.array(fresh, pa.int64())

@@ -103,6 +103,10 @@ def _options(opts: IndexOptions = IndexOptions()) -> Options:
     return options
 
 
+class KeyTwice(ValueError):
+    """write_sst() was given a key twice (nothing is written)."""
+
+
 SST_CHUNK = 1 << 16  # keys turned into Python bytes at a time while writing an SST
 
 
@@ -114,7 +118,7 @@ def write_sst(keys: pa.Array, values: pa.Array, path: str) -> int:
         return 0
     ordered = sort_keys(keys)
     if ordered.duplicated:
-        raise ValueError(f"writing {path}: a key appears twice")
+        raise KeyTwice(f"writing {path}: a key appears twice")
     writer = SstFileWriter(options=_sst_options())
     writer.open(path)
     for where, chunk in ordered.chunks(SST_CHUNK):
@@ -139,6 +143,9 @@ def _value_bytes(values: pa.Array, order: np.ndarray) -> list:
         return dictionary[indices].tolist()
     # through numpy (nulls become None): 0.5 ms for 14k values where to_pylist() takes 9 ms
     return values.take(pa.array(order)).to_numpy(zero_copy_only=False).tolist()
+
+
+LOOKUP_BATCH = 1 << 16
 
 
 class ShardIndex:
@@ -184,7 +191,10 @@ class ShardIndex:
         get, ordered = self._db.get, sort_keys(keys)
         back = np.empty_like(ordered.order)  # the inverse permutation, O(n) where argsort is O(n log n)
         back[ordered.order] = np.arange(len(back))
-        found = pa.array([get(k) for k in ordered.keys], pa.binary()).take(back)
+        # a slice at a time: a Python bytes object per key only for LOOKUP_BATCH keys (all 1.5M keys of a chunk
+        # at once held 300 MB)
+        found = pa.concat_arrays([pa.array([get(k) for k in ordered.keys[i:i + LOOKUP_BATCH]], pa.binary())
+                                  for i in range(0, len(back), LOOKUP_BATCH)]).take(back)
         if self.options.ttl_seconds is None or found.null_count == len(found):
             return found
         written_at = decode_values(found.fill_null(b"\0" * HEADER)).written_at
@@ -213,6 +223,10 @@ class ShardIndex:
             return 0
         keys = pa.concat_arrays(self._changed_keys[start:])
         values = pa.concat_arrays(self._changed_values[start:])
+        try:  # a task's changes of key-disjoint chunks name each key once: no copy to deduplicate them
+            return write_sst(keys, values, path)
+        except KeyTwice:
+            pass
         # the latest position per key by hashing (write_sst sorts): 1.6 ms for 14k keys, sorting 3.1 ms
         last = (pa.table({"k": keys, "p": np.arange(len(keys))}).group_by("k", use_threads=False)
                 .aggregate([("p", "max")]).column("p_max"))
