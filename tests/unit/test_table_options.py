@@ -96,6 +96,7 @@ REFUSED = [
      "not a memory size"),
     ("cross-partition", {"rocksdb.writebuffer.size": "0 mb"}, "rocksdb.writebuffer.size", "0 mb", "at least 1"),
     ("fixed", {"target-file-size": "big"}, "target-file-size", "big", "not a memory size"),
+    ("cross-partition", {"write-buffer-size": "a lot"}, "write-buffer-size", "a lot", "not a memory size"),
     ("fixed", {"snapshot.time-retained": "soon"}, "snapshot.time-retained", "soon", "not a duration"),
     ("fixed", {"snapshot.num-retained.min": "-3"}, "snapshot.num-retained.min", "-3", "at least 1"),
     ("fixed", {"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "2"}, "snapshot.num-retained.max",
