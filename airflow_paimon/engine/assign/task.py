@@ -31,6 +31,7 @@ def shard_assigner(ctx: WriteContext, shard: int) -> Iterator[Callable[[pa.Table
     counters = Counter({k: 0 for k in COUNTERS})
     with tempfile.TemporaryDirectory(prefix="paimon-shard-") as tmp:
         with load_shard(ctx.index_uri, meta, tmp, ctx.index_options) as index:
+            index.disjoint = True  # no two assign() calls share a key: a chunk's lookups need no earlier changes
             buckets = BucketAssigner(shard, ctx.shards, ctx.target_row_num, meta.bucket_counts)
 
             def assign(rows: pa.Table) -> pa.Table:
