@@ -33,7 +33,7 @@ import bench_upsert  # noqa: E402 - the table's name
 def full_copy(src: Path, dst: Path) -> str:
     """``src``'s warehouse copied to ``dst`` and fully compacted."""
     from airflow_paimon.engine.table import get_table
-    from compaction_tables import compact
+    from local_runner import compact
 
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(src, dst)

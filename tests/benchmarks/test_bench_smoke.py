@@ -86,6 +86,20 @@ def test_deletion_vector_benchmark_smoke(tmp_path):
     assert "deletion-vectors" in (tmp_path / "out" / "deletion_vectors.md").read_text()
 
 
+def test_java_floor_benchmark_smoke(tmp_path):
+    """bench_java_floor on the deletion-vector benchmark's tiny tables: five tables of the same rows read by Java
+    Paimon, twice per JVM (the warm read reported), the report written."""
+    import bench_deletion_vectors
+    import bench_java_floor
+
+    bench_deletion_vectors.run(2_000, 200, 2, tmp_path / "dv", java=False, work=tmp_path / "work")
+    r = bench_java_floor.run(tmp_path / "work", tmp_path / "out", rounds=1, reads=2)
+    assert r["rows"] > 2_000 and set(r["warm_ms"]) == {"plain", "deletion-vectors", "plain, full",
+                                                       "deletion-vectors, full", "append-only"}
+    assert all(ms >= 0 for ms in r["warm_ms"].values())
+    assert "warm read" in (tmp_path / "out" / "java_floor.md").read_text()
+
+
 @pytest.mark.spark
 def test_batch_size_benchmark_smoke(spark_session, tmp_path, monkeypatch):
     """Two batch sizes in-job with pypaimon-rust beside, and a first load through spark-submitted jobs (in two
