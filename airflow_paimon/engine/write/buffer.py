@@ -31,6 +31,7 @@ class Runs:
 
     def __init__(self, directory: str):
         self.directory = directory
+        os.makedirs(directory, exist_ok=True)
         self._files: list[str] = []
         self._where: dict[int, list[tuple[int, int]]] = defaultdict(list)  # part -> (file, batch)
         self.bytes: Counter = Counter()  # part -> bytes spilled

@@ -32,7 +32,6 @@ def assign_and_write_shards(ctx: WriteContext, buffer: WriteBuffer,
         return write(pa.concat_tables(assigned)) if assigned else []
 
     by_bucket, groups = Runs(os.path.join(buffer.spill_directory(), "assigned")), {}
-    os.mkdir(by_bucket.directory)
     for shard, chunks in buffer.shard_chunks():
         with shard_assigner(ctx, shard) as assign:
             for chunk in chunks:
