@@ -6,8 +6,10 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.assigner import BUCKET
+from airflow_paimon.engine.codec.keys import encode_partitions
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
@@ -15,7 +17,7 @@ from airflow_paimon.engine.write.buffer import WriteBuffer
 from airflow_paimon.engine.write.cross_partition import assign_and_write_shards
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.pipelines.common import WRITTEN, writer
-from airflow_paimon.spark.routing import groups
+from airflow_paimon.spark.routing import gather, groups
 
 
 def pipeline(source, ctx: WriteContext):
@@ -32,25 +34,61 @@ def pipeline(source, ctx: WriteContext):
 
     A task holding more than ``write-buffer-size`` of rows spills them and assigns its shards a buffer at a
     time (engine/write/buffer.py); the assigned rows are spilled again by bucket, so each bucket is still
-    written once per task (engine/write/cross_partition.py)."""
+    written once per task (engine/write/cross_partition.py).
+
+    A table whose writes compact level 0 (deletion vectors, ``changelog-producer=lookup``) takes the second
+    shuffle: that compaction rewrites the bucket's runs and its deletion-vector index file from the whole batch
+    of the bucket, so a bucket must have exactly one writer, as in Paimon (assigned rows go to writers by
+    partition and bucket). Two tasks marking the same old file would each replace the bucket's vectors."""
     from pyspark.sql import functions as F
 
     primary_keys, write, shards, buffer_size = ctx.primary_keys, writer(ctx), ctx.shards, ctx.write_buffer_bytes
     tasks = task_count(shards, default_parallelism(source.sparkSession))
     group_by = [*ctx.partition_keys, BUCKET]
 
-    def assign_and_write(batches):
-        from pyspark import TaskContext
+    def assign_then(handle):
+        """A mapInArrow function: the task's shards assigned, ``handle(assigned rows)`` -> the tables to yield."""
+        def run(batches):
+            from pyspark import TaskContext
 
-        with WriteBuffer(primary_keys, shards, buffer_size, spark_local_dir()) as buffer:
-            buffer.extend(batches)
-            check_shards_of_task(buffer.rows_per_shard, ctx, TaskContext.get().partitionId(), tasks)
-            written = assign_and_write_shards(ctx, buffer, lambda rows: [write(b) for b in groups(rows, group_by)])
-        crash_point("assign_write.task_written")
-        if written:  # one batch back to the JVM for all the task's files rather than one per file
-            yield from pa.concat_tables(written).to_batches()
+            with WriteBuffer(primary_keys, shards, buffer_size, spark_local_dir()) as buffer:
+                buffer.extend(batches)
+                check_shards_of_task(buffer.rows_per_shard, ctx, TaskContext.get().partitionId(), tasks)
+                out = assign_and_write_shards(ctx, buffer, handle)
+            crash_point("assign_write.task_written")
+            if out:  # one batch back to the JVM for all the task's files rather than one per file
+                yield from pa.concat_tables(out).to_batches()
+        return run
 
-    return source.repartition(tasks, *[F.col(k) for k in primary_keys]).mapInArrow(assign_and_write, WRITTEN)
+    by_key = source.repartition(tasks, *[F.col(k) for k in primary_keys])
+    if not ctx.compacts_level_0:
+        return by_key.mapInArrow(assign_then(lambda rows: [write(b) for b in groups(rows, group_by)]), WRITTEN)
+
+    def write_each_bucket(batches):
+        rows = gather(batches)
+        for place in pc.unique(rows.column(PLACE)).to_pylist() if rows is not None else []:
+            parts = rows.filter(pc.equal(rows.column(PLACE), place)).column(PART).to_pylist()
+            yield from write(pa.concat_tables([pa.ipc.open_stream(p).read_all() for p in parts])).to_batches()
+
+    assigned = by_key.mapInArrow(assign_then(lambda rows: [bucket_part(b, ctx.partition_keys)
+                                                           for b in groups(rows, group_by)]), PARTS)
+    n = int(source.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    return assigned.repartition(n, PLACE).mapInArrow(write_each_bucket, WRITTEN)
+
+
+# A bucket's assigned rows from one assign task, as Arrow IPC, for the shuffle to the bucket's one writer
+PLACE, PART = "_place", "_part"
+PARTS = f"{PLACE} string, {PART} binary"
+PARTS_ARROW = pa.schema([(PLACE, pa.string()), (PART, pa.binary())])
+
+
+def bucket_part(rows: pa.Table, partition_keys: list[str]) -> pa.Table:
+    """One (partition, bucket)'s rows as a PARTS row: where they go, and the rows."""
+    place = f"{encode_partitions(rows.slice(0, 1), partition_keys)[0].as_py()}\x00{rows.column(BUCKET)[0].as_py()}"
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as stream:
+        stream.write_table(rows)
+    return pa.table({PLACE: [place], PART: [sink.getvalue().to_pybytes()]}, schema=PARTS_ARROW)
 
 
 def task_count(shards: int, parallelism: int) -> int:

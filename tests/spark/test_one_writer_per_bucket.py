@@ -1,0 +1,52 @@
+"""A cross-partition bucket whose keys hash to several Spark tasks (a table written by another writer, or with
+another shard count): a table whose writes compact level 0 (deletion vectors, changelog-producer=lookup) must
+still give each bucket one writer — two tasks each replacing the bucket's deletion vectors lose marks (the old
+rows come back), two tasks each lifting level 0 into the same level overlap there."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_paimon.engine.scan import file_path, latest_snapshot, live_entries
+from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.write.deletion_vectors import _vector_entries
+from oracle import assert_table_equals, expected_upsert
+from spark.jobs import pipeline_on
+
+COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]
+MODES = {"deletion-vectors": {"deletion-vectors.enabled": "true"}, "lookup": {"changelog-producer": "lookup"},
+         "plain": {}}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_bucket_of_every_task_is_written_once(spark, tmp_path, mode):
+    warehouse = str(tmp_path / "wh")
+    spec = {"columns": COLUMNS, "primary_keys": ["id"], "partition_keys": ["dt"],
+            "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "100000", **MODES[mode]}}
+    rng = np.random.default_rng(3)
+    first = pd.DataFrame({"id": np.arange(2000), "dt": rng.choice(["a", "b"], 2000), "v": rng.random(2000)})
+    # one shard: every key in bucket 0 of its partition
+    pipeline_on(spark, warehouse, "db.t", spec, shards=1).upsert(first, "r1", tmp_path)
+    # four shards over two Spark tasks: both tasks hold keys of bucket 0 (updates, and moves from b to a)
+    second = pd.DataFrame({"id": np.arange(0, 2000, 3), "dt": "a", "v": -1.0})
+    pipeline_on(spark, warehouse, "db.t", spec, shards=4).upsert(second, "r2", tmp_path)
+
+    table = get_table({"warehouse": warehouse}, "db.t")
+    assert_table_equals(table, expected_upsert([first, second], "id"), "id")
+    snapshot = latest_snapshot(table)
+    if snapshot.index_manifest:
+        vectors = _vector_entries(table, snapshot.index_manifest)
+        assert all(len(entries) == 1 for entries in vectors.values()), vectors
+    if mode != "plain":  # above level 0 each level is one sorted run: no two files' key ranges overlap
+        ranges = {}
+        for e in live_entries(table, snapshot):
+            assert e.file.level > 0, "level-0 file left in a table whose writes compact level 0"
+            keys = pq.ParquetFile(file_path(table, e)).read(columns=["_KEY_id"]).column(0)
+            ranges.setdefault((tuple(e.partition.values), e.bucket, e.file.level), []).append(
+                (pc.min(keys).as_py(), pc.max(keys).as_py()))
+        for place, spans in ranges.items():
+            spans.sort()
+            assert all(a[1] < b[0] for a, b in zip(spans, spans[1:])), (place, spans)
