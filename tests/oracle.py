@@ -20,6 +20,15 @@ def expected_upsert(batches: list[pd.DataFrame], key: str, start: pd.DataFrame |
     return last.sort_values(key).reset_index(drop=True)
 
 
+def expected_overwrite(before: pd.DataFrame, batch: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """Partitions of the batch replaced by the batch (last row per key wins); elsewhere the rows stay, minus
+    keys the batch now holds (a key lives once in the table)."""
+    batch = batch.drop_duplicates(subset=key, keep="last")
+    kept = before[~before.dt.isin(batch.dt.unique())]
+    kept = kept[~kept.set_index(key).index.isin(batch.set_index(key).index)]
+    return pd.concat([kept, batch], ignore_index=True).sort_values(key).reset_index(drop=True)
+
+
 def read_table(table) -> pd.DataFrame:
     rb = table.new_read_builder()
     return rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pandas()

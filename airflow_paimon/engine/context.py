@@ -123,6 +123,12 @@ class WriteContext:
         return changelog_producer(self.options) == "input" and self.write_mode != "overwrite"
 
     @property
+    def lookup_changelog(self) -> bool:
+        """Whether the write's compaction of level 0 emits Paimon's lookup changelog: ``changelog-producer=lookup``,
+        except for a partition overwrite (Paimon's overwrite commits no changelog)."""
+        return self.changelog_producer == "lookup" and self.write_mode != "overwrite"
+
+    @property
     def changelog_producer(self) -> str:
         """The table's ``changelog-producer`` (``lookup``: emitted by the write's compaction of level 0)."""
         return changelog_producer(self.options)

@@ -13,7 +13,7 @@ import pytest
 from airflow_paimon.engine.scan import file_path, latest_snapshot, live_entries
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.write.deletion_vectors import _vector_entries
-from oracle import assert_table_equals, expected_upsert
+from oracle import assert_table_equals, expected_overwrite, expected_upsert, read_table
 from spark.jobs import pipeline_on
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]
@@ -36,6 +36,19 @@ def test_a_bucket_of_every_task_is_written_once(spark, tmp_path, mode):
 
     table = get_table({"warehouse": warehouse}, "db.t")
     assert_table_equals(table, expected_upsert([first, second], "id"), "id")
+    assert_levels(table, mode)
+
+    # a partition overwrite of b through the same Spark jobs: keys moving in from a, new keys, b's others gone
+    before = read_table(table)[["id", "dt", "v"]]
+    backfill = pd.DataFrame({"id": np.concatenate([np.arange(0, 300, 3), np.arange(5000, 5100)]), "dt": "b", "v": 7.0})
+    pipeline_on(spark, warehouse, "db.t", spec, shards=4).upsert(backfill, "r3", tmp_path, write_mode="overwrite")
+    table = get_table({"warehouse": warehouse}, "db.t")
+    actual = read_table(table)[["id", "dt", "v"]].sort_values("id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(actual, expected_overwrite(before, backfill, ["id"]), check_dtype=False)
+    assert_levels(table, mode)
+
+
+def assert_levels(table, mode: str) -> None:
     snapshot = latest_snapshot(table)
     if snapshot.index_manifest:
         vectors = _vector_entries(table, snapshot.index_manifest)

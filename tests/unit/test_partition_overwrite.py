@@ -4,14 +4,17 @@ upsert publishes equals a full rebuild."""
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from airflow_paimon.engine.commit.overwrite import overwritten_partitions
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.scan import file_path, live_entries
+from airflow_paimon.engine.write.deletion_vectors import _vector_entries
 from faults.harness import index_content
 from local_runner import bootstrap, stage_run, upsert
-from oracle import assert_table_equals, expected_upsert, read_table
+from oracle import assert_table_equals, expected_overwrite, expected_upsert, read_table
 
 CROSS = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]],
                              "primary_keys": ["id"], "partition_keys": ["dt"],
@@ -23,25 +26,29 @@ def arrow(df, spec):
     return pa.Table.from_pandas(df, schema=spec.arrow_schema(), preserve_index=False)
 
 
-def expected_overwrite(before: pd.DataFrame, batch: pd.DataFrame, key: list[str]) -> pd.DataFrame:
-    """Partitions of the batch replaced by the batch (last row per key wins); elsewhere the rows stay, minus
-    keys the batch now holds (a key lives once in the table)."""
-    batch = batch.drop_duplicates(subset=key, keep="last")
-    kept = before[~before.dt.isin(batch.dt.unique())]
-    kept = kept[~kept.set_index(key).index.isin(batch.set_index(key).index)]
-    return pd.concat([kept, batch], ignore_index=True).sort_values(key).reset_index(drop=True)
+# Tables whose writes compact level 0: their buckets with live rows are written ignoring the old files, the
+# replaced partitions' deletion vectors dropped, and the COMPACT snapshot of the same commit lifts level 0
+LEVEL_0_COMPACTED = {"plain": {}, "deletion-vectors": {"deletion-vectors.enabled": "true"},
+                     "lookup": {"changelog-producer": "lookup"}}
 
 
+@pytest.mark.parametrize("mode", LEVEL_0_COMPACTED)
 @pytest.mark.parametrize("spec", [CROSS, FIXED], ids=["cross-partition", "fixed-bucket"])
-def test_overwrite_two_partitions_then_upsert(warehouse, tmp_path, spec):
+def test_overwrite_two_partitions_then_upsert(warehouse, tmp_path, spec, mode):
     opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
+    spec = TableSpec.from_dict({**spec.to_dict(), "options": {**spec.options, **LEVEL_0_COMPACTED[mode]}})
     key = list(spec.primary_keys)
     get_or_create_table(opts, "db.t", spec)
     rng = np.random.default_rng(3)
     seed = pd.DataFrame({"id": np.arange(400), "dt": rng.choice(list("abcd"), 400), "v": rng.random(400)})
     upsert(bootstrap(opts, "db.t", index_root, 2), arrow(seed, spec), "seed")
+    # updates in place: a deletion-vector table gets vectors in every partition
+    upsert(bootstrap(opts, "db.t", index_root, 2), arrow(seed.iloc[::4].assign(v=-1.0), spec), "update")
     table = get_table(opts, "db.t")
     before = read_table(table)[["id", "dt", "v"]]
+    if mode == "deletion-vectors":
+        assert len(_vector_entries(table, table.snapshot_manager().get_latest_snapshot().index_manifest)) >= 4
+    base = table.snapshot_manager().get_latest_snapshot().id
 
     # the backfill: partitions a and b only; keys of a kept or dropped, keys moving in from c/d, new keys
     in_a = before[before.dt == "a"].id.to_numpy()[::3]
@@ -56,15 +63,21 @@ def test_overwrite_two_partitions_then_upsert(warehouse, tmp_path, spec):
     assert not actual.duplicated(key).any()
     pd.testing.assert_frame_equal(actual, expected, check_dtype=False)
     manager = get_table(opts, "db.t").snapshot_manager()
-    snap = manager.get_latest_snapshot()
-    assert (snap.id, snap.commit_kind, first.already_committed) == (2, "OVERWRITE", False)
-    if spec is CROSS:  # c lost the keys that moved into b/a, but was not replaced: its other rows are still there
+    kinds = [manager.get_snapshot_by_id(i).commit_kind for i in range(base + 1, manager.get_latest_snapshot().id + 1)]
+    assert kinds == (["OVERWRITE"] if mode == "plain" else ["OVERWRITE", "COMPACT"])
+    assert (first.snapshot_id, first.already_committed) == (base + len(kinds), False)
+    if mode != "plain":  # readers of such tables skip level 0: none is left, and Paimon's overwrite commits no changelog
+        latest = manager.get_latest_snapshot()
+        assert all(e.file.level > 0 for e in live_entries(get_table(opts, "db.t"), latest))
+        assert all(manager.get_snapshot_by_id(i).changelog_manifest_list is None for i in range(base + 1, latest.id + 1))
+        assert_vectors_of_live_files(get_table(opts, "db.t"), latest)
+    if spec.primary_keys == ["id"]:  # c lost the keys that moved into b/a, but was not replaced: its other rows stay
         assert set(actual[actual.dt == "c"].id) == set(before[before.dt == "c"].id) - set(from_c)
 
-    # a retried commit finds its snapshot: one OVERWRITE snapshot, nothing twice
+    # a retried commit finds its snapshot: nothing twice
     again = run_commit(commit_spec)
-    assert again.snapshot_id == 2 and again.already_committed is True
-    assert manager.get_latest_snapshot().id == 2
+    assert again.snapshot_id == first.snapshot_id and again.already_committed is True
+    assert manager.get_latest_snapshot().id == first.snapshot_id
 
     # the next upsert: keys the overwrite removed come back as new, the index matches a full rebuild
     gone = np.setdiff1d(before[before.dt == "a"].id.to_numpy(), ids)[:10]
@@ -72,16 +85,27 @@ def test_overwrite_two_partitions_then_upsert(warehouse, tmp_path, spec):
                         "dt": ["c"] * 10 + ["d"] * 10 + ["a"] * 10, "v": np.arange(30, dtype=float)})
     ctx = bootstrap(opts, "db.t", index_root, 2)  # no index was published for the OVERWRITE: rebuilt here
     upsert(ctx, arrow(upd, spec), "after")
-    if spec is CROSS:
+    if spec.primary_keys == ["id"]:
         assert_table_equals(get_table(opts, "db.t"), expected_upsert([upd], "id", start=expected), "id")
-        published = index_content(ctx.index_uri, 3)
+        latest = get_table(opts, "db.t").snapshot_manager().get_latest_snapshot().id
+        published = index_content(ctx.index_uri, latest)
         fresh = bootstrap(opts, "db.t", str(tmp_path / "fresh"), 2)
-        assert published == index_content(fresh.index_uri, 3)
+        assert published == index_content(fresh.index_uri, latest)
     else:
         after = read_table(get_table(opts, "db.t"))[["id", "dt", "v"]]
         oracle = pd.concat([expected, upd]).drop_duplicates(key, keep="last").sort_values(key)
         pd.testing.assert_frame_equal(after.sort_values(key).reset_index(drop=True),
                                       oracle.reset_index(drop=True), check_dtype=False)
+
+
+def assert_vectors_of_live_files(table, snapshot):
+    """One deletion-vector index file per bucket, marking only files live in that bucket (none of the replaced
+    partitions' old files, whose vectors the OVERWRITE drops)."""
+    live = {(tuple(e.partition.values), e.bucket, e.file.file_name) for e in live_entries(table, snapshot)}
+    entries = _vector_entries(table, snapshot.index_manifest) if snapshot.index_manifest else {}
+    for (partition, bucket), found in entries.items():
+        assert len(found) == 1, (partition, bucket, found)
+        assert all((partition, bucket, name) in live for name in found[0].index_file.dv_ranges), (partition, bucket)
 
 
 def test_only_partitions_with_live_rows_are_overwritten(warehouse):
@@ -116,21 +140,25 @@ def test_write_mode_is_checked_before_anything_is_read(warehouse):
     assert check_write_mode(dynamic, "db.dyn", shape_of(dynamic), "upsert") == "upsert"
 
 
-@pytest.mark.parametrize("options", [{"deletion-vectors.enabled": "true"}, {"changelog-producer": "lookup"}])
-def test_overwrite_of_a_table_whose_writes_compact_level_0_is_refused_before_staging(warehouse, options):
-    """Such a write's COMPACT half rewrites and marks the bucket's old files, which the OVERWRITE deletes: the
-    commit would fail on every retry (it did for lookup tables), so the write is refused, nothing staged."""
-    from airflow_paimon.engine.errors import ValidationError
-
-    opts = {"warehouse": warehouse}
-    spec = TableSpec.from_dict({**CROSS.to_dict(), "options": {"bucket": "-1", **options}})
+def test_a_bucket_of_a_replaced_partition_with_only_deletes(warehouse):
+    """Every key of one bucket of partition a moves to b, while a is replaced by one other row: that bucket's
+    write holds only DELETEs. Its lookups marked files the OVERWRITE removes, so the commit leaves it out."""
+    opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
+    spec = TableSpec.from_dict({**CROSS.to_dict(), "options": {**CROSS.options, **LEVEL_0_COMPACTED["deletion-vectors"]}})
     get_or_create_table(opts, "db.t", spec)
-    upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow(pd.DataFrame({"id": [1, 2], "dt": "a", "v": 1.0}),
-                                                                     spec), "r1")
-    before, latest = read_table(get_table(opts, "db.t")), get_table(opts, "db.t").snapshot_manager().get_latest_snapshot()
-    with pytest.raises(ValidationError, match=r"db\.t.*'overwrite'.*not implemented"):
-        stage_run(bootstrap(opts, "db.t", warehouse + "/.index", 2),
-                  arrow(pd.DataFrame({"id": [1], "dt": "a", "v": 2.0}), spec), "ow", write_mode="overwrite")
+    seed = pd.DataFrame({"id": np.arange(60), "dt": "a", "v": 1.0})
+    upsert(bootstrap(opts, "db.t", index_root, 2), arrow(seed, spec), "seed")
+    upsert(bootstrap(opts, "db.t", index_root, 2), arrow(seed.iloc[::5].assign(v=2.0), spec), "update")
     table = get_table(opts, "db.t")
-    assert table.snapshot_manager().get_latest_snapshot().id == latest.id
-    pd.testing.assert_frame_equal(read_table(table), before)
+    before = read_table(table)[["id", "dt", "v"]]
+    keys_of = {}
+    for e in live_entries(table, table.snapshot_manager().get_latest_snapshot()):
+        keys_of.setdefault(e.bucket, set()).update(
+            pq.ParquetFile(file_path(table, e)).read(columns=["_KEY_id"]).column(0).to_pylist())
+    moved, other = sorted(keys_of[min(keys_of)]), sorted(keys_of[max(keys_of)])[0]
+    batch = pd.DataFrame({"id": [*moved, other], "dt": ["b"] * len(moved) + ["a"], "v": 3.0})
+    run_commit(stage_run(bootstrap(opts, "db.t", index_root, 2), arrow(batch, spec), "ow", write_mode="overwrite"))
+    table = get_table(opts, "db.t")
+    actual = read_table(table)[["id", "dt", "v"]].sort_values("id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(actual, expected_overwrite(before, batch, ["id"]), check_dtype=False)
+    assert_vectors_of_live_files(table, table.snapshot_manager().get_latest_snapshot())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from airflow_paimon.engine.commit.compact_increment import (COMPACT, append_part, commit_compact_increment,
                                                            has_compact_increment)
-from airflow_paimon.engine.commit.overwrite import commit_overwrite
+from airflow_paimon.engine.commit.overwrite import commit_overwrite, without_replaced_deletes
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.errors import PaimonJobError, StaleIndexError
@@ -67,6 +67,8 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
 
     Raises StaleIndexError, with nothing committed, if a non-COMPACT snapshot of another commit landed after
     ``base_snapshot_id`` — checked again against the exact snapshot each commit attempt builds on."""
+    if overwrite:
+        messages = without_replaced_deletes(table, messages)
     compact = [m for m in messages if has_compact_increment(m)]  # a deletion-vector write: APPEND, then COMPACT
     existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
     if existing is not None:

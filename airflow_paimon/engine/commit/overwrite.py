@@ -7,22 +7,46 @@ moved as it is by an upsert (a DELETE written to q, the row written to its new p
 that DELETE, must not be wiped. This keeps the primary key unique across the table, as Paimon's cross-partition
 upsert does.
 
+In a table whose writes compact level 0 (deletion vectors, ``changelog-producer=lookup``) a bucket that gets
+live rows is written as Paimon's overwrite writer writes it, ignoring the bucket's previous files (nothing to
+look up or mark: they all go); the OVERWRITE snapshot also drops the replaced partitions' deletion-vector index
+files, and the COMPACT snapshot of the same commit then lifts the new level-0 files up, as Paimon's overwrite
+commit does. No changelog is committed, as in Paimon. A bucket with only deletes keeps its lookups (its
+partition is not replaced, or its message is dropped here: see without_replaced_deletes).
+
 The global key index is not published for an OVERWRITE snapshot: keys of the replaced partitions that the
 batch does not have are gone from the table, and the next bootstrap-index rebuilds the index in full from the
 table (engine/index/run.py rebuilds past any OVERWRITE snapshot), so it is right by construction.
 """
 from __future__ import annotations
 
+from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.paimon_compat import overwrite_changes_provider, overwrite_hash_index_deletes, try_commit
+from airflow_paimon.engine.scan import latest_snapshot
+from airflow_paimon.engine.write.deletion_vectors import partition_index_deletes
 
 WRITE_MODES = ("upsert", "overwrite")
 
 
 def overwritten_partitions(messages) -> list[tuple]:
     """The partitions of ``messages`` that receive a live row (row count above delete row count)."""
-    found = {tuple(m.partition) for m in messages
-             if any(f.row_count - (f.delete_row_count or 0) > 0 for f in m.new_files)}
+    found = {tuple(m.partition) for m in messages if holds_live_rows(m)}
     return sorted(found, key=lambda p: tuple((v is None, str(v)) for v in p))
+
+
+def holds_live_rows(message) -> bool:
+    return any(f.row_count - (f.delete_row_count or 0) > 0 for f in message.new_files)
+
+
+def without_replaced_deletes(table, messages) -> list:
+    """``messages`` less those that only delete in a partition the overwrite replaces: their deletes are moot,
+    and in a table whose writes compact level 0 their compaction looked up (and marked) files the OVERWRITE
+    removes. Their files are never committed: deleted here (best effort; else orphans for orphan removal)."""
+    replaced = set(overwritten_partitions(messages))
+    moot = [m for m in messages if tuple(m.partition) in replaced and not holds_live_rows(m)]
+    for path in data_file_paths(table, moot):
+        table.file_io.delete_quietly(path)
+    return [m for m in messages if not (tuple(m.partition) in replaced and not holds_live_rows(m))]
 
 
 def partition_filter(table, partitions: list[tuple]):
@@ -49,6 +73,7 @@ def commit_overwrite(committer, table, messages, commit_identifier: int) -> None
     try_commit(committer, commit_kind="OVERWRITE", commit_identifier=commit_identifier,
                commit_entries_plan=overwrite_changes_provider(committer, where, messages).provide,
                changelog_entries=[], detect_conflicts=True, allow_rollback=False,
-               index_deletes=overwrite_hash_index_deletes(committer, where),
+               index_deletes=[*overwrite_hash_index_deletes(committer, where),
+                              *partition_index_deletes(table, latest_snapshot(table), partitions)],
                index_adds=[e for m in messages for e in m.index_adds], snapshot_properties=None,
                allow_empty_commit=True)

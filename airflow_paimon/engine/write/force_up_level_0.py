@@ -31,10 +31,11 @@ from airflow_paimon.engine.write.deletion_vectors import LiveFile, read_live_fil
 
 
 def force_up_level_0(message: CommitMessage, table, rules: MergeRules, files: list[LiveFile], num_levels: int,
-                     rows: pa.Table, kinds: np.ndarray, max_sequence_number: int) -> CommitMessage:
+                     rows: pa.Table, kinds: np.ndarray, max_sequence_number: int, changelog: bool = True
+                     ) -> CommitMessage:
     """Fill the compact increment of ``message`` — whose new files are the batch's records at level 0 (``rows``,
     ``kinds``; a key may repeat under aggregation) — against the bucket's ``files`` at the base snapshot: the
-    level-0 files compacted up, and the lookup changelog of the batch's keys."""
+    level-0 files compacted up, and (``changelog``) the lookup changelog of the batch's keys."""
     partition, bucket = tuple(message.partition), message.bucket
     options, name = dict(table.table_schema.options), table.identifier.get_full_name()
     keys = key_columns(table.trimmed_primary_keys)
@@ -54,8 +55,10 @@ def force_up_level_0(message: CommitMessage, table, rules: MergeRules, files: li
         batch = batch.filter(new)
         before, after = before.slice(0, 0), after.filter(pc.invert(pc.is_in(encode_keys(after.select(keys), keys),
                                                                              value_set=held)))
-    images = lookup_changelog(table, before, after, row_deduplicate(options))
-    message.compact_changelog_files = write_changelog_files(table, partition, bucket, images) if images.num_rows else []
+    if changelog:
+        images = lookup_changelog(table, before, after, row_deduplicate(options))
+        message.compact_changelog_files = (write_changelog_files(table, partition, bucket, images)
+                                           if images.num_rows else [])
 
     higher = sorted({f.level for f in files if f.level > 0})
     level = max(higher[0] - 1, 1) if higher else num_levels - 1

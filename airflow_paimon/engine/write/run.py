@@ -21,9 +21,8 @@ from airflow_paimon.engine.schema_evolution import evolve_for_source
 from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
-from airflow_paimon.engine.table_options import changelog_producer, check_table
-from airflow_paimon.engine.write.deletion_vectors import (check_no_level_0, enabled as deletion_vectors_enabled,
-                                                          live_files_by_bucket)
+from airflow_paimon.engine.table_options import check_table
+from airflow_paimon.engine.write.deletion_vectors import check_no_level_0, live_files_by_bucket
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +92,6 @@ def check_write_mode(table, identifier: str, shape: TableShape, write_mode: str)
     if write_mode == "overwrite" and not table.partition_keys:
         raise ValidationError(identifier, "write_mode 'overwrite' replaces partitions; the table has none",
                               value=write_mode)
-    options = table.table_schema.options
-    # Their writes compact level 0 with lookups in the bucket's old files, which an OVERWRITE snapshot deletes
-    if write_mode == "overwrite" and (deletion_vectors_enabled(options) or changelog_producer(options) == "lookup"):
-        raise ValidationError(identifier, "write_mode 'overwrite' of a deletion-vector table or one with "
-                                          "changelog-producer 'lookup' is not implemented here", value=write_mode)
     if write_mode not in shape.write_modes:
         taking = " and ".join(s.label for s in shapes_taking(write_mode))
         raise ValidationError(identifier, f"write_mode {write_mode!r} is supported for {taking} tables, "
