@@ -47,6 +47,7 @@ INT_OPTIONS = {
     "snapshot.num-retained.min": (1, None, ()),
     "snapshot.num-retained.max": (1, None, ()),
     "snapshot.expire.limit": (1, None, ()),
+    "full-compaction.delta-commits": (1, None, ()),
 }
 MEMORY_OPTIONS = ("target-file-size", "write-buffer-size", "rocksdb.block.cache-size", "rocksdb.writebuffer.size")
 DURATION_OPTIONS = ("cross-partition-upsert.index-ttl", "snapshot.time-retained")
@@ -154,6 +155,13 @@ def changelog_producer(options: dict) -> str:
     """The table's ``changelog-producer`` (``none`` when unset), as the writers and readers act on it; its value
     was checked with the table's other options (check_options)."""
     return str(options.get("changelog-producer") or "none").strip().lower()
+
+
+def full_compaction_delta_commits(options: dict) -> int | None:
+    """Every how many write commits a compaction is full (Paimon's ``full-compaction.delta-commits``; 1 with
+    ``changelog-producer=full-compaction``, Paimon's default there); None: only when asked for."""
+    default = 1 if changelog_producer(options) == "full-compaction" else None
+    return integer("", options, "full-compaction.delta-commits", default)
 
 
 def check_table(table, *, compaction: bool = False) -> None:

@@ -63,7 +63,7 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         self.every_n_runs = every_n_runs
 
     def job_spec(self, context, hook: PaimonHook) -> CompactSpec:
-        from airflow_paimon.engine.compact.plan import writes_since_compaction
+        from airflow_paimon.engine.compact.plan import write_commits, writes_since_compaction
         from airflow_paimon.engine.scan import latest_snapshot
 
         committed = self.upstream_result(context, PaimonCommitOperator, required=False)
@@ -76,9 +76,7 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         if every < 1:
             raise ValueError(f"every_n_runs must be at least 1, got {every}")
         if every > 1:
-            # one per commit: a deletion-vector write is two snapshots of one commit identity
-            writes = len({(s.commit_user, s.commit_identifier)
-                          for s in writes_since_compaction(hook.get_table(self.table), snapshot_id)})
+            writes = write_commits(writes_since_compaction(hook.get_table(self.table), snapshot_id))
             if writes < every:
                 raise AirflowSkipException(f"{writes} write snapshot(s) of {self.table} since the last "
                                            f"compaction; compacting every {every}")

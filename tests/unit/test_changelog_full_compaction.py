@@ -47,6 +47,23 @@ def test_changelog_replays_to_the_table_at_each_full_compaction(warehouse, shape
     assert scan_mode_of(table, "db.t", "auto") == "changelog"
 
 
+def test_each_compaction_is_full_by_default(warehouse):
+    """Without full-compaction.delta-commits Paimon fully compacts after every commit: the compact task's default
+    (not full) compaction is full here, so each write's changelog is out after its compaction and replays."""
+    opts = {"warehouse": warehouse}
+    spec = with_options(SPECS["cross-partition"], FULL)
+    get_or_create_table(opts, "db.t", spec)
+    state, previous = EMPTY, 0
+    for i, (frame, kinds) in enumerate(soak(seed=17, n_batches=4)):
+        upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2),
+               pa.Table.from_pandas(frame, schema=spec.arrow_schema(), preserve_index=False), f"r{i}", row_kinds=kinds)
+        sid = compact(get_table(opts, "db.t"), run_id=f"c{i}")["snapshot_id"]
+        table = get_table(opts, "db.t")
+        assert table.snapshot_manager().get_snapshot_by_id(sid).changelog_manifest_list
+        state, previous = replay(state, changelog_of(table, previous, sid)), sid
+        pd.testing.assert_frame_equal(normal(state), normal(read_at(table, sid)), check_dtype=False)
+
+
 def test_a_key_left_alone_emits_nothing_and_an_unchanged_one_only_when_asked(warehouse):
     """A key that only the max level holds is not in the changelog; a key written again with the same value reads
     -U/+U (Paimon's default), or nothing with ``changelog-producer.row-deduplicate``."""
@@ -71,7 +88,8 @@ def test_universal_compaction_into_the_max_level_emits_and_below_does_not(wareho
     from airflow_paimon.engine.maintenance.references import SnapshotReader
 
     spec = with_options(SPECS["fixed-bucket"], {**FULL, "num-sorted-run.compaction-trigger": "2", "num-levels": "4",
-                                                 "compaction.max-size-amplification-percent": "1000"})
+                                                 "compaction.max-size-amplification-percent": "1000",
+                                                 "full-compaction.delta-commits": "1000"})  # not full: universal picks
     opts = {"warehouse": warehouse}
     get_or_create_table(opts, "db.t", spec)
     below = top = 0

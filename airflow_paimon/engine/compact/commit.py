@@ -13,6 +13,7 @@ from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 
 from airflow_paimon.engine.commit.committer import COMPACT, find_commit
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
+from airflow_paimon.engine.compact.plan import FULL_PROPERTY
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.maintenance.references import SnapshotReader
@@ -118,6 +119,8 @@ def commit_compaction(table, plan, messages, commit_user: str, commit_identifier
     check_no_conflict(table, plan, messages)
     entries = compact_entries(plan, messages)
     props = {PROPERTY_PREFIX + k: str(v) for k, v in counters_of(messages).items()}
+    if plan.full:  # full-compaction.delta-commits counts the writes since the last one
+        props[FULL_PROPERTY] = "true"
     name = table.identifier.get_full_name()
     # every commit attempt re-checks the snapshots up to the one it builds on, and lands right after it
     committer = GuardedCommit(table, commit_user, lambda latest: check_no_conflict(table, plan, messages, latest))

@@ -29,18 +29,23 @@ class BucketCompaction:
     deleted: dict = field(default_factory=dict)  # file name -> row positions its deletion vector marks
 
 
+FULL_PROPERTY = "airflow-paimon.compact.full"  # on the COMPACT snapshot of a full compaction
+
+
 @dataclass
 class CompactionPlan:
     snapshot_id: int | None  # the snapshot planned at; the commit detects conflicts against it
     buckets: list[BucketCompaction]
     entries: dict  # (partition, bucket, file name, level) -> ManifestEntry of every picked file
     index_deletes: list = field(default_factory=list)  # deletion-vector index entries the compaction drops
+    full: bool = False  # every bucket in scope into one run at the max level
 
 
-def writes_since_compaction(table, snapshot_id: int | None) -> list:
-    """The writes up to ``snapshot_id`` since the latest compaction before it (newest first); stops at an expired
-    snapshot. A COMPACT snapshot of the same commit identity as the snapshot before it is the second half of a
-    deletion-vector write (engine/commit/compact_increment.py), not a compaction: it counts with its write."""
+def writes_since_compaction(table, snapshot_id: int | None, full_only: bool = False) -> list:
+    """The writes up to ``snapshot_id`` since the latest compaction before it (``full_only``: the latest full
+    compaction, engine/compact/commit.py marks them), newest first; stops at an expired snapshot. A COMPACT
+    snapshot of the same commit identity as the snapshot before it is the second half of a deletion-vector or
+    lookup write (engine/commit/compact_increment.py), not a compaction: it counts with its write."""
     manager, found = table.snapshot_manager(), []
     for sid in range(snapshot_id or 0, 0, -1):
         snap = manager.get_snapshot_by_id(sid)
@@ -50,9 +55,20 @@ def writes_since_compaction(table, snapshot_id: int | None) -> list:
             before = manager.get_snapshot_by_id(sid - 1) if sid > 1 else None
             if before is None or (before.commit_user, before.commit_identifier) != (snap.commit_user,
                                                                                   snap.commit_identifier):
-                break
+                if not full_only or is_full_compaction(snap):
+                    break
+                continue  # a compaction that was not full: its buckets still wait for the full one
         found.append(snap)
     return found
+
+
+def write_commits(snapshots) -> int:
+    """Commits among write snapshots: a deletion-vector or lookup write is two snapshots of one identity."""
+    return len({(s.commit_user, s.commit_identifier) for s in snapshots})
+
+
+def is_full_compaction(snapshot) -> bool:
+    return (snapshot.properties or {}).get(FULL_PROPERTY) == "true"
 
 
 def touched_buckets(table, snapshots) -> set[tuple]:
@@ -105,7 +121,7 @@ def plan_compaction(table, snapshot, full: bool, scope_snapshots: list | None = 
         buckets.append(BucketCompaction(partition, bucket, es[0].total_buckets, unit.output_level, num_levels - 1,
                                         drop_delete, picked, {e.file.file_name: file_path(table, e)
                                                               for e in picked_entries}, deleted))
-    return CompactionPlan(snapshot.id, buckets, entries, index_deletes)
+    return CompactionPlan(snapshot.id, buckets, entries, index_deletes, full)
 
 
 def _matches(table, partition: tuple, partition_filter: dict) -> bool:

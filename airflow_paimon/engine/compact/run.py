@@ -11,13 +11,14 @@ from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.staging import decode_message, encode_message
 from airflow_paimon.engine.compact.commit import (commit_compaction, counters_from_snapshot, counters_of,
                                                  discard_outputs)
-from airflow_paimon.engine.compact.plan import BucketCompaction, plan_compaction, writes_since_compaction
+from airflow_paimon.engine.compact.plan import (BucketCompaction, plan_compaction, write_commits,
+                                                writes_since_compaction)
 from airflow_paimon.engine.compact.rewrite import rewrite_bucket
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import SCOPES, CompactResult, CompactSpec
-from airflow_paimon.engine.table_options import check_table
+from airflow_paimon.engine.table_options import check_table, full_compaction_delta_commits
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,12 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
         if input_snapshot_id is None:
             return nothing
         scope_snapshots = writes_since_compaction(table, input_snapshot_id)
+    every = full_compaction_delta_commits(dict(table.table_schema.options))
+    if not full and every is not None and input_snapshot_id is not None:
+        since_full = writes_since_compaction(table, input_snapshot_id, full_only=True)
+        if write_commits(since_full) >= every:  # Paimon's full-compaction.delta-commits: this one is full
+            full = True
+            scope_snapshots = since_full if scope == "snapshot" else None
     plan = plan_compaction(table, latest_snapshot(table), full, scope_snapshots, partition_filter)
     if not plan.buckets:
         log.debug("%s: nothing to compact", identifier)
