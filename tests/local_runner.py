@@ -172,7 +172,7 @@ def _fixed_buckets(source: pa.Table, ctx: WriteContext) -> pa.Table:
 def _cross_partition(source: pa.Table, ctx: WriteContext) -> list[dict]:
     """Assigned per shard against the index and written, as spark/pipelines/cross_partition.py with one task."""
     with WriteBuffer(ctx.primary_keys, ctx.shards, ctx.write_buffer_bytes) as buffer:
-        return assign_and_write_shards(ctx, buffer.extend(source.to_batches()), lambda rows: _write(rows, ctx))
+        return list(assign_and_write_shards(ctx, buffer.extend(source.to_batches()), lambda rows: _write(rows, ctx)))
 
 
 def _dynamic_buckets(source: pa.Table, ctx: WriteContext) -> pa.Table:

@@ -46,6 +46,8 @@ class WriteContext:
     write_mode: str = "upsert"  # or "overwrite" (engine/commit/overwrite.py)
     # deletion-vector tables: (encoded partition, bucket) -> its live files at the base snapshot
     bucket_files: dict[tuple[str, int], list] = field(default_factory=dict)
+    # cross-partition: some bucket holds keys of several index shards (IndexManifest.shares_buckets)
+    shared_buckets: bool = False
 
     def __setstate__(self, state: dict) -> None:
         """Unpickled in a Python worker: its index, staging and data files use the connection's options."""
@@ -139,6 +141,13 @@ class WriteContext:
         deletion-vector table (readers skip level 0), and with ``changelog-producer=lookup`` (Paimon's
         ForceUpLevel0Compaction, whose lookup emits the changelog)."""
         return self.deletion_vectors or self.changelog_producer == "lookup"
+
+    @property
+    def one_writer_per_bucket(self) -> bool:
+        """Whether a cross-partition write shuffles its assigned rows to one writer per (partition, bucket), as
+        Paimon's does: always where the write compacts level 0 (that compaction needs the bucket's whole batch);
+        where buckets are shared between shards, so a bucket gets one file per run rather than one per task."""
+        return self.compacts_level_0 or self.shared_buckets
 
     @property
     def write_buffer_bytes(self) -> float:

@@ -107,10 +107,10 @@ def test_index_ttl_forgets_keys_with_paimons_duplicate_risk(spark, warehouse, tm
     assert data[data["id"] == 1]["dt"].tolist() == ["b"]
 
 
-def test_buckets_another_writer_laid_out_take_files_from_several_shards(spark, warehouse, tmp_path):
-    """pypaimon-rust placed the keys, so a bucket holds keys of every shard: each shard's task writes its own
-    file into that bucket in the same commit (keys disjoint, equal sequence numbers — Paimon's Levels orders
-    such files by name). Reads and a full compaction must see every key once."""
+def test_buckets_another_writer_laid_out_get_one_file_per_run(spark, warehouse, tmp_path):
+    """pypaimon-rust placed the keys, so a bucket holds keys of every shard (IndexManifest.shares_buckets): the
+    assigned rows go to one writer per bucket, as Paimon's, rather than a file from each shard's task. Reads
+    and a full compaction see every key once."""
     from airflow_paimon.engine.scan import added_entries
     from airflow_paimon.engine.specs import CompactSpec
     from airflow_paimon.spark.compact import run_compact
@@ -125,7 +125,7 @@ def test_buckets_another_writer_laid_out_take_files_from_several_shards(spark, w
     table = get_table({"warehouse": warehouse}, "db.t")
     added = added_entries(table, table.snapshot_manager().get_snapshot_by_id(committed["snapshot_id"]))
     files_per_bucket = pd.Series([(tuple(e.partition.values), e.bucket) for e in added]).value_counts()
-    assert files_per_bucket.max() > 1, "expected a bucket written by more than one shard task"
+    assert files_per_bucket.max() == 1, files_per_bucket
     expected = expected_upsert([start, update], "id")
     assert_reads(table, warehouse, expected, ["id"])  # pypaimon and pypaimon-rust
     compacted = run_compact(spark, CompactSpec(catalog_options={"warehouse": warehouse}, table="db.t",

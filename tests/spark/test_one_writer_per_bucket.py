@@ -9,7 +9,9 @@ import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from collections import Counter
 
+from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, latest_snapshot, live_entries
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.write.deletion_vectors import _vector_entries
@@ -18,7 +20,7 @@ from spark.jobs import pipeline_on
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]
 MODES = {"deletion-vectors": {"deletion-vectors.enabled": "true"}, "lookup": {"changelog-producer": "lookup"},
-         "plain": {}}
+         "plain": {}, "plain, spilled": {"write-buffer-size": "1 b"}}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -37,6 +39,13 @@ def test_a_bucket_of_every_task_is_written_once(spark, tmp_path, mode):
     table = get_table({"warehouse": warehouse}, "db.t")
     assert_table_equals(table, expected_upsert([first, second], "id"), "id")
     assert_levels(table, mode)
+    # the second run's write: one level-0 file per bucket (a deletion-vector write puts its DELETEs apart)
+    manager = table.snapshot_manager()
+    write = next(manager.get_snapshot_by_id(i) for i in range(manager.get_latest_snapshot().id, 0, -1)
+                 if manager.get_snapshot_by_id(i).commit_kind == "APPEND")
+    files = Counter((tuple(e.partition.values), e.bucket) for e in SnapshotReader(table).delta_entries(write)
+                    if e.kind == 0 and not e.file.delete_row_count)
+    assert files and max(files.values()) == 1, files
 
     # a partition overwrite of b through the same Spark jobs: keys moving in from a, new keys, b's others gone
     before = read_table(table)[["id", "dt", "v"]]
@@ -53,7 +62,7 @@ def assert_levels(table, mode: str) -> None:
     if snapshot.index_manifest:
         vectors = _vector_entries(table, snapshot.index_manifest)
         assert all(len(entries) == 1 for entries in vectors.values()), vectors
-    if mode != "plain":  # above level 0 each level is one sorted run: no two files' key ranges overlap
+    if mode in ("deletion-vectors", "lookup"):  # above level 0 each level is one sorted run: no two files' key ranges overlap
         ranges = {}
         for e in live_entries(table, snapshot):
             assert e.file.level > 0, "level-0 file left in a table whose writes compact level 0"

@@ -154,3 +154,15 @@ def test_loading_a_shard_leaves_its_published_files_as_they_were(tmp_path):
     assert {p: p.read_bytes() for p in published.iterdir()} == before
     assert all(os.stat(p).st_nlink == 1 for p in before)
     assert {p: p.stat().st_mtime_ns for p in before} == mtimes
+
+
+def test_shared_buckets_are_buckets_with_keys_of_a_shard_that_does_not_own_them():
+    from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta
+
+    def manifest(*counts):
+        return IndexManifest("db.t", 1, 0, len(counts), "murmur3", [ShardMeta(s, [], 0, c) for s, c in enumerate(counts)])
+
+    # shard s owns bucket b where b % 2 == s
+    assert not manifest({"p=a": {"0": 5, "2": 1}}, {"p=a": {"1": 3}, "p=b": {"3": 2}}).shares_buckets()
+    assert manifest({"p=a": {"0": 5}}, {"p=a": {"0": 3}}).shares_buckets()  # bucket 0 also holds keys of shard 1
+    assert not manifest({"p=a": {"0": 5}}, {"p=a": {"0": 0}}).shares_buckets()  # no key left there

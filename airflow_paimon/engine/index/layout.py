@@ -65,6 +65,14 @@ class IndexManifest:
     def files(self) -> list[IndexFile]:
         return [f for s in self.shard_meta for f in s.files]
 
+    def shares_buckets(self) -> bool:
+        """Whether some bucket holds keys of a shard that does not own it (bucket % shards != shard): a table
+        another writer filled (Java or Flink Paimon, pypaimon-rust) or written under another shard count. Such a
+        bucket gets rows from several assign tasks."""
+        return any(int(bucket) % self.shards != meta.shard
+                   for meta in self.shard_meta for counts in meta.bucket_counts.values()
+                   for bucket, n in counts.items() if n > 0)
+
 
 def snapshot_dir(snapshot_id: int | None) -> str:
     return f"snapshot-{snapshot_id or 0}"

@@ -3,7 +3,7 @@ rows written per (partition, bucket) in the same task (spark/pipelines/cross_par
 from __future__ import annotations
 
 import os
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -19,17 +19,21 @@ Written = TypeVar("Written")
 
 
 def assign_and_write_shards(ctx: WriteContext, buffer: WriteBuffer,
-                            write: Callable[[pa.Table], list[Written]]) -> list[Written]:
+                            write: Callable[[pa.Table], list[Written]]) -> Iterator[Written]:
     """``write(assigned rows)`` writes them, one file per (partition, bucket) they hold; it is called once for
     the whole buffer when it is held in memory. A spilled buffer is assigned a chunk at a time, and its
     assigned rows spilled again by (partition, bucket), so each bucket is written once from its own rows:
-    the task holds a chunk or a bucket, never the batch, and writes as many files as it would in memory."""
+    the task holds a chunk or a bucket, never the batch, and writes as many files as it would in memory.
+    What ``write`` returns is yielded as it comes (a caller streams it on); consume it all, inside the
+    buffer's block."""
     if not buffer.spilled:
         assigned = []
         for shard, chunks in buffer.shard_chunks():
             with shard_assigner(ctx, shard) as assign:
                 assigned += [assign(chunk) for chunk in chunks]
-        return write(pa.concat_tables(assigned)) if assigned else []
+        if assigned:
+            yield from write(pa.concat_tables(assigned))
+        return
 
     by_bucket, groups = Runs(os.path.join(buffer.spill_directory(), "assigned")), {}
     for shard, chunks in buffer.shard_chunks():
@@ -37,7 +41,8 @@ def assign_and_write_shards(ctx: WriteContext, buffer: WriteBuffer,
             for chunk in chunks:
                 rows = assign(chunk)
                 by_bucket.add(rows, _group_ids(rows, ctx.partition_keys, groups))
-    return [w for group in by_bucket.parts() for w in write(by_bucket.read([group]))]
+    for group in by_bucket.parts():
+        yield from write(by_bucket.read([group]))
 
 
 def _group_ids(rows: pa.Table, partition_keys: list[str], groups: dict[str, int]) -> np.ndarray:

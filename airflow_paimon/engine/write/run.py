@@ -15,6 +15,7 @@ from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.codec.keys import encode_partition_values
+from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.scan import buckets_at, live_entries
 from airflow_paimon.engine.schema_evolution import evolve_for_source
@@ -58,6 +59,8 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
                        staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
+    if shape.needs_index:
+        ctx.shared_buckets = read_manifest(ctx.index_uri, ctx.base_snapshot_id).shares_buckets()
     entries = live_entries(table, ctx.base_snapshot())  # one manifest scan for both uses below
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
                                 b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot(), entries)}

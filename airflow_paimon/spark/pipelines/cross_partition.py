@@ -6,7 +6,6 @@ import os
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.assigner import BUCKET
 from airflow_paimon.engine.codec.keys import encode_partitions
@@ -17,7 +16,7 @@ from airflow_paimon.engine.write.buffer import WriteBuffer
 from airflow_paimon.engine.write.cross_partition import assign_and_write_shards
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.pipelines.common import WRITTEN, writer
-from airflow_paimon.spark.routing import gather, groups
+from airflow_paimon.spark.routing import groups
 
 
 def pipeline(source, ctx: WriteContext):
@@ -27,53 +26,75 @@ def pipeline(source, ctx: WriteContext):
     takes several shards (pmod(h, shards) mod n == pmod(h, n) when n divides shards), which saves task
     start-ups and files.
 
-    A shard owns the buckets it assigns (bucket % shards == shard), so a bucket normally has one writer.
-    Keys another writer placed can give a bucket a file from several tasks in one commit: their keys are
-    disjoint, and Paimon orders level-0 files of equal sequence numbers by name (Levels: "two or more jobs
-    writing the same merge tree"). 100k rows into 5M here: 1.4 s against 1.7 s with a second shuffle.
+    A shard owns the buckets it assigns (bucket % shards == shard), so in a table this provider filled a bucket
+    has one writer with no second shuffle: 100k rows into 5M here, 1.4 s against 1.7 s with one.
 
     A task holding more than ``write-buffer-size`` of rows spills them and assigns its shards a buffer at a
     time (engine/write/buffer.py); the assigned rows are spilled again by bucket, so each bucket is still
     written once per task (engine/write/cross_partition.py).
 
-    A table whose writes compact level 0 (deletion vectors, ``changelog-producer=lookup``) takes the second
+    A table whose writes compact level 0 (deletion vectors, ``changelog-producer=lookup``) takes a second
     shuffle: that compaction rewrites the bucket's runs and its deletion-vector index file from the whole batch
     of the bucket, so a bucket must have exactly one writer, as in Paimon (assigned rows go to writers by
-    partition and bucket). Two tasks marking the same old file would each replace the bucket's vectors."""
+    partition and bucket). Two tasks marking the same old file would each replace the bucket's vectors.
+    So does a table whose buckets hold keys of several shards (filled by another writer, or under another shard
+    count): without it every task holding keys of a bucket would add a level-0 file to it each run, one sorted
+    run per task, and compaction would be due every run or two (WriteContext.one_writer_per_bucket)."""
     from pyspark.sql import functions as F
 
     primary_keys, write, shards, buffer_size = ctx.primary_keys, writer(ctx), ctx.shards, ctx.write_buffer_bytes
     tasks = task_count(shards, default_parallelism(source.sparkSession))
     group_by = [*ctx.partition_keys, BUCKET]
 
-    def assign_then(handle):
-        """A mapInArrow function: the task's shards assigned, ``handle(assigned rows)`` -> the tables to yield."""
+    def assign_then(handle, stream: bool):
+        """A mapInArrow function: the task's shards assigned, ``handle(assigned rows)`` -> tables to yield,
+        streamed (``stream``) or gathered into one batch."""
         def run(batches):
             from pyspark import TaskContext
 
             with WriteBuffer(primary_keys, shards, buffer_size, spark_local_dir()) as buffer:
                 buffer.extend(batches)
                 check_shards_of_task(buffer.rows_per_shard, ctx, TaskContext.get().partitionId(), tasks)
-                out = assign_and_write_shards(ctx, buffer, handle)
+                out = []
+                for table in assign_and_write_shards(ctx, buffer, handle):
+                    if stream:  # a spilled task's buckets one at a time, not all of them at its end
+                        yield from table.to_batches()
+                    else:
+                        out.append(table)
             crash_point("assign_write.task_written")
             if out:  # one batch back to the JVM for all the task's files rather than one per file
                 yield from pa.concat_tables(out).to_batches()
         return run
 
     by_key = source.repartition(tasks, *[F.col(k) for k in primary_keys])
-    if not ctx.compacts_level_0:
-        return by_key.mapInArrow(assign_then(lambda rows: [write(b) for b in groups(rows, group_by)]), WRITTEN)
-
-    def write_each_bucket(batches):
-        rows = gather(batches)
-        for place in pc.unique(rows.column(PLACE)).to_pylist() if rows is not None else []:
-            parts = rows.filter(pc.equal(rows.column(PLACE), place)).column(PART).to_pylist()
-            yield from write(pa.concat_tables([pa.ipc.open_stream(p).read_all() for p in parts])).to_batches()
-
+    if not ctx.one_writer_per_bucket:
+        return by_key.mapInArrow(assign_then(lambda rows: [write(b) for b in groups(rows, group_by)], False),
+                                 WRITTEN)
     assigned = by_key.mapInArrow(assign_then(lambda rows: [bucket_part(b, ctx.partition_keys)
-                                                           for b in groups(rows, group_by)]), PARTS)
+                                                           for b in groups(rows, group_by)], True), PARTS)
     n = int(source.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    return assigned.repartition(n, PLACE).mapInArrow(write_each_bucket, WRITTEN)
+    # sorted by place: a writer holds one bucket's parts at a time (Spark's sort spills), not its whole partition
+    return (assigned.repartition(n, PLACE).sortWithinPartitions(PLACE)
+            .mapInArrow(lambda batches: write_each_bucket(batches, write), WRITTEN))
+
+
+def write_each_bucket(batches, write):
+    """Each bucket's rows (its PARTS rows arrive together, sorted by place) written once: WRITTEN batches."""
+    place, parts = None, []
+    for batch in batches:
+        places, blobs = batch.column(0).to_pylist(), batch.column(1)
+        for i, at in enumerate(places):
+            if at != place and parts:
+                yield from _write_parts(parts, write)
+                parts = []
+            place = at
+            parts.append(blobs[i].as_buffer())
+    if parts:
+        yield from _write_parts(parts, write)
+
+
+def _write_parts(parts: list, write):
+    return write(pa.concat_tables([pa.ipc.open_stream(p).read_all() for p in parts])).to_batches()
 
 
 # A bucket's assigned rows from one assign task, as Arrow IPC, for the shuffle to the bucket's one writer
