@@ -135,6 +135,31 @@ def test_changes_are_seen_by_later_lookups_and_exports(tmp_path):
                                                                                    b"a999"]
 
 
+def test_a_task_changing_many_keys_holds_a_bounded_part_of_them(tmp_path, monkeypatch):
+    """Past HELD_CHANGES recorded changes go into the DB and out of memory; the shard is then exported in full
+    (base keys, changes, deletes applied) — a first load of millions of keys per shard."""
+    from airflow_paimon.engine.index.store import FULL, export_changes
+
+    monkeypatch.setattr(shard_module, "HELD_CHANGES", 250)
+    base = tmp_path / "base.sst"
+    write_sst(keys_of(np.arange(100)), pa.array([b"old"] * 100, pa.binary()), str(base))
+    meta = ShardMeta(0, [describe_file(str(tmp_path), "base.sst", 100)], 100)
+    (tmp_path / "work").mkdir()
+    with load_shard(str(tmp_path), meta, str(tmp_path / "work"), IndexOptions()) as index:
+        index.disjoint = True
+        for start in range(100, 1_100, 100):  # ten key-disjoint chunks of new keys
+            index.put(keys_of(np.arange(start, start + 100)), pa.array([b"new"] * 100, pa.binary()))
+            assert sum(len(k) for k in index._changed_keys) <= 250
+        index.delete(keys_of([0, 500]))
+        assert index.exports_in_full and index.changed == 1_002
+        path, file_type, entries = export_changes(index, meta, str(tmp_path))
+    assert (file_type, entries) == (FULL, 1_098)
+    with ShardIndex(str(tmp_path)) as reloaded:
+        reloaded.ingest([path])
+        assert reloaded.lookup(keys_of([0, 1, 500, 501, 1_099, 1_100])).to_pylist() == [None, b"old", None, b"new",
+                                                                                       b"new", None]
+
+
 def test_loading_a_shard_leaves_its_published_files_as_they_were(tmp_path):
     # a warehouse on the local filesystem hands its files to RocksDB as hard links: RocksDB must not write
     # into them, not even for the overlapping delta, which takes a sequence number

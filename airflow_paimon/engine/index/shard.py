@@ -146,6 +146,9 @@ def _value_bytes(values: pa.Array, order: np.ndarray) -> list:
 
 
 LOOKUP_BATCH = 1 << 16
+# Recorded changes a shard holds before they go into its DB (≈ 40 bytes each in memory, more while written):
+# a first load of millions of new keys per shard would otherwise hold them all until the export
+HELD_CHANGES = 2_000_000
 
 
 class ShardIndex:
@@ -167,6 +170,7 @@ class ShardIndex:
         self._changed_keys: list[pa.Array] = []
         self._changed_values: list[pa.Array] = []
         self._in_db = 0  # how many of the recorded changes the DB holds
+        self._released = 0  # changes no longer held in memory (in the DB only): the shard exports in full
 
     def ingest(self, sst_paths: list[str], move: bool = False) -> None:
         """Load SST files, oldest first (each later file overrides the earlier ones). ``move`` hands the
@@ -207,19 +211,32 @@ class ShardIndex:
         return pc.if_else(expired, pa.scalar(None, pa.binary()), found)
 
     def put(self, keys: pa.Array, values: pa.Array) -> None:
-        self._changed_keys.append(keys)
-        self._changed_values.append(values.cast(pa.binary()))
+        self._record(keys, values.cast(pa.binary()))
 
     def delete(self, keys: pa.Array) -> None:
+        self._record(keys, pa.nulls(len(keys), pa.binary()))
+
+    def _record(self, keys: pa.Array, values: pa.Array) -> None:
         self._changed_keys.append(keys)
-        self._changed_values.append(pa.nulls(len(keys), pa.binary()))
+        self._changed_values.append(values)
+        if self.changed - self._released > HELD_CHANGES:  # into the DB, out of memory
+            self._flush()
+            self._released += sum(len(k) for k in self._changed_keys)
+            self._changed_keys, self._changed_values, self._in_db = [], [], 0
 
     @property
     def changed(self) -> int:
-        return sum(len(k) for k in self._changed_keys)
+        return self._released + sum(len(k) for k in self._changed_keys)
+
+    @property
+    def exports_in_full(self) -> bool:
+        """Whether changes were released from memory: only the DB has them all, export_full() writes them."""
+        return self._released > 0
 
     def export_delta(self, path: str) -> int:
         """Write the keys changed since loading (last change per key; deletes as tombstones) to one SST."""
+        if self.exports_in_full:
+            raise RuntimeError("changes were released into the DB: export the shard in full")
         return self._write_changes(0, path)
 
     def _write_changes(self, start: int, path: str) -> int:

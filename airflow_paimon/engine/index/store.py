@@ -49,13 +49,14 @@ def _fetch(uri: str, path: str) -> None:
 
 
 def export_changes(index: ShardIndex, base: ShardMeta, workdir: str) -> tuple[str | None, str, int]:
-    """Write what ``index`` changed as a delta SST, or the whole shard when it has too many files already.
+    """Write what ``index`` changed as a delta SST, or the whole shard when it has too many files already or
+    changed too many keys to hold their changes (ShardIndex.exports_in_full: a first load).
 
     Returns (local path or None when nothing changed, DELTA | FULL, entries written).
     """
     if index.changed == 0:
         return None, DELTA, 0
-    file_type = FULL if len(base.files) + 1 > MAX_SHARD_FILES else DELTA
+    file_type = FULL if len(base.files) + 1 > MAX_SHARD_FILES or index.exports_in_full else DELTA
     path = os.path.join(workdir, f"out-{base.shard:05d}-{file_type}.sst")
     entries = index.export_full(path) if file_type == FULL else index.export_delta(path)
     return (path if entries else None), file_type, entries
