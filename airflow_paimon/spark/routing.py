@@ -77,3 +77,28 @@ def per_group(fn: Callable[[pa.Table], pa.Table], columns: list[str]):
             for group in groups(rows, columns):
                 yield from fn(group).to_batches()
     return run
+
+
+def per_sorted_group(fn: Callable[[pa.Table], pa.Table], columns: list[str]):
+    """As per_group, for a task whose rows arrive sorted by ``columns`` (sortWithinPartitions; Spark's sort
+    spills): ``fn`` is called as each group ends, so the task holds one group, not its whole partition."""
+    def run(batches):
+        current, pending = None, []
+        for batch in batches:
+            rows = all_nullable(pa.Table.from_batches([batch]))
+            if rows.num_rows == 0:
+                continue
+            ends = np.nonzero(np.asarray(is_last_of_key(rows, columns).to_numpy(zero_copy_only=False)))[0] + 1
+            start = 0
+            for end in ends:
+                piece = rows.slice(start, end - start)
+                key = tuple(piece.column(c)[0].as_py() for c in columns)
+                if pending and key != current:
+                    yield from fn(pa.concat_tables(pending)).to_batches()
+                    pending = []
+                current, start = key, end
+                pending.append(piece)
+        if pending:
+            yield from fn(pa.concat_tables(pending)).to_batches()
+    return run
+

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.spark.routing import groups, per_group, routes
+from airflow_paimon.spark.routing import groups, per_group, per_sorted_group, routes
 
 pytestmark = pytest.mark.spark
 
@@ -28,6 +28,26 @@ def test_per_group_calls_once_per_group_nulls_included(spark):
     df = spark.createDataFrame(rows, "p string, v long").repartition(3, "p")
     out = df.mapInArrow(per_group(summarise, ["p"]), "p string, n long, total long").collect()
     assert sorted((r["p"] or "", r["n"], r["total"]) for r in out) == [("", 6, 21), ("a", 6, 12), ("b", 3, 12)]
+
+
+def test_per_sorted_group_calls_once_per_group_across_batches(spark):
+    """Spark sorts each task's rows by the group (nulls first); a group may span Arrow batches, a batch may hold
+    several groups: each group is handed over once, whole, as soon as it ends."""
+    rows = [("a", i) for i in range(7)] + [(None, 10), ("b", 20), ("c", 30), ("c", 31)]
+    schema = pa.schema([("p", pa.string()), ("n", pa.int64()), ("total", pa.int64())])
+
+    def summarise(group: pa.Table) -> pa.Table:
+        return pa.table({"p": [group.column("p")[0].as_py()], "n": [group.num_rows],
+                         "total": [sum(group.column("v").to_pylist())]}, schema=schema)
+
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "3")
+    try:
+        df = spark.createDataFrame(rows, "p string, v long").repartition(2, "p").sortWithinPartitions("p")
+        out = df.mapInArrow(per_sorted_group(summarise, ["p"]), "p string, n long, total long").collect()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert sorted((r["p"] or "", r["n"], r["total"]) for r in out) == [("", 1, 10), ("a", 7, 21), ("b", 1, 20),
+                                                                       ("c", 2, 61)]
 
 
 def test_groups_of_an_empty_table():

@@ -8,7 +8,7 @@ import pyarrow as pa
 from airflow_paimon.engine.assign.assigner import BUCKET
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.write.task import write_task
-from airflow_paimon.spark.routing import ROUTE, per_group, route_column
+from airflow_paimon.spark.routing import ROUTE, per_group, per_sorted_group, route_column
 
 SHARD = "_shard"
 WRITTEN = "message binary, rows_written long, deletes long, files long, rows_in long"
@@ -54,7 +54,11 @@ def per_shard(routed, n: int, fn, schema):
 
 
 def write_buckets(assigned, ctx: WriteContext):
-    """One write per (partition, bucket), spread over the session's shuffle partitions."""
+    """One write per (partition, bucket), spread over the session's shuffle partitions; each task's rows sorted
+    by bucket, so it holds one bucket's rows at a time (per_sorted_group), not its whole partition. The sort's
+    price: 2M rows into 8 buckets × 10 partitions in-job, 3.1–3.2 s against 2.9–3.0 s (fixed), 4.6–4.7 s against
+    4.3–4.5 s (dynamic)."""
     n = int(assigned.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     columns = [*ctx.partition_keys, BUCKET]
-    return assigned.repartition(n, *columns).mapInArrow(per_group(writer(ctx), columns), WRITTEN)
+    return (assigned.repartition(n, *columns).sortWithinPartitions(*columns)
+            .mapInArrow(per_sorted_group(writer(ctx), columns), WRITTEN))

@@ -16,7 +16,7 @@ from airflow_paimon.engine.write.buffer import WriteBuffer
 from airflow_paimon.engine.write.cross_partition import assign_and_write_shards
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.pipelines.common import WRITTEN, writer
-from airflow_paimon.spark.routing import groups
+from airflow_paimon.spark.routing import groups, per_sorted_group
 
 
 def pipeline(source, ctx: WriteContext):
@@ -75,26 +75,12 @@ def pipeline(source, ctx: WriteContext):
     n = int(source.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     # sorted by place: a writer holds one bucket's parts at a time (Spark's sort spills), not its whole partition
     return (assigned.repartition(n, PLACE).sortWithinPartitions(PLACE)
-            .mapInArrow(lambda batches: write_each_bucket(batches, write), WRITTEN))
+            .mapInArrow(per_sorted_group(lambda parts: write(from_parts(parts)), [PLACE]), WRITTEN))
 
 
-def write_each_bucket(batches, write):
-    """Each bucket's rows (its PARTS rows arrive together, sorted by place) written once: WRITTEN batches."""
-    place, parts = None, []
-    for batch in batches:
-        places, blobs = batch.column(0).to_pylist(), batch.column(1)
-        for i, at in enumerate(places):
-            if at != place and parts:
-                yield from _write_parts(parts, write)
-                parts = []
-            place = at
-            parts.append(blobs[i].as_buffer())
-    if parts:
-        yield from _write_parts(parts, write)
-
-
-def _write_parts(parts: list, write):
-    return write(pa.concat_tables([pa.ipc.open_stream(p).read_all() for p in parts])).to_batches()
+def from_parts(parts: pa.Table) -> pa.Table:
+    """One bucket's rows from its PARTS rows."""
+    return pa.concat_tables([pa.ipc.open_stream(p.as_buffer()).read_all() for p in parts.column(PART)])
 
 
 # A bucket's assigned rows from one assign task, as Arrow IPC, for the shuffle to the bucket's one writer
