@@ -182,13 +182,12 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
 
         for secret in secrets_of(spec):
             mask_secret(secret)
-        extra_conf = None
-        if context is not None:  # OpenLineage's parent job and transport, on spark-submit
-            def extra_conf(conf: dict) -> dict:
-                return spark_openlineage_conf(conf, context, self.openlineage_inject_parent_job_info,
-                                              self.openlineage_inject_transport_info)
+        def openlineage_conf(conf: dict) -> dict:  # OpenLineage's parent job and transport, on spark-submit
+            return spark_openlineage_conf(conf, context, self.openlineage_inject_parent_job_info,
+                                          self.openlineage_inject_transport_info)
+
         self._backend = backend_for(JOBS[self.job], self.table, self.spark_conn_id, self.spark_conf,
-                                    self.spark_bin_dir, extra_conf)
+                                    self.spark_bin_dir, openlineage_conf if context is not None else None)
         failure = self._backend.run(spec, result_uri)
         if failure is not None:
             self._job_failed(result_uri, failure)
