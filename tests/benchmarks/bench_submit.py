@@ -64,7 +64,9 @@ def summarise(in_job: list[dict], e2e: list[dict], trivial: list[dict]) -> dict:
             "met": all(j.get("over_trivial", 0) <= TARGET for j in jobs.values())}
 
 
-def run(rows: int, batch_rows: int, repeat: int, shards: int = 4, conf: dict | None = None, log=print) -> dict:
+def run(rows: int, batch_rows: int, repeat: int, shards: int = 4, conf: dict | None = None, log=print,
+        spark=None) -> dict:
+    """``spark``: a session to run the in-job rounds in (left running); else one of its own, stopped after."""
     work = Path(tempfile.mkdtemp(prefix="bench-submit-"))
     try:
         base, batch, _ = make_data(rows, batch_rows)
@@ -72,10 +74,11 @@ def run(rows: int, batch_rows: int, repeat: int, shards: int = 4, conf: dict | N
         pq.write_table(batch, batch_path)
         loaded = work / "loaded"
         load_paimon(loaded, CROSS, base)
-        spark = make_spark()
+        session = spark or make_spark()
         # one more in-job round than measured, dropped: the Python workers import the engine in it
-        in_job = rounds(repeat + 1, loaded, work, batch_path, shards, lambda r: in_job_runner(spark, timed))[1:]
-        spark.stop()
+        in_job = rounds(repeat + 1, loaded, work, batch_path, shards, lambda r: in_job_runner(session, timed))[1:]
+        if spark is None:
+            session.stop()
         log(f"in-job: {in_job}")
         trivial, e2e = [], []
         for r in range(repeat):  # interleaved, so load from other processes hits all alike

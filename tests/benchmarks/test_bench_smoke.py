@@ -16,19 +16,6 @@ import bench_upsert  # noqa: E402
 
 
 
-@pytest.fixture(scope="module")
-def spark_session():
-    from pyspark.sql import SparkSession
-
-    # Stop only a session of our own: another test module's session may be the active one (test order varies
-    # with pytest-xdist), and getOrCreate hands that back.
-    existing = SparkSession.getActiveSession()
-    session = bench_upsert.make_spark()
-    yield session
-    if existing is None:
-        session.stop()
-
-
 @pytest.mark.spark
 def test_smoke(spark_session, tmp_path):
     out = tmp_path / "results"

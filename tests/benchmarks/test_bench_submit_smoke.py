@@ -15,8 +15,9 @@ from bench_upsert import STEPS  # noqa: E402
 
 
 @pytest.mark.spark
-def test_submit_benchmark_smoke():
-    result = bench_submit.run(1_000, 100, repeat=1, shards=2, log=lambda *_: None)
+def test_submit_benchmark_smoke(spark_session):
+    # the module's session: bench_submit would stop its own, and getOrCreate could hand it another test's
+    result = bench_submit.run(1_000, 100, repeat=1, shards=2, log=lambda *_: None, spark=spark_session)
     summary = result["summary"]
     assert summary["trivial_plain_s"] > 0 and summary["trivial_default_conf_s"] > 0
     assert set(summary["jobs"]) == set(STEPS)
