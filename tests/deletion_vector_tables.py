@@ -5,7 +5,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table import TableSpec
+from airflow_paimon.engine.write.deletion_vectors import _vector_entries
 from local_runner import bootstrap, upsert
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]
@@ -30,3 +32,13 @@ def write(warehouse, spec, frame, kinds, run_id):
     ctx = bootstrap({"warehouse": warehouse}, "db.t", warehouse + "/.index", 2)
     return upsert(ctx, pa.Table.from_pandas(frame, schema=spec.arrow_schema(), preserve_index=False), run_id,
                   row_kinds=kinds)
+
+
+def assert_vectors_of_live_files(table, snapshot):
+    """One deletion-vector index file per bucket, marking only files live in that bucket (none of the replaced
+    partitions' old files, whose vectors the OVERWRITE drops)."""
+    live = {(tuple(e.partition.values), e.bucket, e.file.file_name) for e in live_entries(table, snapshot)}
+    entries = _vector_entries(table, snapshot.index_manifest) if snapshot.index_manifest else {}
+    for (partition, bucket), found in entries.items():
+        assert len(found) == 1, (partition, bucket, found)
+        assert all((partition, bucket, name) in live for name in found[0].index_file.dv_ranges), (partition, bucket)

@@ -157,11 +157,11 @@ def changelog_producer(options: dict) -> str:
     return str(options.get("changelog-producer") or "none").strip().lower()
 
 
-def full_compaction_delta_commits(options: dict) -> int | None:
+def full_compaction_delta_commits(identifier: str, options: dict) -> int | None:
     """Every how many write commits a compaction is full (Paimon's ``full-compaction.delta-commits``; 1 with
     ``changelog-producer=full-compaction``, Paimon's default there); None: only when asked for."""
     default = 1 if changelog_producer(options) == "full-compaction" else None
-    return integer("", options, "full-compaction.delta-commits", default)
+    return integer(identifier, options, "full-compaction.delta-commits", default)
 
 
 def check_table(table, *, compaction: bool = False) -> None:

@@ -101,4 +101,3 @@ def per_sorted_group(fn: Callable[[pa.Table], pa.Table], columns: list[str]):
         if pending:
             yield from fn(pa.concat_tables(pending)).to_batches()
     return run
-

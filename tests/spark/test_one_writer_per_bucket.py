@@ -4,17 +4,18 @@ still give each bucket one writer — two tasks each replacing the bucket's dele
 rows come back), two tasks each lifting level 0 into the same level overlap there."""
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from collections import Counter
 
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, latest_snapshot, live_entries
 from airflow_paimon.engine.table import get_table
-from airflow_paimon.engine.write.deletion_vectors import _vector_entries
+from deletion_vector_tables import assert_vectors_of_live_files
 from oracle import assert_table_equals, expected_overwrite, expected_upsert, read_table
 from spark.jobs import pipeline_on
 
@@ -59,9 +60,7 @@ def test_a_bucket_of_every_task_is_written_once(spark, tmp_path, mode):
 
 def assert_levels(table, mode: str) -> None:
     snapshot = latest_snapshot(table)
-    if snapshot.index_manifest:
-        vectors = _vector_entries(table, snapshot.index_manifest)
-        assert all(len(entries) == 1 for entries in vectors.values()), vectors
+    assert_vectors_of_live_files(table, snapshot)  # one vector file per bucket, marking only live files
     if mode in ("deletion-vectors", "lookup"):  # above level 0 each level is one sorted run: no two files' key ranges overlap
         ranges = {}
         for e in live_entries(table, snapshot):

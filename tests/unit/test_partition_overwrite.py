@@ -12,6 +12,7 @@ from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_tabl
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.scan import file_path, live_entries
 from airflow_paimon.engine.write.deletion_vectors import _vector_entries
+from deletion_vector_tables import assert_vectors_of_live_files
 from faults.harness import index_content
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_overwrite, expected_upsert, read_table
@@ -96,16 +97,6 @@ def test_overwrite_two_partitions_then_upsert(warehouse, tmp_path, spec, mode):
         oracle = pd.concat([expected, upd]).drop_duplicates(key, keep="last").sort_values(key)
         pd.testing.assert_frame_equal(after.sort_values(key).reset_index(drop=True),
                                       oracle.reset_index(drop=True), check_dtype=False)
-
-
-def assert_vectors_of_live_files(table, snapshot):
-    """One deletion-vector index file per bucket, marking only files live in that bucket (none of the replaced
-    partitions' old files, whose vectors the OVERWRITE drops)."""
-    live = {(tuple(e.partition.values), e.bucket, e.file.file_name) for e in live_entries(table, snapshot)}
-    entries = _vector_entries(table, snapshot.index_manifest) if snapshot.index_manifest else {}
-    for (partition, bucket), found in entries.items():
-        assert len(found) == 1, (partition, bucket, found)
-        assert all((partition, bucket, name) in live for name in found[0].index_file.dv_ranges), (partition, bucket)
 
 
 def test_only_partitions_with_live_rows_are_overwritten(warehouse):

@@ -43,10 +43,10 @@ def without_replaced_deletes(table, messages) -> list:
     and in a table whose writes compact level 0 their compaction looked up (and marked) files the OVERWRITE
     removes. Their files are never committed: deleted here (best effort; else orphans for orphan removal)."""
     replaced = set(overwritten_partitions(messages))
-    moot = [m for m in messages if tuple(m.partition) in replaced and not holds_live_rows(m)]
-    for path in data_file_paths(table, moot):
+    moot = [tuple(m.partition) in replaced and not holds_live_rows(m) for m in messages]
+    for path in data_file_paths(table, [m for m, drop in zip(messages, moot) if drop]):
         table.file_io.delete_quietly(path)
-    return [m for m in messages if not (tuple(m.partition) in replaced and not holds_live_rows(m))]
+    return [m for m, drop in zip(messages, moot) if not drop]
 
 
 def partition_filter(table, partitions: list[tuple]):

@@ -51,7 +51,7 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
         if input_snapshot_id is None:
             return nothing
         scope_snapshots = writes_since_compaction(table, input_snapshot_id)
-    every = full_compaction_delta_commits(dict(table.table_schema.options))
+    every = full_compaction_delta_commits(identifier, dict(table.table_schema.options))
     if not full and every is not None and input_snapshot_id is not None:
         since_full = writes_since_compaction(table, input_snapshot_id, full_only=True)
         if write_commits(since_full) >= every:  # Paimon's full-compaction.delta-commits: this one is full

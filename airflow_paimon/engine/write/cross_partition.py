@@ -45,10 +45,14 @@ def assign_and_write_shards(ctx: WriteContext, buffer: WriteBuffer,
         yield from write(by_bucket.read([group]))
 
 
+def places(rows: pa.Table, partition_keys: list[str]) -> pa.Array:
+    """Each row's (partition, bucket) as one string: its encoded partition and bucket."""
+    return pc.binary_join_element_wise(encode_partitions(rows, partition_keys),
+                                       rows.column(BUCKET).combine_chunks().cast(pa.string()), "\x00")
+
+
 def _group_ids(rows: pa.Table, partition_keys: list[str], groups: dict[str, int]) -> np.ndarray:
     """Each row's (partition, bucket) as a number, the same for every chunk of the task (``groups``)."""
-    places = pc.binary_join_element_wise(encode_partitions(rows, partition_keys),
-                                         rows.column(BUCKET).combine_chunks().cast(pa.string()), "\x00")
-    places = places.dictionary_encode()
-    ids = np.array([groups.setdefault(p, len(groups)) for p in places.dictionary.to_pylist()], dtype=np.int64)
-    return ids[np.asarray(places.indices.to_numpy(zero_copy_only=False))]
+    places_ = places(rows, partition_keys).dictionary_encode()
+    ids = np.array([groups.setdefault(p, len(groups)) for p in places_.dictionary.to_pylist()], dtype=np.int64)
+    return ids[np.asarray(places_.indices.to_numpy(zero_copy_only=False))]

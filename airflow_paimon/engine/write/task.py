@@ -55,7 +55,8 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     message = CommitMessage(partition=partition, bucket=bucket, new_files=files, changelog_files=changelog,
                             index_adds=ctx.shape.index_adds(ctx, partition, bucket, rows))
     # a partition overwrite replaces the bucket's old files where it writes a live row: nothing to look up
-    replaced = ctx.write_mode == "overwrite" and not is_retract(kinds).all()
+    retract = is_retract(kinds)
+    replaced = ctx.write_mode == "overwrite" and not retract.all()
     files_at_base = [] if replaced else ctx.bucket_files.get((encoded_partition, bucket), [])
     if ctx.deletion_vectors:  # the level-0 files compacted up at once, old rows marked (engine/write/deletion_vectors.py)
         lookup_compact(message, table, rules, ctx.base_snapshot(), files_at_base, ctx.num_levels, rows, kinds,
@@ -63,7 +64,7 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     elif ctx.compacts_level_0:  # changelog-producer lookup: level 0 compacted up, its lookup changelog emitted
         force_up_level_0(message, table, rules, files_at_base, ctx.num_levels, rows, kinds, first_seq,
                          changelog=ctx.lookup_changelog)
-    deletes = int(is_retract(kinds).sum())
+    deletes = int(retract.sum())
     counters = {"rows_written": rows.num_rows - deletes, "deletes": deletes, "files": len(message.new_files)}
     return encode_message(table, message), counters
 

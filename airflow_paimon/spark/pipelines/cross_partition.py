@@ -8,15 +8,19 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_paimon.engine.assign.assigner import BUCKET
-from airflow_paimon.engine.codec.keys import encode_partitions
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.write.buffer import WriteBuffer
-from airflow_paimon.engine.write.cross_partition import assign_and_write_shards
+from airflow_paimon.engine.write.cross_partition import assign_and_write_shards, places
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.pipelines.common import WRITTEN, writer
 from airflow_paimon.spark.routing import groups, per_sorted_group
+
+# A bucket's assigned rows from one assign task, as Arrow IPC, for the shuffle to the bucket's one writer
+PLACE, PART = "_place", "_part"
+PARTS = f"{PLACE} string, {PART} binary"
+PARTS_ARROW = pa.schema([(PLACE, pa.string()), (PART, pa.binary())])
 
 
 def pipeline(source, ctx: WriteContext):
@@ -83,15 +87,9 @@ def from_parts(parts: pa.Table) -> pa.Table:
     return pa.concat_tables([pa.ipc.open_stream(p.as_buffer()).read_all() for p in parts.column(PART)])
 
 
-# A bucket's assigned rows from one assign task, as Arrow IPC, for the shuffle to the bucket's one writer
-PLACE, PART = "_place", "_part"
-PARTS = f"{PLACE} string, {PART} binary"
-PARTS_ARROW = pa.schema([(PLACE, pa.string()), (PART, pa.binary())])
-
-
 def bucket_part(rows: pa.Table, partition_keys: list[str]) -> pa.Table:
     """One (partition, bucket)'s rows as a PARTS row: where they go, and the rows."""
-    place = f"{encode_partitions(rows.slice(0, 1), partition_keys)[0].as_py()}\x00{rows.column(BUCKET)[0].as_py()}"
+    place = places(rows.slice(0, 1), partition_keys)[0].as_py()
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, rows.schema) as stream:
         stream.write_table(rows)
