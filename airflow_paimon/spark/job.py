@@ -32,7 +32,7 @@ from airflow_paimon.engine import storage
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.jobs import JOBS
 from airflow_paimon.engine.specs import JobSpec, Wire
-from airflow_paimon.spark.connect import JobKilled, connect_session
+from airflow_paimon.spark.connect import JobKilled, connect_session, default_parallelism
 
 log = logging.getLogger("airflow_paimon.job")
 
@@ -213,21 +213,31 @@ def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str
         sys.exit(1)
 
 
-DEFAULT_SHUFFLE_PARTITIONS = 8
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
 def spark_session(spec: JobSpec, app_name: str):
     """The job's Spark session: the running job's own ``spark`` when it has one; on its Spark Connect server a
-    new client session, released when the job ends; else the driver's session of this spark-submit."""
+    new client session, released when the job ends; else the driver's session of this spark-submit.
+
+    Its shuffle partitions: the operator's ``shuffle_partitions``, else a ``spark.sql.shuffle.partitions`` in its
+    ``spark_conf``, else Spark's default parallelism (the cores: local[N] N). Our shuffles' tasks each write
+    files or hold an index shard, so one per core; a fixed 8 on two cores cost 6 task launches per shuffle
+    (≈0.5 s of a small spark-submit), and on a big cluster left most cores idle."""
     from pyspark.sql import SparkSession
     run = _RUN.get()
     if run is not None and run.spark is not None:
         return run.spark
     remote = run.remote if run else None
     builder = SparkSession.builder.appName(f"{app_name} {spec.table}")
-    partitions = spec.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS
-    builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if not remote:
-        return builder.getOrCreate()
-    return connect_session(builder, remote, run)
+        spark = builder.getOrCreate()
+        in_conf = spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS)
+    else:
+        spark = connect_session(builder, remote, run)
+        in_conf = SHUFFLE_PARTITIONS in run.conf
+    partitions = spec.shuffle_partitions or (None if in_conf else default_parallelism(spark))
+    if partitions:
+        spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
+    return spark

@@ -206,6 +206,20 @@ def test_parallelism_of_a_connect_session_is_the_servers(connect_server):
         session.stop()
 
 
+@pytest.mark.parametrize("spec_partitions, conf, expected", [
+    (None, {}, "2"),  # the server's cores (local[2])
+    (None, {"spark.sql.shuffle.partitions": "3"}, "3"),  # the operator's spark_conf
+    (5, {"spark.sql.shuffle.partitions": "3"}, "5"),  # the operator's shuffle_partitions
+])
+def test_shuffle_partitions_of_a_job_session(connect_server, spec_partitions, conf, expected):
+    from airflow_paimon.engine.specs import JobSpec
+    from airflow_paimon.spark.job import JobRun, job_running, spark_session
+
+    spec = JobSpec(catalog_options={}, table="db.t", shuffle_partitions=spec_partitions)
+    with job_running(JobRun(None, remote=connect_server["url"], conf=conf)):
+        assert spark_session(spec, "test").conf.get("spark.sql.shuffle.partitions") == expected
+
+
 def test_on_kill_interrupts_the_connect_job_and_commits_nothing(airflow_home, warehouse, monkeypatch, connect_server,
                                                                  tmp_path):
     use_warehouse(monkeypatch, warehouse)
