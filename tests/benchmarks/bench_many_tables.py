@@ -200,18 +200,50 @@ def summarise(run, wall: float) -> dict:
     }
 
 
+SERVERS: dict[str, int] = {}  # role -> pid of the servers the runs use (their CPU is counted apart)
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process so far: its own, its reaped children's and its live descendants'."""
+    import psutil
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def machine_busy_s() -> float:
+    import psutil
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
 def dag_run(dag, source: str) -> dict:
-    """One dag.test() through the executor, measured: figures of summarise() plus memory."""
+    """One dag.test() through the executor, measured: figures of summarise() plus memory and CPU (the machine's
+    busy CPU seconds over the run; of them, each server's process tree's)."""
     # dag.test() warns "No tasks to run" every second while its tasks run elsewhere: not news here
     logging.getLogger("airflow.sdk.definitions.dag").setLevel(logging.ERROR)
     machine_memory, tree = MachineMemory(), PeakRSS(os.getpid(), interval=0.5)
+    cpu_before = {"machine": machine_busy_s(), **{role: tree_cpu_s(pid) for role, pid in SERVERS.items()}}
     with machine_memory, tree:
         start = time.perf_counter()
         run = dag.test(run_conf={"source": source}, use_executor=True)
         wall = time.perf_counter() - start
+    cpu = {"machine": machine_busy_s(), **{role: tree_cpu_s(pid) for role, pid in SERVERS.items()}}
+    cpu = {role: round(cpu[role] - cpu_before[role], 1) for role in cpu}
+    cpu["rest"] = round(cpu["machine"] - sum(v for r, v in cpu.items() if r != "machine"), 1)
     return {**summarise(run, wall), "machine_used_over_baseline_gib": machine_memory.over_baseline_gib,
             "machine_used_baseline_gib": round(machine_memory.baseline / 2**30, 2), "tree_peak_rss_gib":
-            round(tree.peak / 2**30, 2), "load": load_average()}
+            round(tree.peak / 2**30, 2), "load": load_average(), "cpu_s": cpu}
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -275,11 +307,13 @@ def run(n: int, m: int, b: int, modes: tuple, cold: bool, server_conf: dict, api
     try:
         started = time.perf_counter()
         api = start_api_server(api_port, _HOME / "api-server.log")
+        SERVERS["api-server"] = api.pid
         result["api_server_start_s"] = round(time.perf_counter() - started, 1)
         port = None
         if "connect" in modes:
             port, started = free_port(), time.perf_counter()
             connect = start_connect_server(port, _HOME / "connect_server.log", server_conf or None)
+            SERVERS["connect-server"] = connect.pid
             result["connect_server_start_s"] = round(time.perf_counter() - started, 1)
         for mode in modes:
             if cold:  # else the one-table DAG's previous run warms up
@@ -321,6 +355,10 @@ def report(result: dict, meta: dict) -> str:
               "Ratio: N tables ÷ one table (goal for Connect mode: ≤ 4). Median task seconds in the N-table run: "]
     for mode, r in result["modes"].items():
         lines.append(f"- {mode}: {r['many']['task_median_s']} (sum over tasks {r['many']['tasks_sum_s']} s)")
+    lines.append("- CPU seconds of the run (the machine's busy time; of it the servers' process trees, the rest is "
+                 "dag.test, the executor and the task processes with their spark-submits), one table / N tables:")
+    for mode, r in result["modes"].items():
+        lines.append(f"  - {mode}: {r['one'].get('cpu_s')} / {r['many'].get('cpu_s')}")
     for key, what in (("api_server_start_s", "api-server start"), ("connect_server_start_s", "Connect server start")):
         if key in result:
             lines.append(f"- {what} (once, not measured above): {result[key]} s")
