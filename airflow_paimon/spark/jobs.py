@@ -4,6 +4,8 @@ connection runs one in its task process as a Connect client. Either way through 
 ``spark_session()`` the Spark to use. Imports are inside the functions: a job loads only its own modules."""
 from __future__ import annotations
 
+import importlib
+import threading
 from dataclasses import replace
 
 from airflow_paimon.engine.specs import (AssignWriteSpec, BootstrapSpec, CommitSpec, CompactSpec, ExpireSpec,
@@ -11,14 +13,28 @@ from airflow_paimon.engine.specs import (AssignWriteSpec, BootstrapSpec, CommitS
 from airflow_paimon.spark.job import current_run, spark_session
 
 
+def on_session(module: str, function: str, spec, app_name: str) -> Wire:
+    """``module.function(spark, spec)`` on the job's session. The module (the engine, pypaimon, pandas: ≈0.5 s of
+    imports) is imported in a thread while the session starts, which on spark-submit is mostly waiting for the
+    JVM's SparkContext: ≈0.2 s off an assign-and-write (tests/benchmarks/README.md)."""
+    importlib.import_module("pyspark.sql")  # first, here: the two threads never import it at once
+
+    importer = threading.Thread(target=importlib.import_module, args=(module,), daemon=True)
+    importer.start()
+    try:
+        spark = spark_session(spec, app_name)
+    finally:
+        importer.join()
+    # a failed import raises here, in the job's thread
+    return getattr(importlib.import_module(module), function)(spark, spec)
+
+
 def bootstrap_index(spec: BootstrapSpec) -> Wire:
-    from airflow_paimon.spark.bootstrap import run_bootstrap
-    return run_bootstrap(spark_session(spec, "paimon-bootstrap-index"), spec)
+    return on_session("airflow_paimon.spark.bootstrap", "run_bootstrap", spec, "paimon-bootstrap-index")
 
 
 def assign_and_write(spec: AssignWriteSpec) -> Wire:
-    from airflow_paimon.spark.assign_write import run_assign_and_write
-    return run_assign_and_write(spark_session(spec, "paimon-assign-and-write"), spec)
+    return on_session("airflow_paimon.spark.assign_write", "run_assign_and_write", spec, "paimon-assign-and-write")
 
 
 def commit(spec: CommitSpec) -> Wire:
@@ -28,13 +44,11 @@ def commit(spec: CommitSpec) -> Wire:
 
 
 def compact(spec: CompactSpec) -> Wire:
-    from airflow_paimon.spark.compact import run_compact
-    return run_compact(spark_session(spec, "paimon-compact"), spec)
+    return on_session("airflow_paimon.spark.compact", "run_compact", spec, "paimon-compact")
 
 
 def incremental_read(spec: IncrementalReadSpec) -> Wire:
-    from airflow_paimon.spark.incremental import run_incremental_read
-    return run_incremental_read(spark_session(spec, "paimon-incremental-read"), spec)
+    return on_session("airflow_paimon.spark.incremental", "run_incremental_read", spec, "paimon-incremental-read")
 
 
 def expire_snapshots(spec: ExpireSpec) -> Wire:
