@@ -214,6 +214,11 @@ def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str
 
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+# Arrow batches between the JVM and the Python workers are cut at this size too, not only at 10,000 rows: a write
+# task's input rows are whole bucket parts (spark/pipelines/cross_partition.py), and 10,000 of them made batches of
+# GBs in the JVM and the worker (B = 10M into 20M: 3,200 MiB per task at no limit, 2,480 MiB at 8 mb;
+# tests/benchmarks/README.md).
+ARROW_MAX_BYTES, ARROW_MAX_BYTES_DEFAULT = "spark.sql.execution.arrow.maxBytesPerBatch", str(8 * 2**20)
 
 
 def spark_session(spec: JobSpec, app_name: str):
@@ -223,7 +228,8 @@ def spark_session(spec: JobSpec, app_name: str):
     Its shuffle partitions: the operator's ``shuffle_partitions``, else a ``spark.sql.shuffle.partitions`` in its
     ``spark_conf``, else Spark's default parallelism (the cores: local[N] N). Our shuffles' tasks each write
     files or hold an index shard, so one per core; a fixed 8 on two cores cost 6 task launches per shuffle
-    (≈0.5 s of a small spark-submit), and on a big cluster left most cores idle."""
+    (≈0.5 s of a small spark-submit), and on a big cluster left most cores idle. Arrow batches: at most
+    ARROW_MAX_BYTES_DEFAULT unless ``spark_conf`` says otherwise."""
     from pyspark.sql import SparkSession
     run = _RUN.get()
     if run is not None and run.spark is not None:
@@ -233,11 +239,13 @@ def spark_session(spec: JobSpec, app_name: str):
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if not remote:
         spark = builder.getOrCreate()
-        in_conf = spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS)
+        user_set = spark.sparkContext.getConf().contains
     else:
         spark = connect_session(builder, remote, run)
-        in_conf = SHUFFLE_PARTITIONS in run.conf
-    partitions = spec.shuffle_partitions or (None if in_conf else default_parallelism(spark))
+        user_set = run.conf.__contains__
+    partitions = spec.shuffle_partitions or (None if user_set(SHUFFLE_PARTITIONS) else default_parallelism(spark))
     if partitions:
         spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
+    if not user_set(ARROW_MAX_BYTES):
+        spark.conf.set(ARROW_MAX_BYTES, ARROW_MAX_BYTES_DEFAULT)
     return spark

@@ -217,7 +217,9 @@ def test_shuffle_partitions_of_a_job_session(connect_server, spec_partitions, co
 
     spec = JobSpec(catalog_options={}, table="db.t", shuffle_partitions=spec_partitions)
     with job_running(JobRun(None, remote=connect_server["url"], conf=conf)):
-        assert spark_session(spec, "test").conf.get("spark.sql.shuffle.partitions") == expected
+        session = spark_session(spec, "test")
+        assert session.conf.get("spark.sql.shuffle.partitions") == expected
+        assert session.conf.get("spark.sql.execution.arrow.maxBytesPerBatch") == str(8 * 2**20)
 
 
 def test_on_kill_interrupts_the_connect_job_and_commits_nothing(airflow_home, warehouse, monkeypatch, connect_server,

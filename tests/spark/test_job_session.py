@@ -1,5 +1,5 @@
-"""The shuffle partitions of a spark-submitted job's session (spark/job.py spark_session): Spark's default
-parallelism unless the operator's spark_conf or shuffle_partitions says otherwise. Run as spark-submit does it:
+"""The shuffle partitions and Arrow batch bytes of a spark-submitted job's session (spark/job.py spark_session):
+Spark's default parallelism and 8 mb unless the operator's spark_conf (or shuffle_partitions) says otherwise. Run as spark-submit does it:
 the driver's session is whatever ``--master`` and ``--conf`` made it."""
 from __future__ import annotations
 
@@ -19,15 +19,19 @@ partitions = int(sys.argv[1]) or None
 with job_running(JobRun(None)):
     spark = spark_session(JobSpec(catalog_options={}, table="db.t", shuffle_partitions=partitions), "test")
     print("partitions", spark.conf.get("spark.sql.shuffle.partitions"))
+    print("arrow bytes", spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch"))
 """
 
 
-@pytest.mark.parametrize("spec_partitions, conf, expected", [
-    (0, [], "3"),  # local[3]: three cores
-    (0, ["--conf", "spark.sql.shuffle.partitions=7"], "7"),  # the operator's spark_conf
-    (5, ["--conf", "spark.sql.shuffle.partitions=7"], "5"),  # the operator's shuffle_partitions
+ARROW = "spark.sql.execution.arrow.maxBytesPerBatch"
+
+
+@pytest.mark.parametrize("spec_partitions, conf, expected, arrow_bytes", [
+    (0, [], "3", str(8 * 2**20)),  # local[3]: three cores
+    (0, ["--conf", "spark.sql.shuffle.partitions=7", "--conf", f"{ARROW}=1000"], "7", "1000"),  # spark_conf
+    (5, ["--conf", "spark.sql.shuffle.partitions=7"], "5", str(8 * 2**20)),  # the operator's shuffle_partitions
 ])
-def test_shuffle_partitions_of_a_submitted_job(tmp_path, spec_partitions, conf, expected):
+def test_session_conf_of_a_submitted_job(tmp_path, spec_partitions, conf, expected, arrow_bytes):
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     submit = Path(sys.executable).parent / "spark-submit"
@@ -36,3 +40,4 @@ def test_shuffle_partitions_of_a_submitted_job(tmp_path, spec_partitions, conf, 
                           str(spec_partitions)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert f"partitions {expected}" in out.stdout.splitlines()
+    assert f"arrow bytes {arrow_bytes}" in out.stdout.splitlines()
