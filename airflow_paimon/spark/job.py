@@ -215,8 +215,8 @@ def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 # Arrow batches between the JVM and the Python workers are cut at this size too, not only at 10,000 rows: a write
-# task's input rows are whole bucket parts (spark/pipelines/cross_partition.py), and 10,000 of them made batches of
-# GBs in the JVM and the worker (B = 10M into 20M: 3,200 MiB per task at no limit, 2,480 MiB at 8 mb;
+# task's input rows are whole bucket parts (spark/pipelines/cross_partition.py), and batches of 10,000 of them
+# swelled the JVM and the worker (B = 10M into 20M: 3,200 MiB per task at no limit, 2,480 MiB at 8 mb;
 # tests/benchmarks/README.md).
 ARROW_MAX_BYTES, ARROW_MAX_BYTES_DEFAULT = "spark.sql.execution.arrow.maxBytesPerBatch", str(8 * 2**20)
 
