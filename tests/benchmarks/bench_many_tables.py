@@ -15,8 +15,7 @@ DAG runs once first, not measured (class loading and JIT of a new Connect server
 the machine's used memory over its level before the run (psutil, every 0.2 s; other processes on the machine
 count too), the peak RSS of this process tree (the executor's task processes, spark-submit JVMs and Python
 workers, the api-server and Connect server), the machine's busy CPU seconds (and the servers' part of them), the
-most tasks running at once, failed tasks (with a flag when
-their log shows a memory error). Every table is then read back and checked (bench_upsert.verify).
+most tasks running at once, failed tasks (with a flag when their log shows a memory error). Every table is then read back and checked (bench_upsert.verify).
 
     python tests/benchmarks/bench_many_tables.py [--tables 20] [--rows 1000000] [--batch 100000]
         [--parallelism 8] [--modes connect submit] [--server-conf spark.driver.memory=4g] [--cold] [--out DIR]

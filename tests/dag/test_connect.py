@@ -206,12 +206,15 @@ def test_parallelism_of_a_connect_session_is_the_servers(connect_server):
         session.stop()
 
 
-@pytest.mark.parametrize("spec_partitions, conf, expected", [
-    (None, {}, "2"),  # the server's cores (local[2])
-    (None, {"spark.sql.shuffle.partitions": "3"}, "3"),  # the operator's spark_conf
-    (5, {"spark.sql.shuffle.partitions": "3"}, "5"),  # the operator's shuffle_partitions
+ARROW, EIGHT_MB = "spark.sql.execution.arrow.maxBytesPerBatch", str(8 * 2**20)
+
+
+@pytest.mark.parametrize("spec_partitions, conf, expected, arrow_bytes", [
+    (None, {}, "2", EIGHT_MB),  # the server's cores (local[2])
+    (None, {"spark.sql.shuffle.partitions": "3", ARROW: "1000"}, "3", "1000"),  # the operator's spark_conf
+    (5, {"spark.sql.shuffle.partitions": "3"}, "5", EIGHT_MB),  # the operator's shuffle_partitions
 ])
-def test_shuffle_partitions_of_a_job_session(connect_server, spec_partitions, conf, expected):
+def test_session_conf_of_a_job_session(connect_server, spec_partitions, conf, expected, arrow_bytes):
     from airflow_paimon.engine.specs import JobSpec
     from airflow_paimon.spark.job import JobRun, job_running, spark_session
 
@@ -219,7 +222,7 @@ def test_shuffle_partitions_of_a_job_session(connect_server, spec_partitions, co
     with job_running(JobRun(None, remote=connect_server["url"], conf=conf)):
         session = spark_session(spec, "test")
         assert session.conf.get("spark.sql.shuffle.partitions") == expected
-        assert session.conf.get("spark.sql.execution.arrow.maxBytesPerBatch") == str(8 * 2**20)
+        assert session.conf.get(ARROW) == arrow_bytes
 
 
 def test_on_kill_interrupts_the_connect_job_and_commits_nothing(airflow_home, warehouse, monkeypatch, connect_server,

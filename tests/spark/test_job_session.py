@@ -1,6 +1,6 @@
 """The shuffle partitions and Arrow batch bytes of a spark-submitted job's session (spark/job.py spark_session):
-Spark's default parallelism and 8 mb unless the operator's spark_conf (or shuffle_partitions) says otherwise. Run as spark-submit does it:
-the driver's session is whatever ``--master`` and ``--conf`` made it."""
+Spark's default parallelism and 8 mb unless the operator's spark_conf (or shuffle_partitions) says otherwise.
+Run as spark-submit does it: the driver's session is whatever ``--master`` and ``--conf`` made it."""
 from __future__ import annotations
 
 import subprocess
@@ -11,6 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.spark
 
+ARROW, EIGHT_MB = "spark.sql.execution.arrow.maxBytesPerBatch", str(8 * 2**20)
 DRIVER = """import sys
 from airflow_paimon.engine.specs import JobSpec
 from airflow_paimon.spark.job import JobRun, job_running, spark_session
@@ -23,13 +24,10 @@ with job_running(JobRun(None)):
 """
 
 
-ARROW = "spark.sql.execution.arrow.maxBytesPerBatch"
-
-
 @pytest.mark.parametrize("spec_partitions, conf, expected, arrow_bytes", [
-    (0, [], "3", str(8 * 2**20)),  # local[3]: three cores
+    (0, [], "3", EIGHT_MB),  # local[3]: three cores
     (0, ["--conf", "spark.sql.shuffle.partitions=7", "--conf", f"{ARROW}=1000"], "7", "1000"),  # spark_conf
-    (5, ["--conf", "spark.sql.shuffle.partitions=7"], "5", str(8 * 2**20)),  # the operator's shuffle_partitions
+    (5, ["--conf", "spark.sql.shuffle.partitions=7"], "5", EIGHT_MB),  # the operator's shuffle_partitions
 ])
 def test_session_conf_of_a_submitted_job(tmp_path, spec_partitions, conf, expected, arrow_bytes):
     driver = tmp_path / "driver.py"
