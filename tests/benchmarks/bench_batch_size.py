@@ -81,6 +81,7 @@ def summarise(r: dict) -> dict:
         s["e2e_upsert_s"] = r["derived"]["ours_upsert_e2e_s"]
         s["e2e_write_rows_per_s_per_core"] = int(b / e2e["assign_and_write"]["wall_s"] / cores())
         s["e2e_task_rss_mib"] = bench_upsert.task_rss(r)
+        s["e2e_task_pss_mib"] = bench_upsert.task_rss(r, "pss_mib")
     s["peers_s"] = {name: m["s"] for name, m in r["peers"].items()}
     return s
 
@@ -98,14 +99,15 @@ def report(meta: dict, rows: list[dict], load: dict | None) -> str:
     lines = [f"# Batch size — {meta['date']}", "", f"Machine: {meta['machine']}; load average {meta['load_before']} "
              f"before, {meta['load_after']} after. Table M = {meta['rows']:,} rows; command `{meta['command']}`.", "",
              "| B | ours in-job: write | per core | upsert | ours end to end: upsert | per core (write) | peak RSS "
-             "per task (MiB) | pypaimon-rust |", "|---:|---:|---:|---:|---:|---:|---|---:|"]
+             "per task (MiB) | peak PSS per task (MiB) | pypaimon-rust |", "|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for s in rows:
-        rss = ", ".join(f"{k.replace('_', ' ')} {v:,.0f}" for k, v in s.get("e2e_task_rss_mib", {}).items())
+        rss, pss = (", ".join(f"{k.replace('_', ' ')} {v:,.0f}" for k, v in s.get(key, {}).items())
+                    for key in ("e2e_task_rss_mib", "e2e_task_pss_mib"))
         peer = s["peers_s"].get("pypaimon-rust")
         lines.append(f"| {s['batch']:,} | {s.get('in_job_write_s', '–')} s | "
                      f"{bench_upsert.fmt_rate(s.get('in_job_write_rows_per_s_per_core', 0))} rows/s | "
                      f"{s.get('in_job_upsert_s', '–')} s | {s.get('e2e_upsert_s', '–')} s | "
-                     f"{bench_upsert.fmt_rate(s.get('e2e_write_rows_per_s_per_core', 0))} rows/s | {rss or '–'} | "
+                     f"{bench_upsert.fmt_rate(s.get('e2e_write_rows_per_s_per_core', 0))} rows/s | {rss or '–'} | {pss or '–'} | "
                      f"{f'{peer} s' if peer else 'not run'} |")
     for key, label in (("in_job_write_s", "in-job assign-and-write"), ("e2e_upsert_s", "end-to-end upsert")):
         lin = linearity(rows, key)
@@ -113,13 +115,14 @@ def report(meta: dict, rows: list[dict], load: dict | None) -> str:
             lines.append(f"\nLinearity, {label}: seconds per row at B = {lin['to']:,} ÷ at B = {lin['from']:,} = "
                          f"{lin['per_row_ratio']} (goal ≤ 1: no worse than linear)")
     if load:
-        rss = ", ".join(f"{s.replace('_', ' ')} {load[s]['rss_mib']:,.0f}" for s in
-                        ("bootstrap_index", "assign_and_write", "commit"))
+        rss, pss = (", ".join(f"{s.replace('_', ' ')} {load[s][key]:,.0f}" for s in
+                              ("bootstrap_index", "assign_and_write", "commit")) for key in ("rss_mib", "pss_mib"))
         lines += ["", f"First load of {load['rows']:,} rows into an empty table (spark-submits, as the operators): "
                   f"{load['total_s']} s (bootstrap {load['bootstrap_index']['wall_s']} s, assign-and-write "
                   f"{load['assign_and_write']['wall_s']} s, commit {load['commit']['wall_s']} s), "
                   f"{bench_upsert.fmt_rate(load['rows_per_s_per_core'])} rows/s per core through assign-and-write, "
-                  f"{load['files']} files; peak RSS per task (MiB): {rss}; load average {load['load_average']}."]
+                  f"{load['files']} files; peak RSS per task (MiB): {rss}; peak PSS per task (MiB): {pss}; "
+                  f"load average {load['load_average']}."]
     lines += ["", *[f"- {n}" for n in meta["notes"]]]
     return "\n".join(lines) + "\n"
 

@@ -82,11 +82,17 @@ def make_data(m: int, b: int, seed: int = 1) -> tuple[pa.Table, pa.Table, dict]:
 
 # ---------------------------------------------------------------------------------------------- measuring
 class PeakRSS:
-    """Largest sum of RSS over a process and its descendants, sampled every ``interval`` seconds."""
+    """Largest sum of RSS over a process and its descendants, sampled every ``interval`` seconds; and, every
+    ``pss_interval`` seconds, the largest sum of PSS (proportional set size: a page shared by n processes counts
+    1/n in each). Summed RSS counts a shared page once per process mapping it: Spark's forked Python workers
+    share the daemon's imported pages, so their RSS sum exceeds the memory they take. PSS sums to it; reading
+    it (smaps_rollup) walks each process's page tables, hence the slower rate."""
 
-    def __init__(self, pid: int, interval: float = 0.02):
-        self.pid, self.interval, self.peak = pid, interval, 0
+    def __init__(self, pid: int, interval: float = 0.02, pss_interval: float | None = 0.25):
+        self.pid, self.interval, self.pss_interval, self.peak, self.peak_pss = pid, interval, pss_interval, 0, 0
         self.roles: dict[str, int] = {}  # role -> its processes' largest summed RSS (roles peak apart)
+        self.pss_roles: dict[str, int] = {}  # the same for PSS
+        self._next_pss = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -97,16 +103,26 @@ class PeakRSS:
             procs = [root, *root.children(recursive=True)]
         except psutil.Error:
             return 0
-        total, roles = 0, {}
+        with_pss = self.pss_interval is not None and time.monotonic() >= self._next_pss
+        if with_pss:
+            self._next_pss = time.monotonic() + self.pss_interval
+        total, roles, pss_total, pss_roles = 0, {}, 0, {}
         for p in procs:
             try:
                 rss, role = p.memory_info().rss, _role(p)
+                pss = p.memory_full_info().pss if with_pss else 0
             except psutil.Error:
                 continue
             total += rss
             roles[role] = roles.get(role, 0) + rss
+            pss_total += pss
+            pss_roles[role] = pss_roles.get(role, 0) + pss
         for role, rss in roles.items():
             self.roles[role] = max(self.roles.get(role, 0), rss)
+        if with_pss:
+            self.peak_pss = max(self.peak_pss, pss_total)
+            for role, pss in pss_roles.items():
+                self.pss_roles[role] = max(self.pss_roles.get(role, 0), pss)
         return total
 
     def _run(self) -> None:
@@ -130,6 +146,14 @@ class PeakRSS:
     @property
     def roles_mib(self) -> dict[str, float]:
         return {role: round(rss / 2**20, 1) for role, rss in sorted(self.roles.items())}
+
+    @property
+    def pss_mib(self) -> float:
+        return round(self.peak_pss / 2**20, 1)
+
+    @property
+    def pss_roles_mib(self) -> dict[str, float]:
+        return {role: round(pss / 2**20, 1) for role, pss in sorted(self.pss_roles.items())}
 
 
 def _role(p) -> str:
@@ -168,7 +192,8 @@ def run_child(cmd: list[str], log: Path, env: dict | None = None) -> dict:
         wall = time.perf_counter() - start
     if code != 0:
         raise RuntimeError(f"{cmd[:3]} exited {code}:\n" + "".join(log.read_text().splitlines(True)[-30:]))
-    return {"wall_s": round(wall, 3), "rss_mib": rss.mib, "rss_mib_by_role": rss.roles_mib}
+    return {"wall_s": round(wall, 3), "rss_mib": rss.mib, "rss_mib_by_role": rss.roles_mib, "pss_mib": rss.pss_mib,
+            "pss_mib_by_role": rss.pss_roles_mib}
 
 
 # ---------------------------------------------------------------------------------------------- tables
@@ -650,9 +675,10 @@ def ratio_target(rows: int) -> int | None:
     return 20 if rows >= 20_000_000 else 5 if rows >= 5_000_000 else None
 
 
-def task_rss(r: dict) -> dict[str, float]:
-    """Peak RSS MiB of each of our tasks run as its own spark-submit (JVM + Python workers): a task's memory."""
-    return {s: m["rss_mib"] for s, m in r["ours_e2e"].items() if s in STEPS and "rss_mib" in m}
+def task_rss(r: dict, measure: str = "rss_mib") -> dict[str, float]:
+    """Peak RSS (or ``pss_mib``: PSS) MiB of each of our tasks run as its own spark-submit (JVM + Python workers):
+    a task's memory."""
+    return {s: m[measure] for s, m in r["ours_e2e"].items() if s in STEPS and measure in m}
 
 
 def plot(results: list[dict], path: Path) -> str | None:

@@ -102,6 +102,8 @@ def test_batch_size_benchmark_smoke(spark_session, tmp_path, monkeypatch):
         assert b["in_job_write_s"] > 0 and b["in_job_write_rows_per_s_per_core"] > 0 and b["peers_s"]["pypaimon-rust"] > 0
     load = r["first_load"]
     assert (load["rows"], load["snapshot_id"]) == (3_000, 1) and load["assign_and_write"]["rss_mib"] > 100
+    # PSS counts the Python workers' shared pages once: above zero, below the summed RSS
+    assert 100 < load["assign_and_write"]["pss_mib"] < load["assign_and_write"]["rss_mib"]
     report = (out / "batch_size.md").read_text()
     assert "| 2,000 |" in report and "First load of 3,000 rows" in report and "Linearity, in-job" in report
 
