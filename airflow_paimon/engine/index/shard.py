@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from rocksdict import (BlockBasedOptions, Cache, DBCompressionType, IngestExternalFileOptions, Options, Rdict,
-                       SstFileWriter)
+                       ReadOptions, SstFileWriter)
 
 from airflow_paimon.engine.codec.keys import sort_keys
 from airflow_paimon.engine.table_options import duration_ms, memory_bytes
@@ -266,7 +266,9 @@ class ShardIndex:
     def export_full(self, path: str) -> int:
         """Write the whole shard, in key order, to one SST file; returns the key count."""
         self._flush()
-        items = iter(self._db.items())
+        scan = ReadOptions()
+        scan.fill_cache(False)  # a scan reads each block once: caching them would fill the block cache to its size
+        items = iter(self._db.items(read_opt=scan))
         first = next(items, None)
         if first is None:
             return 0

@@ -13,6 +13,7 @@ from airflow_paimon.engine.assign.assigner import BUCKET
 from airflow_paimon.engine.assign.task import shard_assigner
 from airflow_paimon.engine.codec.keys import encode_partitions
 from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.memory import release_free_memory
 from airflow_paimon.engine.write.buffer import Runs, WriteBuffer
 
 Written = TypeVar("Written")
@@ -41,6 +42,7 @@ def assign_and_write_shards(ctx: WriteContext, buffer: WriteBuffer,
             for chunk in chunks:
                 rows = assign(chunk)
                 by_bucket.add(rows, _group_ids(rows, ctx.partition_keys, groups))
+        release_free_memory()  # the next shard starts from what this task holds, not this shard's high-water mark
     for group in by_bucket.parts():
         yield from write(by_bucket.read([group]))
 
