@@ -152,3 +152,16 @@ def test_dag_run_benchmark_smoke(tmp_path):
         assert m["wall_s"] > 0 and m["pypaimon_rust_over_ours"] > 0
         assert set(m["tasks_s"]) == {"bootstrap_index", "assign_and_write", "commit"}
     assert "| ours, spark-submit mode |" in (out / "connect_write.md").read_text()
+
+
+@pytest.mark.spark
+def test_spark_floor_benchmark_smoke(spark_session, tmp_path):
+    import bench_spark_floor
+
+    r = bench_spark_floor.run(3_000, 1, tmp_path / "out", spark=spark_session, work=tmp_path / "work")
+    assert set(r["throughput"]) == {"key shuffle, JVM only", "key shuffle, then Python workers"}
+    assert all(v["s"] > 0 and v["rows_per_s_per_core"] > 0 for v in r["throughput"].values())
+    jobs = {k: v for k, v in r["latency"].items() if k != "sum"}
+    assert len(jobs) == 2 and all(len(v["runs_s"]) == 2 and v["wall_s"] > 0.5 for v in jobs.values())
+    assert r["latency"]["sum"] == pytest.approx(sum(v["wall_s"] for v in jobs.values()), abs=0.002)
+    assert "sum: the least a spark-submit-mode DAG run takes" in (tmp_path / "out" / "spark_floor.md").read_text()

@@ -1,0 +1,192 @@
+"""Benchmark: the floors of a PySpark write on this machine — what no job shaped as this provider's (each task a
+PySpark job, the global index in the Python workers) can go below, whatever the engine inside it does.
+
+- Throughput: in one warm ``local[2]`` session, B rows of bench_upsert's batch (a parquet file) read, shuffled
+  by key over the cores and handed to Python workers through ``mapInArrow``, which only counts them — the
+  least an assign-and-write does before assigning anything. Also the same without Python (the JVM counts the
+  shuffled rows), to show what the hand-over to Python costs. Rows/s per core, best of ``--repeat``.
+- Latency: spark-submits as the operators submit them (their conf and a class-data-sharing archive; a first,
+  unmeasured run writes the archive; best of ``--repeat``): a PySpark job running one Python task, whose
+  workers fork from the operators' daemon (the imports assign-and-write's workers need), and a driver-only job
+  that imports pypaimon and the engine and reads a table's latest snapshot (what the commit needs before it
+  writes anything). Their sum is the least a spark-submit-mode DAG run can take, the bootstrap decided from
+  metadata. Beside it, pypaimon-rust's upsert of ``--peer-batch`` rows into ``--peer-rows`` (bench_upsert's
+  table, batch and check) when ``--peer-rows`` is given.
+
+    python tests/benchmarks/bench_spark_floor.py [--rows 10000000] [--repeat 3] [--peer-rows 5000000]
+        [--peer-batch 100000] [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import bench_upsert  # noqa: E402 - the batch, the spark-submit runner, the peer
+
+ROOT = HERE.parents[1]
+
+PYTHON_TASK_JOB = """import json, sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+rows = spark.range(1, numPartitions=1).mapInArrow(lambda batches: batches, "id long").count()
+open(sys.argv[-1], "w").write(json.dumps({"rows": rows}))
+"""
+DRIVER_ONLY_JOB = """import json, sys
+from airflow_paimon.engine.scan import latest_snapshot
+from airflow_paimon.engine.table import get_table
+snapshot = latest_snapshot(get_table({"warehouse": sys.argv[1]}, sys.argv[2]))
+open(sys.argv[-1], "w").write(json.dumps({"snapshot_id": snapshot.id}))
+"""
+
+
+def cores() -> int:
+    return os.cpu_count() or 1
+
+
+def throughput(spark, path: str, rows: int, repeat: int) -> dict:
+    """Seconds (best of ``repeat``) of the key shuffle with and without the hand-over to Python workers."""
+    def count_batches(batches):  # nested: pickled by value
+        import pyarrow as pa
+        yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
+
+    arrow_bytes = "spark.sql.execution.arrow.maxBytesPerBatch"
+    before = spark.conf.get(arrow_bytes, None)
+    spark.conf.set(arrow_bytes, str(8 << 20))  # as the jobs' sessions
+    try:
+        return _best_runs(spark, path, rows, repeat, count_batches)
+    finally:
+        if before is None:
+            spark.conf.unset(arrow_bytes)
+        else:
+            spark.conf.set(arrow_bytes, before)
+
+
+def _best_runs(spark, path: str, rows: int, repeat: int, count_batches) -> dict:
+    from pyspark.sql import functions as F
+
+    shuffled = spark.read.parquet(path).repartition(cores(), "id")
+    variants = {"key shuffle, JVM only": lambda: shuffled.count(),
+                "key shuffle, then Python workers": lambda: shuffled.mapInArrow(count_batches, "n long")
+                .agg(F.sum("n")).collect()[0][0]}
+    out = {}
+    for name, run in variants.items():
+        best = None
+        for _ in range(repeat):
+            start = time.perf_counter()
+            counted = run()
+            seconds = time.perf_counter() - start
+            if counted != rows:
+                raise AssertionError(f"{name}: counted {counted} rows, expected {rows}")
+            best = seconds if best is None else min(best, seconds)
+        out[name] = {"s": round(best, 3), "rows_per_s_per_core": int(rows / best / cores())}
+    return out
+
+
+def latency(work: Path, repeat: int) -> dict:
+    """Wall seconds (best of ``repeat``, after a run that writes the archive) of the two floor spark-submits."""
+    warehouse = work / "wh"
+    bench_upsert.load_paimon(warehouse, bench_upsert.CROSS, bench_upsert.make_data(1_000, 10)[0])
+    jobs = {"PySpark job, one Python task": (PYTHON_TASK_JOB, []),
+            "driver-only job: pypaimon, latest snapshot": (DRIVER_ONLY_JOB, [str(warehouse), bench_upsert.TABLE])}
+    out = {}
+    for name, (source, args) in jobs.items():
+        script = work / f"floor_{len(out)}.py"
+        script.write_text(source)
+        runs = []
+        for n in range(repeat + 1):
+            result = work / f"floor_{len(out)}_{n}.json"
+            cmd, archive = bench_upsert.submit_command(str(script), f"floor-{len(out)}", [*args, str(result)],
+                                                       job=f"floor_{len(out)}")
+            try:
+                runs.append(bench_upsert.run_child(cmd, work / f"floor_{len(out)}_{n}.log", bench_upsert.submit_env()))
+            finally:
+                if archive is not None:
+                    archive.finish(result.exists())
+            json.loads(result.read_text())  # the job did its work
+        measured = runs[1:]  # the first run writes the class-data-sharing archive
+        out[name] = {"wall_s": min(r["wall_s"] for r in measured), "runs_s": [r["wall_s"] for r in runs]}
+    out["sum"] = round(sum(v["wall_s"] for v in out.values()), 3)
+    return out
+
+
+def peer(rows: int, batch: int, work: Path, log=print) -> dict:
+    r = bench_upsert.bench_size(rows, batch, 4, ("pypaimon-rust",), work, None, log)
+    return {"rows": rows, "batch": batch, "s": r["peers"]["pypaimon-rust"]["s"]}
+
+
+def report(result: dict) -> str:
+    meta, lines = result["meta"], []
+    lines += [f"# PySpark floors — {meta['date']}", "", f"Machine: {meta['machine']}; load average "
+              f"{meta['load_before']} before, {meta['load_after']} after; command `{meta['command']}`.", "",
+              f"Throughput, {result['rows']:,} rows, one warm local[2] session, best of {meta['repeat']}:", "",
+              "| what | s | rows/s per core |", "|---|---:|---:|"]
+    lines += [f"| {k} | {v['s']} | {bench_upsert.fmt_rate(v['rows_per_s_per_core'])} |"
+              for k, v in result["throughput"].items()]
+    lines += ["", f"Latency, spark-submits with the operators' conf and archive, best of {meta['repeat']} after the "
+              "archive's run:", "", "| what | s | runs |", "|---|---:|---|"]
+    lines += [f"| {k} | {v['wall_s']} | {', '.join(map(str, v['runs_s']))} |"
+              for k, v in result["latency"].items() if k != "sum"]
+    lines.append(f"| **sum: the least a spark-submit-mode DAG run takes** | **{result['latency']['sum']}** | |")
+    if result.get("peer"):
+        p = result["peer"]
+        lines += ["", f"pypaimon-rust's upsert of {p['batch']:,} rows into {p['rows']:,}: {p['s']} s; "
+                  f"÷ the floor sum: {round(p['s'] / result['latency']['sum'], 2)}"]
+    return "\n".join(lines) + "\n"
+
+
+def run(rows: int, repeat: int, out: Path, peer_rows: int | None = None, peer_batch: int = 100_000,
+        spark=None, work: Path | None = None, log=print) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    own_work = work is None
+    work = work or Path(tempfile.mkdtemp(prefix="bench-floor-"))
+    work.mkdir(parents=True, exist_ok=True)
+    meta = {"date": datetime.date.today().isoformat(), "machine": bench_upsert.machine(), "repeat": repeat,
+            "load_before": bench_upsert.load_average(), "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}
+    result = {"meta": meta, "rows": rows}
+    try:
+        path = str(work / "batch.parquet")
+        rng = np.random.default_rng(1)
+        pq.write_table(bench_upsert.rows(np.arange(rows), rng.integers(0, bench_upsert.DAYS, rows), rng), path)
+        spark = spark or bench_upsert.make_spark()
+        result["throughput"] = throughput(spark, path, rows, repeat)
+        log(f"throughput: {result['throughput']}")
+        result["latency"] = latency(work, repeat)
+        log(f"latency: {result['latency']}")
+        if peer_rows:
+            result["peer"] = peer(peer_rows, peer_batch, work / "peer", log)
+    finally:
+        if own_work:
+            shutil.rmtree(work, ignore_errors=True)
+    meta["load_after"] = bench_upsert.load_average()
+    (out / "spark_floor.json").write_text(json.dumps(result, indent=2))
+    (out / "spark_floor.md").write_text(report(result))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the throughput floor")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--peer-rows", type=int, default=None, help="pypaimon-rust's table size (none: no peer)")
+    parser.add_argument("--peer-batch", type=int, default=100_000)
+    parser.add_argument("--out", type=Path, default=ROOT / "tests" / "benchmarks" / "results" /
+                        datetime.date.today().isoformat() / "spark_floor")
+    args = parser.parse_args()
+    run(args.rows, args.repeat, args.out, args.peer_rows, args.peer_batch)
+    print((args.out / "spark_floor.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
