@@ -1,6 +1,6 @@
 """Benchmark: one DAG writing many tables — N ``paimon_upsert`` groups (tables db.t00, db.t01, …, each its own
 M-row table, each given the same B-row batch) — in Spark Connect mode and in spark-submit mode, against the same
-DAG shape with one table.
+DAG shape with one table; and (mode ``airflow``) the same two DAG shapes with no-op tasks: Airflow's own floor.
 
 The tasks run in parallel as in a deployment: ``dag.test(use_executor=True)`` queues every ready task to a
 LocalExecutor (``--parallelism`` worker processes, ``[core] parallelism``); its task processes reach the
@@ -18,7 +18,7 @@ workers, the api-server and Connect server), the machine's busy CPU seconds (and
 most tasks running at once, failed tasks (with a flag when their log shows a memory error). Every table is then read back and checked (bench_upsert.verify).
 
     python tests/benchmarks/bench_many_tables.py [--tables 20] [--rows 1000000] [--batch 100000]
-        [--parallelism 8] [--modes connect submit] [--server-conf spark.driver.memory=4g] [--cold] [--out DIR]
+        [--parallelism 8] [--modes connect submit airflow] [--server-conf spark.driver.memory=4g] [--cold] [--out DIR]
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ from bench_connect import _HOME, DAGS, start_connect_server, use  # noqa: E402
 from bench_upsert import (CROSS, PeakRSS, load_average, load_paimon, machine, make_data, read_paimon,  # noqa: E402
                           verify)
 
-MODES = ("connect", "submit")
+MODES = ("connect", "submit", "airflow")  # airflow: the same DAG shape with no-op tasks, Airflow's own floor
 SHARDS = 4
 DAG_FILE = '''
 import pendulum
@@ -61,6 +61,26 @@ with DAG("{dag_id}", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz=
     for table in {tables!r}:
         paimon_upsert(table=table, source="{{{{ params.source }}}}", bootstrap_kwargs={{"shards": {shards}}})
 '''
+# The floor: a group per table of four chained tasks that only return a small dict (an XCom, as ours), run the
+# same way; what Airflow itself takes for the shape, whatever the tasks do
+FLOOR_DAG_FILE = '''
+import pendulum
+from airflow.sdk import DAG, TaskGroup, task
+
+
+@task
+def step(previous=None):
+    return {{"done": True}}
+
+
+with DAG("{dag_id}", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), params={{"source": ""}},
+         default_args={{"retries": 0}}) as dag:
+    for table in {tables!r}:
+        with TaskGroup(table.replace(".", "_")):
+            previous = None
+            for name in ("bootstrap_index", "assign_and_write", "commit", "compact"):
+                previous = step.override(task_id=name)(previous)
+'''
 MEMORY_ERROR = re.compile(r"OutOfMemoryError|MemoryError|Cannot allocate memory|Killed|SIGKILL|exit code -9|"
                           r"return code 137")
 
@@ -69,8 +89,8 @@ def table_names(n: int) -> list[str]:
     return [f"db.t{i:02d}" for i in range(n)]
 
 
-def dag_id(n: int) -> str:
-    return f"bench_many_{n}"
+def dag_id(n: int, floor: bool = False) -> str:
+    return f"bench_{'floor' if floor else 'many'}_{n}"
 
 
 # ---------------------------------------------------------------------------------------------- Airflow set-up
@@ -127,13 +147,16 @@ def stop(process: subprocess.Popen | None) -> None:
         process.wait()
 
 
-def write_dags(sizes: set[int]) -> dict:
-    """A DAG file per table count in the DAGS folder (the executor's tasks parse it from there); the DAGs."""
+def write_dags(sizes: set[int], floor: bool = False) -> dict:
+    """A DAG file per table count in the DAGS folder (the executor's tasks parse it from there); the DAGs.
+    ``floor``: FLOOR_DAG_FILE's no-op DAGs."""
     sys.path.insert(0, str(DAGS))
     dags = {}
     for n in sorted(sizes):
-        (DAGS / f"{dag_id(n)}.py").write_text(DAG_FILE.format(dag_id=dag_id(n), tables=table_names(n), shards=SHARDS))
-        dags[n] = __import__(dag_id(n)).dag
+        source = FLOOR_DAG_FILE if floor else DAG_FILE
+        (DAGS / f"{dag_id(n, floor)}.py").write_text(source.format(dag_id=dag_id(n, floor), tables=table_names(n),
+                                                                   shards=SHARDS))
+        dags[n] = __import__(dag_id(n, floor)).dag
     return dags
 
 
@@ -302,6 +325,7 @@ def run(n: int, m: int, b: int, modes: tuple, cold: bool, server_conf: dict, api
     from run_example import migrate_db
     migrate_db()
     dags = write_dags({1, n})
+    floor_dags = write_dags({1, n}, floor=True) if "airflow" in modes else {}
     api = connect = None
     result = {"tables": n, "rows": m, "batch": b, **data["facts"], "modes": {}}
     try:
@@ -316,17 +340,26 @@ def run(n: int, m: int, b: int, modes: tuple, cold: bool, server_conf: dict, api
             SERVERS["connect-server"] = connect.pid
             result["connect_server_start_s"] = round(time.perf_counter() - started, 1)
         for mode in modes:
+            if mode == "airflow":  # no tables: the no-op DAGs, once to warm up, then measured
+                dag_run(floor_dags[1], "")
+                one, many = (dag_run(floor_dags[k], "") for k in (1, n))
+                log(f"airflow floor, 1 / {n} table(s): {json.dumps(one)} / {json.dumps(many)}")
+                result["modes"][mode] = {"one": one, "many": many, "ratio": ratio_of(one, many)}
+                continue
             if cold:  # else the one-table DAG's previous run warms up
                 warm_up(mode, dags[1], data, port)
             one = measured_run(mode, 1, dags[1], data, port, cold, log)
             many = measured_run(mode, n, dags[n], data, port, cold, log)
-            ratio = round(many["span_s"] / one["span_s"], 2) if one["span_s"] and many["span_s"] else None
-            result["modes"][mode] = {"one": one, "many": many, "ratio": ratio}
+            result["modes"][mode] = {"one": one, "many": many, "ratio": ratio_of(one, many)}
     finally:
         stop(connect)
         stop(api)
         shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def ratio_of(one: dict, many: dict) -> float | None:
+    return round(many["span_s"] / one["span_s"], 2) if one["span_s"] and many["span_s"] else None
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -352,7 +385,8 @@ def report(result: dict, meta: dict) -> str:
                      f"{many['tree_peak_rss_gib']} | {t.get('min')} / {t.get('median')} / {t.get('max')} | "
                      f"{len(many['failed'])} ({len(many['failed_for_memory'])}) |")
     lines += ["", "Seconds are spans: the first task's start to the last task's end (Airflow's task instances). "
-              "Ratio: N tables ÷ one table (goal for Connect mode: ≤ 4). Median task seconds in the N-table run: "]
+              "Ratio: N tables ÷ one table (goal for Connect mode: ≤ 4). Mode airflow: the same DAG shape with "
+              "no-op tasks (Airflow's own floor, no table). Median task seconds in the N-table run: "]
     for mode, r in result["modes"].items():
         lines.append(f"- {mode}: {r['many']['task_median_s']} (sum over tasks {r['many']['tasks_sum_s']} s)")
     lines.append("- CPU seconds of the run (the machine's busy time; of it the servers' process trees, the rest is "

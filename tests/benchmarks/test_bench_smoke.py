@@ -118,7 +118,7 @@ def test_many_tables_benchmark_smoke(tmp_path):
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "bench_many_tables.py"),
                            "--tables", "2", "--rows", "2000", "--batch", "200", "--parallelism", "4",
-                           "--modes", "connect", "--cold", "--out", str(out)],
+                           "--modes", "connect", "airflow", "--cold", "--out", str(out)],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
     saved = json.loads((out / "many_tables.json").read_text())
@@ -130,6 +130,9 @@ def test_many_tables_benchmark_smoke(tmp_path):
         assert set(run["task_median_s"]) == {"bootstrap_index", "assign_and_write", "commit", "compact"}
     assert 0 < r["one"]["span_s"] <= r["one"]["wall_s"] and r["ratio"] > 0
     assert "| connect |" in (out / "many_tables.md").read_text()
+    floor = saved["modes"]["airflow"]  # the same shape with no-op tasks
+    assert floor["many"]["max_concurrent_tasks"] == 2 and not floor["many"]["failed"]
+    assert set(floor["many"]["task_median_s"]) == {"bootstrap_index", "assign_and_write", "commit", "compact"}
 
 
 @pytest.mark.spark
