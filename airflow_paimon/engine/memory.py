@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 
 import pyarrow as pa
 
-_libc = None
-
 
 def release_free_memory() -> None:
-    """Return the free pages Arrow's pool and malloc hold (a no-op where malloc has no malloc_trim)."""
-    global _libc
+    """Return the free pages Arrow's pool and malloc hold (malloc's: only where it has malloc_trim, glibc)."""
     pa.default_memory_pool().release_unused()
-    if _libc is None:
-        name = ctypes.util.find_library("c")
-        _libc = ctypes.CDLL(name) if name else False
-    if _libc and hasattr(_libc, "malloc_trim"):
-        _libc.malloc_trim(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    name = ctypes.util.find_library("c")
+    return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None

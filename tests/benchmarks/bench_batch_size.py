@@ -99,7 +99,8 @@ def report(meta: dict, rows: list[dict], load: dict | None) -> str:
     lines = [f"# Batch size — {meta['date']}", "", f"Machine: {meta['machine']}; load average {meta['load_before']} "
              f"before, {meta['load_after']} after. Table M = {meta['rows']:,} rows; command `{meta['command']}`.", "",
              "| B | ours in-job: write | per core | upsert | ours end to end: upsert | per core (write) | peak RSS "
-             "per task (MiB) | peak PSS per task (MiB) | pypaimon-rust |", "|---:|---:|---:|---:|---:|---:|---|---|---:|"]
+             "per task (MiB) | peak PSS per task (MiB) | pypaimon-rust |",
+             "|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for s in rows:
         rss, pss = (", ".join(f"{k.replace('_', ' ')} {v:,.0f}" for k, v in s.get(key, {}).items())
                     for key in ("e2e_task_rss_mib", "e2e_task_pss_mib"))
@@ -107,7 +108,8 @@ def report(meta: dict, rows: list[dict], load: dict | None) -> str:
         lines.append(f"| {s['batch']:,} | {s.get('in_job_write_s', '–')} s | "
                      f"{bench_upsert.fmt_rate(s.get('in_job_write_rows_per_s_per_core', 0))} rows/s | "
                      f"{s.get('in_job_upsert_s', '–')} s | {s.get('e2e_upsert_s', '–')} s | "
-                     f"{bench_upsert.fmt_rate(s.get('e2e_write_rows_per_s_per_core', 0))} rows/s | {rss or '–'} | {pss or '–'} | "
+                     f"{bench_upsert.fmt_rate(s.get('e2e_write_rows_per_s_per_core', 0))} rows/s | {rss or '–'} | "
+                     f"{pss or '–'} | "
                      f"{f'{peer} s' if peer else 'not run'} |")
     for key, label in (("in_job_write_s", "in-job assign-and-write"), ("e2e_upsert_s", "end-to-end upsert")):
         lin = linearity(rows, key)

@@ -15,7 +15,8 @@ DAG runs once first, not measured (class loading and JIT of a new Connect server
 the machine's used memory over its level before the run (psutil, every 0.2 s; other processes on the machine
 count too), the peak RSS of this process tree (the executor's task processes, spark-submit JVMs and Python
 workers, the api-server and Connect server), the machine's busy CPU seconds (and the servers' part of them), the
-most tasks running at once, failed tasks (with a flag when their log shows a memory error). Every table is then read back and checked (bench_upsert.verify).
+most tasks running at once, failed tasks (with a flag when their log shows a memory error). Every table is then
+read back and checked (bench_upsert.verify).
 
     python tests/benchmarks/bench_many_tables.py [--tables 20] [--rows 1000000] [--batch 100000]
         [--parallelism 8] [--modes connect submit airflow] [--server-conf spark.driver.memory=4g] [--cold]
@@ -253,6 +254,12 @@ def own_cpu_s() -> float:
     return t.user + t.system
 
 
+def cpu_now() -> dict[str, float]:
+    """CPU seconds so far: the machine's busy time, this process's own, each server's process tree."""
+    return {"machine": machine_busy_s(), "dag.test": own_cpu_s(),
+            **{role: tree_cpu_s(pid) for role, pid in SERVERS.items()}}
+
+
 def machine_busy_s() -> float:
     import psutil
     t = psutil.cpu_times()
@@ -265,14 +272,12 @@ def dag_run(dag, source: str) -> dict:
     # dag.test() warns "No tasks to run" every second while its tasks run elsewhere: not news here
     logging.getLogger("airflow.sdk.definitions.dag").setLevel(logging.ERROR)
     machine_memory, tree = MachineMemory(), PeakRSS(os.getpid(), interval=0.5)
-    cpu_before = {"machine": machine_busy_s(), "dag.test": own_cpu_s(),
-                  **{role: tree_cpu_s(pid) for role, pid in SERVERS.items()}}
+    cpu_before = cpu_now()
     with machine_memory, tree:
         start = time.perf_counter()
         run = dag.test(run_conf={"source": source}, use_executor=True)
         wall = time.perf_counter() - start
-    cpu = {"machine": machine_busy_s(), "dag.test": own_cpu_s(), **{role: tree_cpu_s(pid) for role, pid in SERVERS.items()}}
-    cpu = {role: round(cpu[role] - cpu_before[role], 1) for role in cpu}
+    cpu = {role: round(seconds - cpu_before[role], 1) for role, seconds in cpu_now().items()}
     cpu["rest"] = round(cpu["machine"] - sum(v for r, v in cpu.items() if r != "machine"), 1)
     return {**summarise(run, wall), "machine_used_over_baseline_gib": machine_memory.over_baseline_gib,
             "machine_used_baseline_gib": round(machine_memory.baseline / 2**30, 2), "tree_peak_rss_gib":

@@ -56,25 +56,15 @@ def cores() -> int:
 
 
 def throughput(spark, path: str, rows: int, repeat: int) -> dict:
-    """Seconds (best of ``repeat``) of the key shuffle with and without the hand-over to Python workers."""
+    """Seconds (best of ``repeat``) of the key shuffle with and without the hand-over to Python workers, Arrow
+    batches cut as the jobs' sessions cut them."""
+    from pyspark.sql import functions as F
+
+    from airflow_paimon.spark.job import ARROW_MAX_BYTES, ARROW_MAX_BYTES_DEFAULT
+
     def count_batches(batches):  # nested: pickled by value
         import pyarrow as pa
         yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
-
-    arrow_bytes = "spark.sql.execution.arrow.maxBytesPerBatch"
-    before = spark.conf.get(arrow_bytes, None)
-    spark.conf.set(arrow_bytes, str(8 << 20))  # as the jobs' sessions
-    try:
-        return _best_runs(spark, path, rows, repeat, count_batches)
-    finally:
-        if before is None:
-            spark.conf.unset(arrow_bytes)
-        else:
-            spark.conf.set(arrow_bytes, before)
-
-
-def _best_runs(spark, path: str, rows: int, repeat: int, count_batches) -> dict:
-    from pyspark.sql import functions as F
 
     shuffled = spark.read.parquet(path).repartition(cores(), "id")
     # the JVM variant hashes every column, or Spark would shuffle only the key (column pruning)
@@ -83,17 +73,25 @@ def _best_runs(spark, path: str, rows: int, repeat: int, count_batches) -> dict:
                 .collect()[0][1],
                 "key shuffle, then Python workers": lambda: shuffled.mapInArrow(count_batches, "n long")
                 .agg(F.sum("n")).collect()[0][0]}
+    before = spark.conf.get(ARROW_MAX_BYTES, None)
+    spark.conf.set(ARROW_MAX_BYTES, ARROW_MAX_BYTES_DEFAULT)
     out = {}
-    for name, run in variants.items():
-        best = None
-        for _ in range(repeat):
-            start = time.perf_counter()
-            counted = run()
-            seconds = time.perf_counter() - start
-            if counted != rows:
-                raise AssertionError(f"{name}: counted {counted} rows, expected {rows}")
-            best = seconds if best is None else min(best, seconds)
-        out[name] = {"s": round(best, 3), "rows_per_s_per_core": int(rows / best / cores())}
+    try:
+        for name, run in variants.items():
+            best = None
+            for _ in range(repeat):
+                start = time.perf_counter()
+                counted = run()
+                seconds = time.perf_counter() - start
+                if counted != rows:
+                    raise AssertionError(f"{name}: counted {counted} rows, expected {rows}")
+                best = seconds if best is None else min(best, seconds)
+            out[name] = {"s": round(best, 3), "rows_per_s_per_core": int(rows / best / cores())}
+    finally:  # the caller's session as it was
+        if before is None:
+            spark.conf.unset(ARROW_MAX_BYTES)
+        else:
+            spark.conf.set(ARROW_MAX_BYTES, before)
     return out
 
 
