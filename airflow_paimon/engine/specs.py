@@ -89,6 +89,8 @@ class BootstrapResult(Wire):
     reason: str
     data_files_read: int
     decided_by: str = "spark"  # "metadata": decided in the task from table metadata, no Spark job submitted
+    # what tells the base snapshot from a later one reusing its id after a rollback (engine/history.py)
+    base_snapshot_fingerprint: str | None = None
 
 
 # --- assign-and-write ------------------------------------------------------------------------------------------
@@ -106,11 +108,13 @@ class AssignWriteSpec(JobSpec):
     row_kind_column: str | None = None
     write_mode: str = "upsert"  # or "overwrite": dynamic partition overwrite (engine/commit/overwrite.py)
     schema_evolution: str = "none"  # one of SCHEMA_EVOLUTIONS: how the table may grow to the source's columns
+    base_snapshot_fingerprint: str | None = None  # engine/history.py
 
     @classmethod
     def after(cls, boot: BootstrapResult, **fields) -> "AssignWriteSpec":
         """The write against what bootstrap-index decided: its snapshot, index and shards."""
-        return cls(**fields, base_snapshot_id=boot.base_snapshot_id, index_uri=boot.index_uri, shards=boot.shards)
+        return cls(**fields, base_snapshot_id=boot.base_snapshot_id, index_uri=boot.index_uri, shards=boot.shards,
+                   base_snapshot_fingerprint=boot.base_snapshot_fingerprint)
 
 
 def source_spec(source: str | dict, source_format: str | None = None, source_options: dict | None = None) -> dict:
@@ -138,6 +142,7 @@ class AssignWriteResult(Wire):
     new_keys: int | None = None  # keys the global index did not know (None: the table has no global index)
     files: int
     already_committed: bool
+    base_snapshot_fingerprint: str | None = None  # engine/history.py
 
 
 # --- commit ----------------------------------------------------------------------------------------------------
@@ -152,12 +157,14 @@ class CommitSpec(JobSpec):
     staging_root: str | None = None  # when given, staging_uri must be <staging_root>/<table>/<commit_user>
     staging_retention_seconds: float = STAGING_RETENTION_SECONDS
     result_uri: str | None = None  # this job's result file: older ones of the DAG are dropped next to it
+    base_snapshot_fingerprint: str | None = None  # engine/history.py
 
     @classmethod
     def after(cls, written: AssignWriteResult, **common) -> "CommitSpec":
         """The commit of what assign-and-write staged."""
         return cls(**common, staging_uri=written.staging_uri, commit_user=written.commit_user,
-                   commit_identifier=written.commit_identifier, base_snapshot_id=written.base_snapshot_id)
+                   commit_identifier=written.commit_identifier, base_snapshot_id=written.base_snapshot_id,
+                   base_snapshot_fingerprint=written.base_snapshot_fingerprint)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,9 +11,11 @@ from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
+from airflow_paimon.engine.commit.table_state import planned_state
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.codec.keys import encode_partition_values
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import staged_shards
@@ -44,13 +46,16 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, identifier)
     staged_at = layout.staging_dir(spec.staging_root, identifier, ident.commit_user)
     result = {"table": identifier, "base_snapshot_id": spec.base_snapshot_id, "commit_user": ident.commit_user,
-              "commit_identifier": ident.commit_identifier, "staging_uri": staged_at}
+              "commit_identifier": ident.commit_identifier, "staging_uri": staged_at,
+              "base_snapshot_fingerprint": spec.base_snapshot_fingerprint}
 
     done = find_commit(table, ident.commit_user, ident.commit_identifier, spec.base_snapshot_id)
     if done is not None:  # a retry after this run already committed: write nothing again
         log.info("run already committed as snapshot %s; nothing to write", done.id)
         return AssignWriteResult(**result, rows_in=0, rows_written=0, deletes=0, moved_keys=0, files=0,
                                  already_committed=True)
+    # the base must still be the snapshot bootstrap-index read: after a rollback its id may name another one
+    check_base(table, spec.base_snapshot_id, spec.base_snapshot_fingerprint)
     check_table(table)  # its own options, maybe set by another engine since the bootstrap
     shards = shape.write_shards(table, spec)
     write_mode = check_write_mode(table, identifier, shape, spec.write_mode or "upsert")
@@ -81,7 +86,9 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
                 "new_keys": (sum(c.get("new_keys", 0) for c in shard_counters)
                              if shape.needs_index else None)}
     stage(table, staged_at, Staged(identifier, spec.base_snapshot_id, ident.commit_user, ident.commit_identifier,
-                                   [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode}), messages)
+                                   [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode},
+                                   base_snapshot_fingerprint=spec.base_snapshot_fingerprint,
+                                   planned=planned_state(table)), messages)
     crash_point("assign_write.after_stage")
     log.debug("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return AssignWriteResult(**result, **counters, already_committed=False)
