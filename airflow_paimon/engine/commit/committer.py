@@ -100,7 +100,7 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
     snap = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
     if snap is None:  # never "committed" without the snapshot to show for it
         raise PaimonJobError(f"table {table.identifier.get_full_name()}: the commit of {commit_user} finished but "
-                             f"no snapshot after {base_snapshot_id} carries it; re-run the commit task")
+                             "no snapshot carries it; re-run the commit task")
     if compact:
         crash_point("commit.between_append_and_compact")
         return commit_compact_increment(table, compact, commit_user, commit_identifier, snap.id), False
