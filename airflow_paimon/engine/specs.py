@@ -178,6 +178,7 @@ class CommitResult(Wire):
     commit_kind: str | None = None
     delta_record_count: int | None = None
     files: int | None = None
+    snapshot_fingerprint: str | None = None  # which snapshot snapshot_id is (engine/history.py)
 
 
 # --- compact ---------------------------------------------------------------------------------------------------

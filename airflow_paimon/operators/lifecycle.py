@@ -139,11 +139,13 @@ class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
         from airflow_paimon.engine.lifecycle import create_tag
 
         snapshot_id = _optional_int(self.table, "snapshot_id", self.snapshot_id)
+        fingerprint = None
         if snapshot_id is None:
-            committed = self.upstream_result(context, PaimonCommitOperator, required=False)
+            committed = self.upstream_result(context, PaimonCommitOperator, required=False) or {}
             # None: nothing was committed (a run without new rows), and the latest is tagged
-            snapshot_id = _optional_int(self.table, "snapshot_id", committed.get("snapshot_id")) if committed else None
-        return create_tag(hook.catalog_options(), self.table, self.tag, snapshot_id)
+            snapshot_id = _optional_int(self.table, "snapshot_id", committed.get("snapshot_id"))
+            fingerprint = committed.get("snapshot_fingerprint")  # that very snapshot, not one reusing its id
+        return create_tag(hook.catalog_options(), self.table, self.tag, snapshot_id, fingerprint)
 
 
 class PaimonRollbackOperator(PaimonTableOperator):

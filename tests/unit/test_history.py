@@ -305,3 +305,24 @@ def test_a_commit_never_reports_success_without_its_snapshot(opts, index_root, m
     monkeypatch.setattr(committer, "find_commit", lost)
     with pytest.raises(PaimonJobError, match=r"table db\.t: the commit of .* finished but no snapshot carries it"):
         run_commit(staged)
+
+
+def test_a_tag_of_the_run_s_commit_is_refused_when_a_rollback_gave_its_id_to_another_snapshot(opts, index_root):
+    from airflow_paimon.engine.lifecycle import create_tag
+
+    create_table(opts, "db.t", SPEC)
+    write(opts, index_root, RUNS[:1])
+    committed = in_process_commit(opts, index_root, RUNS[1], "r1")
+    assert committed.snapshot_id == 2 and committed.snapshot_fingerprint
+    rollback(opts, "db.t", index_root, to_snapshot=1)
+    write(opts, index_root, AFTER[:1], first=3)  # snapshot 2 again, another one
+    with pytest.raises(RolledBackError, match="snapshot 2 is not the snapshot this run started from at the commit "
+                                              "to tag"):
+        create_tag(opts, "db.t", "day", committed.snapshot_id, committed.snapshot_fingerprint)
+    assert get_table(opts, "db.t").list_tags() == []
+    now = get_table(opts, "db.t").snapshot_manager().get_snapshot_by_id(2)
+    assert create_tag(opts, "db.t", "day", 2, f"{now.commit_user}:{now.commit_identifier}:{now.time_millis}")["created"]
+
+
+def in_process_commit(opts, index_root, frame, run_id):
+    return run_commit(stage_run(bootstrap(opts, "db.t", index_root, 2), arrow(frame), run_id=run_id))

@@ -67,7 +67,7 @@ def _described(table, snapshot) -> dict:
     if snapshot is None:
         return {}
     return {"commit_kind": snapshot.commit_kind, "delta_record_count": snapshot.delta_record_count,
-            "files": added_file_count(table, snapshot)}
+            "files": added_file_count(table, snapshot), "snapshot_fingerprint": fingerprint(snapshot)}
 
 
 def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
