@@ -78,6 +78,8 @@ def test_a_start_past_a_rollback_reads_from_the_snapshot_rolled_back_to(warehous
     from id 2 would skip the new snapshot 2; with the start's identity the read starts at 1, says so, and reads
     neither the rolled-back rows again nor them as deleted."""
     from airflow_paimon.engine.incremental import start_after
+    from airflow_paimon.engine.progress import describe_incremental_read
+    from airflow_paimon.engine.specs import IncrementalReadResult
     from airflow_paimon.engine.rollback import rollback
     from airflow_paimon.engine.snapshots import cursor_at
 
@@ -108,3 +110,8 @@ def test_a_start_past_a_rollback_reads_from_the_snapshot_rolled_back_to(warehous
     pd.testing.assert_frame_equal(actual, expected, check_dtype=False)
     assert sorted(actual.id) == [3, 4] and 5.0 not in set(actual.v)  # the rolled-back v=5.0 rows: not read
     assert start_after(table, "db.t", 3, cursor_at(table, 3)) == (3, None)  # a cursor the table still has
+    # the task's progress line says it too (the Spark driver's warning may not reach the task log)
+    line = describe_incremental_read(IncrementalReadResult(
+        table="db.t", start_snapshot_id=start, end_snapshot_id=3, target="t", row_kind_column="row_kind",
+        changed_partitions=1, files=1, rows=2, inserts=1, updates=1, deletes=0, rolled_back_from=rolled_back_from))
+    assert line.startswith("snapshots (1, 3] (the table was rolled back below the start 2: read from 1), diff")
