@@ -256,6 +256,9 @@ class IncrementalReadSpec(JobSpec):
     end_snapshot_id: int | None = None  # inclusive; None: the latest snapshot
     row_kind_column: str = "row_kind"
     scan_mode: str = "auto"  # "diff", "changelog", or "auto": changelog where the table has a changelog producer
+    # the start's identity (engine/snapshots.py cursor): a rollback below it moves the start down to the snapshot
+    # rolled back to; None (a bare id): not detected
+    start_snapshot: dict | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -274,3 +277,4 @@ class IncrementalReadResult(Wire):
     deletes: int
     update_befores: int = 0  # -U rows (changelog mode only)
     scan_mode: str = "diff"  # what was read: "diff" or "changelog"
+    rolled_back_from: int | None = None  # the start asked for, when the table was rolled back below it

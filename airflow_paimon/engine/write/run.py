@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
@@ -25,6 +25,7 @@ from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import check_table
+from airflow_paimon.engine.write import planned_columns
 from airflow_paimon.engine.write.deletion_vectors import check_no_level_0, live_files_by_bucket
 
 log = logging.getLogger(__name__)
@@ -34,12 +35,14 @@ Written = Mapping[str, Any]  # message, rows_written, deletes, files, rows_in
 WRITE_COUNTERS = ("rows_written", "deletes", "files")
 
 
-def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None], Any],
+def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, tuple[str, ...]], Any],
                      write: Callable[[Any, WriteContext, TableShape], Sequence[Written]],
                      source_schema: Callable[[], Any] | None = None) -> AssignWriteResult:
-    """``read(table, row_kind_column)``: the validated source; ``write(source, ctx, shape)``: assign and write
-    it (the executor's pipeline for ``shape.name``), one Written per write task; ``source_schema()``: the
-    source's Arrow schema, for schema evolution. Nothing is staged before both succeeded."""
+    """``read(table, row_kind_column, absent)``: the validated source, with the table columns ``absent`` (added
+    by another writer since this run planned: engine/schema_evolution.py) as nulls; ``write(source, ctx,
+    shape)``: assign and write it (the executor's pipeline for ``shape.name``), one Written per write task;
+    ``source_schema()``: the source's Arrow schema, for schema evolution. Nothing is staged before both
+    succeeded."""
     identifier = spec.table
     table = get_table(spec.catalog_options, identifier)
     shape = shape_of(table)
@@ -59,9 +62,11 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
     check_table(table)  # its own options, maybe set by another engine since the bootstrap
     shards = shape.write_shards(table, spec)
     write_mode = check_write_mode(table, identifier, shape, spec.write_mode or "upsert")
-    table = evolve_for_source(spec, table, source_schema)  # a new schema, if any, before anything is staged
-    source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"))
-    storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
+    planned = planned_columns.start_clean(staged_at)  # a retried attempt starts clean; nothing here is committed yet
+    # a new schema, if any, before anything is staged
+    table, absent = evolve_for_source(spec, table, source_schema, planned,
+                                      lambda columns: planned_columns.record(staged_at, columns))
+    source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"), absent)
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
                        staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
     if shape.needs_index:
