@@ -10,12 +10,25 @@ def shown(value) -> str:
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"... ({len(text)} chars)"
 
 
+def is_retryable(error: BaseException) -> bool:
+    """Whether a retry of the task can help: the ``retryable`` its class declares (every error class of this
+    provider does, where it is defined); True for any other error (an OSError, a crash)."""
+    flag = getattr(type(error), "retryable", True)
+    return flag if isinstance(flag, bool) else True
+
+
 class PaimonJobError(Exception):
     """A write cannot go on; nothing has been staged or committed."""
+
+    # raised as such for a condition of the moment (the schema changed under the job, a file not there yet);
+    # a subclass says False where a retry meets the same refusal
+    retryable: bool = True
 
 
 class ValidationError(PaimonJobError):
     """The input, the declared schema or a table option does not fit the table (or this provider)."""
+
+    retryable: bool = False  # the same input meets the same table: only a change of input or table helps
 
     def __init__(self, table: str, message: str, column: str | None = None, value=None, option: str | None = None):
         self.table, self.column, self.value, self.option = table, column, value, option
@@ -32,16 +45,25 @@ class ValidationError(PaimonJobError):
 class StaleIndexError(PaimonJobError):
     """The table moved after the index was bootstrapped, so the staged assignment may be wrong."""
 
+    # retrying this task alone meets the same moved table: the run is cleared from its bootstrap-index task
+    retryable: bool = False
+
 
 class RolledBackError(StaleIndexError):
     """The snapshot a run started from is no longer in the table's history (rolled back, or expired): what the
     run planned on it may resurrect or duplicate rows."""
+
+    retryable: bool = False  # the run's base stays gone: the run is cleared from its bootstrap-index task
 
 
 class TableChangedError(StaleIndexError):
     """The table's options or schema changed (by another engine) between the write and its commit, so the
     staged files were written for another table."""
 
+    retryable: bool = False  # the staged files stay written for the old table: the run is cleared from bootstrap
+
 
 class MissingFileError(PaimonJobError):
     """A file a commit would add is gone (orphan removal with too short an ``older_than``): nothing committed."""
+
+    retryable: bool = False  # the file stays gone: the files are written again by a re-run from bootstrap

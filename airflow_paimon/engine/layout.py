@@ -38,6 +38,8 @@ def default_root(warehouse: str, kind: str) -> str:
 class UnsafePathError(ValidationError):
     """A path segment outside the allow-list: refused before any file is touched, and never retried."""
 
+    retryable: bool = False  # the same names give the same segment
+
     def __init__(self, segment):
         PaimonJobError.__init__(self, f"path segment {shown(segment)} is not a safe path segment "
                                       "(ASCII letters, digits, '_', '-', '.', '=')")

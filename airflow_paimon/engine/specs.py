@@ -31,6 +31,8 @@ MIN_ORPHAN_AGE_MS = 3600 * 1000
 class SpecError(PaimonJobError):
     """A spec or result that does not have exactly the keys of its type."""
 
+    retryable: bool = False  # the retry sends the same spec (another version of the operator wrote it)
+
 
 class Wire:
     """JSON on the wire: a flat dict of the dataclass's fields."""

@@ -190,6 +190,8 @@ def delete_file(uri: str) -> None:
 class NoExclusiveCreateError(PaimonJobError):
     """The store has no create-if-absent this provider can use: nothing was written."""
 
+    retryable: bool = False  # the store's kind does not change between tries
+
 
 def creates_exclusively(uri: str) -> bool:
     """True if ``write_bytes_if_absent(uri, ...)`` lets exactly one of any number of racing creators win."""
@@ -279,6 +281,8 @@ def _s3_client_of(settings_json: str, pid: int):  # pid: a forked worker builds 
 
 class EscapeError(ValueError):
     """A delete aimed outside the directory it is confined to; nothing was deleted."""
+
+    retryable: bool = False  # a retry derives the same path and aims the same delete
 
 
 def _resolved_path(uri: str) -> tuple[str, str]:

@@ -14,13 +14,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator, XComArg
-from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.links import PaimonTableLink
-from airflow_paimon.operators.paimon import PaimonCommitOperator, UpstreamResultMixin
+from airflow_paimon.operators.paimon import PaimonCommitOperator, UpstreamResultMixin, retried_by_flag
 
 
 def _optional_int(table: str, name: str, value) -> int | None:
@@ -37,8 +36,8 @@ def _optional_int(table: str, name: str, value) -> int | None:
 
 
 class PaimonTableOperator(BaseOperator):
-    """Base: one table, one ``paimon`` connection; ``run`` does the work with the hook; a ValidationError
-    fails the task at once (AirflowFailException: a retry cannot fix it)."""
+    """Base: one table, one ``paimon`` connection; ``run`` does the work with the hook; an error a retry cannot
+    help (its class's ``retryable``: a ValidationError, ...) fails the task at once (AirflowFailException)."""
 
     template_fields: Sequence[str] = ("table",)
     ui_color = "#d7ecd9"
@@ -54,11 +53,9 @@ class PaimonTableOperator(BaseOperator):
         raise NotImplementedError
 
     def execute(self, context) -> dict:
-        try:
+        with retried_by_flag(self.task_id):
             validate_identifier(self.table)  # templated: checked once rendered
             result = self.run(context, PaimonHook(self.paimon_conn_id))
-        except ValidationError as e:
-            raise AirflowFailException(f"{self.task_id}: {e}") from None
         self.log.info("%s: %s", self.table, json.dumps(result, sort_keys=True))
         return result
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from airflow.exceptions import AirflowException
@@ -21,8 +22,7 @@ from airflow.sdk import BaseOperator, XComArg
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.assets import TableAssetMixin
-from airflow_paimon.engine.errors import (MissingFileError, RolledBackError, StaleIndexError, TableChangedError,
-                                         ValidationError)
+from airflow_paimon.engine.errors import is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.jobs import JOBS, progress_line
 from airflow_paimon.engine.specs import (SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec, BootstrapResult,
@@ -32,10 +32,17 @@ from airflow_paimon.lineage import DatasetRef, TableLineageMixin, source_dataset
 from airflow_paimon.links import PaimonTableLink
 
 
-# Errors a retry of the same task cannot fix (bad input, a table another writer moved on): the task fails at
-# once, without its retries; the message says what to change or re-run.
-NOT_RETRIED = {ValidationError.__name__, StaleIndexError.__name__, RolledBackError.__name__,
-               TableChangedError.__name__, MissingFileError.__name__}
+@contextmanager
+def retried_by_flag(what: str) -> Iterator[None]:
+    """An error raised in the task process fails the task as its class declares (``retryable``, engine/errors.py):
+    at once, without its retries (AirflowFailException, ``what: error``) when a retry cannot help; else as it is,
+    for Airflow to retry."""
+    try:
+        yield
+    except Exception as e:
+        if is_retryable(e):
+            raise
+        raise AirflowFailException(f"{what}: {e}") from None
 
 
 class UpstreamResultMixin:
@@ -133,12 +140,13 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
                 "shuffle_partitions": self.shuffle_partitions}
 
     def execute(self, context) -> dict:
+        with retried_by_flag(f"{self.job} for table {self.table} failed"):
+            return self._execute(context)
+
+    def _execute(self, context) -> dict:
         from airflow_paimon.engine import layout, storage
 
-        try:
-            validate_identifier(self.table)  # templated: checked here, before anything is submitted
-        except ValidationError as e:
-            raise AirflowFailException(str(e)) from None
+        validate_identifier(self.table)  # templated: checked here, before anything is submitted
         hook = PaimonHook(self.paimon_conn_id)
         storage.configure(hook.catalog_options())  # the result file is read with the connection's credentials
         spec = self.job_spec(context, hook)
@@ -163,13 +171,13 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         return None
 
     def _decided(self, decide) -> dict | None:
-        """``decide()``'s result as a dict: a refusal fails the task as the job's would; anything else unexpected
-        (say, a store only the cluster reaches) leaves the decision to the job."""
+        """``decide()``'s result as a dict: an error a retry cannot help fails the task as the job's would; anything
+        else (say, a store only the cluster reaches) leaves the decision to the job."""
         try:
             result = decide()
-        except ValidationError as e:
-            raise AirflowFailException(f"{self.job} for table {self.table} failed: {e}") from None
         except Exception as e:  # noqa: BLE001 - the Spark job decides (and reports) instead
+            if not is_retryable(e):
+                raise
             self.log.warning("%s: deciding from metadata failed (%s); submitting the job", self.table, e)
             return None
         return None if result is None else result.to_dict()
@@ -195,14 +203,13 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
             self._job_failed(result_uri, failure)
 
     def _job_failed(self, result_uri: str, cause) -> None:
-        """Raise the job's error (from its result file): without retries when a retry cannot help."""
+        """Raise the job's error (from its result file): without retries when the job says a retry cannot help
+        (its ``retryable``); a job that wrote no error (a crash, a kill) is retried."""
         from airflow_paimon.engine import storage
 
-        error = None
-        if storage.exists(result_uri):
-            error = json.loads(storage.read_bytes(result_uri)).get("error")
-        message = f"{self.job} for table {self.table} failed: {error or cause}"
-        if error and error.split(":", 1)[0] in NOT_RETRIED:
+        failed = json.loads(storage.read_bytes(result_uri)) if storage.exists(result_uri) else {}
+        message = f"{self.job} for table {self.table} failed: {failed.get('error') or cause}"
+        if failed.get("retryable") is False:
             raise AirflowFailException(message) from None
         raise AirflowException(message) from None
 

@@ -47,6 +47,8 @@ def session_conf(conf: dict) -> dict[str, str]:
 class JobKilled(Exception):
     """The task was killed while its job ran in the task process (Spark Connect mode)."""
 
+    retryable: bool = True  # nothing of the job was wrong: Airflow's own rules for a killed task apply
+
 
 def connect_session(builder, remote: str, run):
     """A new session on the Connect server ``remote``, registered with the running job (``run``, a

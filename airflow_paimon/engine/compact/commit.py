@@ -31,6 +31,8 @@ COUNTERS = ("compacted_buckets", "files_before", "files_after")
 class CompactConflictError(PaimonJobError):
     """A concurrent commit changed a bucket being compacted; nothing was committed, a re-run plans again."""
 
+    retryable: bool = True  # a lost race: the retry plans against the new latest snapshot
+
 
 def compact_entries(plan, messages) -> list[ManifestEntry]:
     """DELETE entries (the planned manifest entries themselves) first, then ADD entries, per bucket.

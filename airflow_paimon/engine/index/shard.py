@@ -106,6 +106,8 @@ def _options(opts: IndexOptions = IndexOptions()) -> Options:
 class KeyTwice(ValueError):
     """write_sst() was given a key twice (nothing is written)."""
 
+    retryable: bool = False  # the caller's bug: a retry hands it the same keys
+
 
 SST_CHUNK = 1 << 16  # keys turned into Python bytes at a time while writing an SST
 
