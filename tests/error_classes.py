@@ -1,4 +1,5 @@
-"""Every exception class the package defines, and an instance of each: what the retry tests raise."""
+"""Every exception class the package defines, whether a retry of its task is expected, and an instance of each:
+what the retry tests raise."""
 from __future__ import annotations
 
 import ast
@@ -6,6 +7,11 @@ import importlib
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "airflow_paimon"
+# Whether Airflow retries a task failing with each error (docs/reliability.md): a new error class gets a line
+RETRIED = {"PaimonJobError": True, "ValidationError": False, "UnsafePathError": False, "StaleIndexError": False,
+           "SpecError": False, "NoExclusiveCreateError": False, "EscapeError": False, "KeyTwice": False,
+           "CompactConflictError": True, "JobKilled": True,
+           "OSError": True}  # not this provider's: an object store timing out, a crash
 
 
 def error_classes() -> list[type[BaseException]]:

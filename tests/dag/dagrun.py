@@ -27,12 +27,17 @@ def run_dag(dag, logical_date: str | None = None, conf: dict | None = None):
 
 def job_errors(warehouse: str, dag_id: str) -> list[str]:
     """The errors the DAG's Spark jobs reported in their result files."""
-    out = []
+    return [doc["error"] for doc in job_failures(warehouse, dag_id)]
+
+
+def job_failures(warehouse: str, dag_id: str) -> list[dict]:
+    """The result files of the DAG's Spark jobs that failed (``{"error", "retryable"}``), by task and try."""
     from airflow_paimon.engine import layout
 
-    for path in glob.glob(os.path.join(layout.default_root(warehouse, "results"), dag_id, "*", "*.json")):
+    out = []
+    for path in sorted(glob.glob(os.path.join(layout.default_root(warehouse, "results"), dag_id, "*", "*.json"))):
         with open(path) as f:
             doc = json.load(f)
         if "error" in doc:
-            out.append(doc["error"])
+            out.append(doc)
     return out
