@@ -9,8 +9,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "airflow_paimon"
 # Whether Airflow retries a task failing with each error (docs/reliability.md): a new error class gets a line
 RETRIED = {"PaimonJobError": True, "ValidationError": False, "UnsafePathError": False, "StaleIndexError": False,
-           "SpecError": False, "NoExclusiveCreateError": False, "EscapeError": False, "KeyTwice": False,
-           "CompactConflictError": True, "JobKilled": True,
+           "RolledBackError": False, "TableChangedError": False, "MissingFileError": False, "SpecError": False,
+           "NoExclusiveCreateError": False, "EscapeError": False, "KeyTwice": False, "CompactConflictError": True,
+           "JobKilled": True,
            "OSError": True}  # not this provider's: an object store timing out, a crash
 
 
