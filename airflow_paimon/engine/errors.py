@@ -20,8 +20,8 @@ def is_retryable(error: BaseException) -> bool:
 class PaimonJobError(Exception):
     """A write cannot go on; nothing has been staged or committed."""
 
-    # raised as such for a condition of the moment (the schema changed under the job, a file not there yet);
-    # a subclass says False where a retry meets the same refusal
+    # raised as such mostly for a condition of the moment (the schema changed under the job); a subclass says
+    # False where a retry meets the same refusal
     retryable: bool = True
 
 
