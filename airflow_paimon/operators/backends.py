@@ -72,7 +72,7 @@ class SparkSubmitBackend(JobBackend):
         from airflow_paimon.spark.submit import submit_conf, submit_settings, with_driver_archive
 
         settings = submit_settings(self.extras, self.master, self.deploy_mode, self.spark_conf, self.spark_bin_dir)
-        conf = submit_conf(settings.python, settings.driver_python, self.spark_conf)
+        conf = submit_conf(settings.python, settings.driver_python, {**self.spark_conf, **settings.conf})
         if self.extra_conf is not None:
             conf = self.extra_conf(conf)
         archive = with_driver_archive(self.job.name, conf, self.spark_conf, settings.env)
