@@ -29,7 +29,10 @@ class NoJobEnvironment(RuntimeError):
 @functools.cache
 def has_job_side() -> bool:
     """Whether this interpreter can import the job side (find_spec: nothing is imported)."""
-    return all(importlib.util.find_spec(name) is not None for name in JOB_SIDE_MODULES)
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in JOB_SIDE_MODULES)
+    except ImportError:  # a finder that refuses it (a broken install, or a test's blocker)
+        return False
 
 
 def _config(option: str) -> str | None:

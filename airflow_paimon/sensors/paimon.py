@@ -42,7 +42,7 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         self._after: int | None = None
 
     def _table(self):
-        return PaimonHook(self.paimon_conn_id).get_table(self.table)
+        return PaimonHook(self.paimon_conn_id).table_files(self.table)  # JSON files: no pypaimon here
 
     def _resolve_after(self) -> int:
         if self._after is None:

@@ -27,14 +27,14 @@ class PaimonSnapshotTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_paimon.engine.snapshots import check_commit_kinds, newer_snapshot
-        from airflow_paimon.engine.table import get_table
         from airflow_paimon.hooks.paimon import PaimonHook
+        from airflow_paimon.table_files import TableFiles
 
         try:
             kinds = check_commit_kinds(self.commit_kinds)
             options = await PaimonHook(self.paimon_conn_id).acatalog_options()
-            # pypaimon's file IO is blocking: every read runs in a worker thread, the triggerer's loop stays free
-            table = await asyncio.to_thread(get_table, options, self.table)
+            # file IO is blocking: every read runs in a worker thread, the triggerer's loop stays free
+            table = await asyncio.to_thread(TableFiles, options, self.table)
             cursor = self.after_snapshot_id
             while True:
                 found, cursor = await asyncio.to_thread(newer_snapshot, table, self.table, cursor, kinds)
