@@ -50,8 +50,10 @@ def _installer(python: Path) -> list[str]:
     """uv when this environment has it (an order of magnitude faster), else the new venv's own pip."""
     uv = shutil.which("uv", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     if uv:
-        # --no-config: a pyproject.toml or uv.toml in the working directory (overrides, indexes) is not the job env's
-        return [uv, "pip", "install", "--no-config", "--python", str(python), "--quiet"]
+        # --no-config: a pyproject.toml or uv.toml in the working directory (overrides, indexes) is not the job env's.
+        # --compile-bytecode (pip's default, not uv's): each step and job imports pypaimon, pandas and pyarrow in a
+        # new process; from source, where .pyc files cannot be written, that took 20-30 s instead of 1-2 s.
+        return [uv, "pip", "install", "--no-config", "--compile-bytecode", "--python", str(python), "--quiet"]
     return [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
 
 
