@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pypaimon.schema.data_types import PyarrowFieldParser
 
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.assign.assigner import BUCKET, ORDER, ROW_KIND
@@ -155,11 +156,16 @@ def _rewrite(table, work) -> list[bytes]:
 
 
 def _prepared(rows: pa.Table, row_kinds):
-    """The engine's read: the rows with their key, arrival order and row kind columns."""
-    def read(table, row_kind_column):
+    """The engine's read: the rows with their key, arrival order and row kind columns; the table columns
+    ``absent`` (another writer added them after the run planned) as nulls, as spark/source.py does."""
+    def read(table, row_kind_column, absent=()):
         n = rows.num_rows
         kinds = np.zeros(n, np.int8) if row_kinds is None else row_kinds
-        return (rows.append_column(ORDER, pa.array(np.arange(n), pa.int64()))
+        typed = {f.name: f.type for f in PyarrowFieldParser.from_paimon_schema(table.table_schema.fields)}
+        out = rows
+        for name in absent:
+            out = out.append_column(pa.field(name, typed[name]), pa.nulls(n, typed[name]))
+        return (out.append_column(ORDER, pa.array(np.arange(n), pa.int64()))
                 .append_column(ROW_KIND, pa.array(kinds, pa.int8())))
     return read
 

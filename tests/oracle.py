@@ -29,6 +29,18 @@ def expected_overwrite(before: pd.DataFrame, batch: pd.DataFrame, key: list[str]
     return pd.concat([kept, batch], ignore_index=True).sort_values(key).reset_index(drop=True)
 
 
+def in_commit_order(table, runs: dict, dag_id: str = "test") -> list:
+    """``runs`` (run id -> what the test wrote in it) in the order their commits made the table's snapshots:
+    the order the oracle applies them in. Snapshots of other commits (compactions) are left out."""
+    from airflow_paimon.engine.commit.identity import CommitIdentity
+
+    identifier = table.identifier.get_full_name()
+    by_identifier = {CommitIdentity.for_run(dag_id, run_id, identifier).commit_identifier: written
+                     for run_id, written in runs.items()}
+    return [by_identifier[s.commit_identifier] for s in table.snapshot_manager().list_snapshots()
+            if s.commit_identifier in by_identifier]
+
+
 def read_table(table) -> pd.DataFrame:
     rb = table.new_read_builder()
     return rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pandas()

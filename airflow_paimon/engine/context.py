@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine import paimon_compat, storage
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.shapes import TableShape, shape_of
@@ -23,13 +23,24 @@ WRITE_BUFFER_SIZE = 16 * 2**20
 
 @functools.lru_cache(maxsize=8)
 def cached_table(options_json: str, identifier: str, schema_id: int | None = None):
-    """The table, opened once per process and schema: a Python worker that outlives one job (Spark reuses
-    them) must not write a later job's files with the columns of a schema the table has since evolved from."""
+    """The table at the schema the driver planned with, opened once per process and schema: a Python worker
+    that outlives one job (Spark reuses them) must not write a later job's files with another job's columns.
+    A later schema that only grew the columns (another writer's evolution, engine/schema_evolution.py) is
+    written past as a Paimon writer opened before it would: the files name the planned schema, readers map
+    them by field id. A later schema with other keys or options refuses the job."""
     table = get_table(json.loads(options_json), identifier)
-    if schema_id is not None and table.table_schema.id != schema_id:
+    if schema_id is None or table.table_schema.id == schema_id:
+        return table
+    planned = table.schema_manager.get_schema(schema_id)
+    if planned is None or not _only_columns_grew(planned, table.table_schema):
         raise PaimonJobError(f"table {identifier}: its schema changed to {table.table_schema.id} during this job "
                              f"(planned with schema {schema_id}); retry the task")
-    return table
+    return paimon_compat.table_at_schema(table, planned)
+
+
+def _only_columns_grew(old, new) -> bool:
+    return (old.primary_keys, old.partition_keys, old.options) == (new.primary_keys, new.partition_keys, new.options) \
+        and {f.id for f in old.fields} <= {f.id for f in new.fields}
 
 
 @dataclass

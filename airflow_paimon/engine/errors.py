@@ -31,3 +31,17 @@ class ValidationError(PaimonJobError):
 
 class StaleIndexError(PaimonJobError):
     """The table moved after the index was bootstrapped, so the staged assignment may be wrong."""
+
+
+class RolledBackError(StaleIndexError):
+    """The snapshot a run started from is no longer in the table's history (rolled back, or expired): what the
+    run planned on it may resurrect or duplicate rows."""
+
+
+class TableChangedError(StaleIndexError):
+    """The table's options or schema changed (by another engine) between the write and its commit, so the
+    staged files were written for another table."""
+
+
+class MissingFileError(PaimonJobError):
+    """A file a commit would add is gone (orphan removal with too short an ``older_than``): nothing committed."""

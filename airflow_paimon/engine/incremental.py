@@ -14,6 +14,7 @@ A bucket's rows are merged exactly as the table's merge engine merges them (engi
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +26,10 @@ from airflow_paimon.engine.compact.merge import merge_key_values
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.data_files import read_as, without_rows
 from airflow_paimon.engine.scan import buckets_at
+from airflow_paimon.engine.snapshots import parse_cursor, resume_point, rollback_note
 from airflow_paimon.engine.table_options import changelog_producer
+
+log = logging.getLogger(__name__)
 
 ROW_KIND_COLUMN = "row_kind"
 SCAN_MODES = ("auto", "diff", "changelog")
@@ -68,6 +72,19 @@ def snapshot_range(table, identifier: str, start_id: int, end_id: int | None) ->
             raise ValidationError(identifier, f"snapshot {snapshot_id} does not exist (expired, or not yet written; "
                                   f"latest is {latest.id if latest else None})", value=snapshot_id)
     return start, end
+
+
+def start_after(table, identifier: str, start_id: int, start_snapshot: dict | None) -> tuple[int, int | None]:
+    """(the range's start, None); or, when ``start_snapshot`` (the start's identity) shows the table was rolled
+    back below it, (the snapshot rolled back to, ``start_id``), logged: a start whose id a later commit reused
+    would skip the commits up to it."""
+    if not start_snapshot:
+        return start_id, None
+    resumed, rolled_from = resume_point(table, parse_cursor({**start_snapshot, "snapshot_id": start_id}))
+    if rolled_from is None:
+        return start_id, None
+    log.warning("%s", rollback_note(identifier, rolled_from, resumed))
+    return resumed["snapshot_id"], rolled_from
 
 
 def plan_incremental(table, start: int, end: int) -> list[PartitionDiff]:

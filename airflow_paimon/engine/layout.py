@@ -1,7 +1,7 @@
 """Every location the provider writes or deletes outside a table's own directory, built in one place.
 
     {warehouse}/.airflow-paimon/index/{database}.{table}/snapshot-{S}/...       (engine/index/layout.py)
-    {warehouse}/.airflow-paimon/staging/{database}.{table}/{commit_user}/staged.json
+    {warehouse}/.airflow-paimon/staging/{database}.{table}/{commit_user}/staged.json (and planned-columns.json)
     {warehouse}/.airflow-paimon/results/{dag}/{run}/{task}-{map}-try{n}.json
 
 (each root may be set elsewhere on the connection). A path is a root plus segments, and a segment is an
@@ -23,6 +23,7 @@ from airflow_paimon.engine.identifier import validate_identifier
 PROVIDER_DIR = ".airflow-paimon"  # under the warehouse, beside the databases: no table directory holds it
 ROOTS = ("index", "staging", "results")
 STAGED_FILE = "staged.json"
+PLANNED_COLUMNS_FILE = "planned-columns.json"
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=-]*$")
 
@@ -74,6 +75,10 @@ def staging_dir(staging_root: str, table: str, commit_user: str | None = None) -
 
 def staged_file(run_staging: str) -> str:
     return storage.join(run_staging, STAGED_FILE)
+
+
+def planned_columns_file(run_staging: str) -> str:
+    return storage.join(run_staging, PLANNED_COLUMNS_FILE)
 
 
 def safe_segment(name: str) -> str:

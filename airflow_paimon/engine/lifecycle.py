@@ -7,6 +7,7 @@ from pypaimon.schema.data_types import DataTypeParser
 from pypaimon.schema.schema_change import Move, SchemaChange
 
 from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.layout import check_segment
 from airflow_paimon.engine.catalog import open_catalog
 from airflow_paimon.engine.schema_commit import alter_exclusively
@@ -95,10 +96,12 @@ def check_tag_name(identifier: str, tag: str) -> str:
     return tag
 
 
-def create_tag(catalog_options: dict, identifier: str, tag: str, snapshot_id: int | None = None) -> dict:
+def create_tag(catalog_options: dict, identifier: str, tag: str, snapshot_id: int | None = None,
+               snapshot_fingerprint: str | None = None) -> dict:
     """Tag ``snapshot_id`` (None: the latest snapshot) as ``tag``, written as Paimon writes it
     (``<table>/tag/tag-<name>``, the snapshot's JSON). The tag already on that snapshot is success
-    (``created: False``); the name on another snapshot is refused, naming both."""
+    (``created: False``); the name on another snapshot is refused, naming both. ``snapshot_fingerprint``: the
+    snapshot must be that one (engine/history.py), not a later one that took its id after a rollback."""
     check_tag_name(identifier, tag)
     table = get_table(catalog_options, identifier)
     snapshots = table.snapshot_manager()
@@ -107,6 +110,7 @@ def create_tag(catalog_options: dict, identifier: str, tag: str, snapshot_id: in
         raise ValidationError(identifier, "the table has no snapshot to tag" if snapshot_id is None else
                               f"snapshot {snapshot_id} does not exist (never committed, expired or rolled back)",
                               value=tag)
+    check_base(table, snapshot.id, snapshot_fingerprint, started_at="the commit to tag")
     tags = table.tag_manager()
     existing = tags.get(tag)
     if existing is not None:

@@ -101,3 +101,11 @@ def next_schema(schema_manager, latest, changes):
 def schema_path(schema_manager, schema_id: int) -> str:
     """Where schema ``schema_id`` lives (``<table>/schema/schema-<id>``)."""
     return schema_manager._to_schema_path(schema_id)
+
+
+def table_at_schema(table, schema):
+    """``table`` with its columns as of ``schema`` (an earlier TableSchema of it): what a Paimon writer opened
+    before a later schema change writes with."""
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    return FileStoreTable(table.file_io, table.identifier, table.table_path, schema, table.catalog_environment)

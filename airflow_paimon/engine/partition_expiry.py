@@ -16,7 +16,7 @@ from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.overwrite import partition_filter
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
-from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.paimon_compat import (overwrite_changes_provider, overwrite_hash_index_deletes,
                                                  try_commit)
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
@@ -126,21 +126,32 @@ def expire_partitions(catalog_options: dict, identifier: str, identity: CommitId
     base = latest.id
     # No stale-index guard: the drop is planned again on whatever is latest at each attempt (files a writer adds
     # meanwhile to an expired partition go too, as in Paimon); that writer's index is refused at its own commit.
+    # The index deletes too: pypaimon takes them as one list, so each attempt refills it for its own snapshot
+    # (a writer's deletion vectors for a dropped partition, added since the first attempt, go as well).
     committer = GuardedCommit(table, identity.commit_user, lambda at: None)
     where = partition_filter(table, expired)
+    files = overwrite_changes_provider(committer, where, [])
+    index_deletes: list = []
+
+    def plan(at):
+        index_deletes[:] = [*overwrite_hash_index_deletes(committer, where),
+                            *partition_index_deletes(table, at, expired)]
+        return files.provide(at)
+
     try:
         try_commit(committer, commit_kind="OVERWRITE", commit_identifier=identity.commit_identifier,
-                   commit_entries_plan=overwrite_changes_provider(committer, where, []).provide,
-                   changelog_entries=[], detect_conflicts=True, allow_rollback=False,
-                   index_deletes=[*overwrite_hash_index_deletes(committer, where),
-                                  *partition_index_deletes(table, latest, expired)], index_adds=[],
+                   commit_entries_plan=plan, changelog_entries=[], detect_conflicts=True, allow_rollback=False,
+                   index_deletes=index_deletes, index_adds=[],
                    snapshot_properties={PROPERTY: json.dumps(result["expired_partitions"])},
                    allow_empty_commit=False)
     finally:
         committer.close()
-    snap = find_commit(table, identity.commit_user, identity.commit_identifier, base)
-    log.info("%s: dropped %d expired partitions in snapshot %s", identifier, len(expired), snap.id if snap else None)
-    return {**result, "snapshot_id": snap.id if snap else None}
+    snap = find_commit(table, identity.commit_user, identity.commit_identifier, None)
+    if snap is None:  # never reported as done without its snapshot
+        raise PaimonJobError(f"table {identifier}: the partition drop committed but no snapshot carries "
+                             f"{identity.commit_user}; re-run the task")
+    log.info("%s: dropped %d expired partitions in snapshot %s", identifier, len(expired), snap.id)
+    return {**result, "snapshot_id": snap.id}
 
 
 def _described(table, properties) -> list:

@@ -67,6 +67,9 @@ def describe_orphans(r: OrphansResult) -> str:
 
 def describe_incremental_read(r: IncrementalReadResult) -> str:
     befores = f"{r.update_befores:,} update-befores, " if r.update_befores else ""
-    return (f"snapshots ({r.start_snapshot_id}, {r.end_snapshot_id}], {r.scan_mode}: {r.rows:,} rows "
+    # the task log says it even where the Spark driver's own log does not reach it
+    rolled = (f" (the table was rolled back below the start {r.rolled_back_from}: read from {r.start_snapshot_id})"
+              if r.rolled_back_from is not None else "")
+    return (f"snapshots ({r.start_snapshot_id}, {r.end_snapshot_id}]{rolled}, {r.scan_mode}: {r.rows:,} rows "
             f"({r.inserts:,} inserts, {befores}{r.updates:,} updates, {r.deletes:,} deletes) from "
             f"{r.changed_partitions:,} partitions, {r.files:,} files")

@@ -67,6 +67,20 @@ def target_snapshot(table, identifier: str, to_snapshot: int | None, to_tag: str
                                       "rolled back)", value=to_snapshot)
 
 
+def check_not_split(table, identifier: str, target) -> None:
+    """Refuse a target that splits one commit: a deletion-vector (or ``changelog-producer=lookup``) write lands
+    as an APPEND of level-0 files and a COMPACT of the same commit identity right after it. Rolled back to the
+    APPEND, the table would read as before the write (readers skip level 0) while the write's files stay live,
+    so the next full compaction would bring back rows the rollback meant to remove."""
+    after = table.snapshot_manager().get_snapshot_by_id(target.id + 1)
+    if after is not None and (after.commit_user, after.commit_identifier) == (target.commit_user,
+                                                                          target.commit_identifier):
+        raise ValidationError(identifier, f"snapshot {target.id} is the first half of one commit of "
+                                          f"{target.commit_user} whose second half ({after.commit_kind}) is snapshot "
+                                          f"{after.id}; roll back to snapshot {after.id} to keep that write, or to "
+                                          f"snapshot {target.id - 1} to remove it", value=target.id)
+
+
 def rollback(catalog_options: dict, identifier: str, index_root: str, to_snapshot: int | None = None,
              to_tag: str | None = None) -> dict:
     """Make the table read as it did at the target snapshot. Idempotent: a re-run finds nothing later to delete.
@@ -75,6 +89,7 @@ def rollback(catalog_options: dict, identifier: str, index_root: str, to_snapsho
 
     table = get_table(catalog_options, identifier)
     target = target_snapshot(table, identifier, to_snapshot, to_tag)
+    check_not_split(table, identifier, target)
     snapshots, tags, file_io = table.snapshot_manager(), table.tag_manager(), table.file_io
     deleted_index = drop_later_indexes(index_root, identifier, target.id)
     target_path = snapshots.get_snapshot_path(target.id)

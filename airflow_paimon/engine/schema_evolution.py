@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import pyarrow as pa
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
@@ -72,13 +73,17 @@ def declared_columns(columns: list[tuple[str, str]]) -> list[Column]:
     return [Column(n, DataTypeParser.parse_atomic_type_sql_string(t)) for n, t in columns]
 
 
-def plan_for_source(table, identifier: str, columns: list[Column], mode: str) -> list:
+def plan_for_source(table, identifier: str, columns: list[Column], mode: str,
+                    planned: list[str] | None = None) -> list:
     """The schema changes that let a source with ``columns`` be written to ``table``. The source's types
     only widen value columns (a source type has no VARCHAR length: a string column never widens one);
-    a narrower or other source type is cast per row as without evolution."""
+    a narrower or other source type is cast per row as without evolution. ``planned``: the table's columns
+    when the run first planned (default: all of them); the source must have each of those, a column another
+    writer added since it may lack."""
     by_name = _table_columns(table)
     wanted = {c.name.lower(): c for c in columns}
-    for name in by_name:
+    required = by_name if planned is None else {n.lower() for n in planned} & by_name.keys()
+    for name in required:
         if name not in wanted:
             raise ValidationError(identifier, "source lacks this table column; schema evolution adds columns, "
                                               "it never drops or renames one", column=by_name[name].name)
@@ -143,16 +148,33 @@ def _first_schema(table):
     return schemas[0] if schemas else table.table_schema
 
 
-def evolve_for_source(spec, table, source_schema) -> object:
+def evolve_for_source(spec, table, source_schema, planned: list[str] | None = None,
+                      record: Callable[[list[str]], None] | None = None) -> tuple[object, tuple[str, ...]]:
     """The write's table, evolved to the source's columns as ``spec.schema_evolution`` allows (before
-    anything is staged); ``source_schema()``: the source's Arrow schema, asked for only when evolving."""
+    anything is staged), and the table columns the source lacks because another writer added them after
+    this run first planned (its rows read them as null). ``source_schema()``: the source's Arrow schema,
+    asked for only when evolving; ``planned``: the columns this run first planned against (an earlier
+    attempt's); else the table's now, handed to ``record`` before the table is altered, so that every later
+    attempt of the run judges its source against the same columns (engine/write/planned_columns.py)."""
     mode = check_mode(spec.table, spec.schema_evolution)
     if mode == NONE or source_schema is None:
-        return table
+        return table, ()
     row_kind = spec.row_kind_column or table.table_schema.options.get("rowkind.field")
     not_table = (row_kind,) if row_kind and row_kind.lower() not in _table_columns(table) else ()
     columns = source_columns(spec.table, source_schema(), skip=not_table)
-    return evolve(spec.catalog_options, spec.table, table, lambda t: plan_for_source(t, spec.table, columns, mode))
+    if planned is None:
+        planned = [f.name for f in table.table_schema.fields]
+        plan_for_source(table, spec.table, columns, mode, planned)  # refused before anything is recorded
+        if record is not None:
+            record(planned)
+    table = evolve(spec.catalog_options, spec.table, table,
+                   lambda t: plan_for_source(t, spec.table, columns, mode, planned))
+    have = {c.name.lower() for c in columns}
+    absent = tuple(f.name for f in table.table_schema.fields if f.name.lower() not in have)
+    if absent:
+        log.info("table %s: columns %s were added by another writer after this run planned its write (on columns "
+                 "%s); its rows read them as null", spec.table, list(absent), planned)
+    return table, absent
 
 
 def evolve(catalog_options: dict, identifier: str, table, plan) -> object:

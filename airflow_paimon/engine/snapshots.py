@@ -5,9 +5,12 @@ table's own file IO (local, or the object store configured by the ``paimon`` con
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
+# What tells snapshot N from a later snapshot that reuses the id N after a rollback (engine/rollback.py)
+IDENTITY = ("commit_user", "commit_identifier", "time_millis")
 
 
 def snapshot_summary(identifier: str, snapshot) -> dict:
@@ -52,3 +55,73 @@ def newer_snapshot(table, identifier: str, after_id: int, commit_kinds: tuple[st
         if snapshot is not None and snapshot.commit_kind in commit_kinds:
             return snapshot_summary(identifier, snapshot), latest.id
     return None, latest.id
+
+
+# --- cursors: "after snapshot N", and rollbacks below N -----------------------------------------------------------
+
+def parse_cursor(value) -> dict:
+    """A consumer's cursor "after snapshot N" (``{"snapshot_id", "commit_user", "commit_identifier",
+    "time_millis"}``) from what a template or an XCom gives: an id (or its text), or a snapshot summary (a
+    sensor's XCom; or its JSON text, ``| tojson``), which carries the snapshot's identity."""
+    if isinstance(value, str):
+        text = value.strip()
+        value = json.loads(text) if text.startswith("{") else int(text)
+    given = value if isinstance(value, dict) else {"snapshot_id": value}
+    cursor = {"snapshot_id": int(given["snapshot_id"]), **{k: given.get(k) for k in IDENTITY}}
+    if cursor["snapshot_id"] < 0:
+        raise ValueError(f"a snapshot cursor must be >= 0, not {cursor['snapshot_id']}")
+    return cursor
+
+
+def cursor_of(snapshot) -> dict:
+    return {"snapshot_id": snapshot.id, "commit_user": snapshot.commit_user,
+            "commit_identifier": snapshot.commit_identifier, "time_millis": snapshot.time_millis}
+
+
+def cursor_at(table, snapshot_id: int) -> dict:
+    """The cursor after ``snapshot_id`` with the identity of the snapshot that has that id now, if any."""
+    snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id) if snapshot_id else None
+    return cursor_of(snapshot) if snapshot is not None else parse_cursor(snapshot_id)
+
+
+def resume_point(table, cursor: dict) -> tuple[dict, int | None]:
+    """(the cursor to go on from, None); or, when the table was rolled back below the cursor's snapshot, (the
+    cursor after the snapshot it was rolled back to, the cursor's id) — say so: rollback_note.
+
+    Rolled back: the latest id is below the cursor's, or the snapshot with the cursor's id is another one (its
+    commit user, identifier or time differ: a commit after the rollback reused the id; going on by id would skip
+    the commits up to it). The rollback kept the snapshots committed no later than the cursor's, so the newest
+    of those is the one rolled back to (writers' clocks must agree to within the time between the cursor's
+    snapshot and the rollback). A bare id has no identity: only a latest id below it is seen, and the latest
+    is taken."""
+    n = cursor["snapshot_id"]
+    if n == 0:
+        return cursor, None
+    manager = table.snapshot_manager()
+    latest = manager.get_latest_snapshot()
+    latest_id = latest.id if latest else 0
+    if latest_id >= n:
+        at = manager.get_snapshot_by_id(n)
+        if at is None or cursor["time_millis"] is None or cursor_of(at) == cursor:
+            return cursor, None  # the same snapshot (or expired, or no identity to compare: as before)
+    if cursor["time_millis"] is None:
+        return (cursor_of(latest) if latest else parse_cursor(0)), n
+    for snapshot_id in range(min(n, latest_id), 0, -1):  # newest first; one small file each
+        snapshot = manager.get_snapshot_by_id(snapshot_id)
+        if snapshot is None:  # expired below the rollback: resume where the table's history starts
+            return parse_cursor(snapshot_id), n
+        if snapshot.time_millis <= cursor["time_millis"]:
+            return cursor_of(snapshot), n
+    return parse_cursor(0), n
+
+
+def rollback_note(identifier: str, rolled_from: int, resumed: dict) -> str:
+    return (f"table {identifier} was rolled back to snapshot {resumed['snapshot_id']} below the cursor "
+            f"{rolled_from}; resuming from {resumed['snapshot_id']} (the rows of the rolled-back snapshots are "
+            "not read again, and not read as deleted)")
+
+
+def found_after(found: dict, cursor: dict, rolled_back_from: int | None) -> dict:
+    """A sensor's / trigger's result: the snapshot found after ``cursor`` (where an incremental read starts)."""
+    return {**found, "after_snapshot_id": cursor["snapshot_id"], "after_snapshot": cursor,
+            "rolled_back_from": rolled_back_from}

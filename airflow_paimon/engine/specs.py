@@ -89,6 +89,8 @@ class BootstrapResult(Wire):
     reason: str
     data_files_read: int
     decided_by: str = "spark"  # "metadata": decided in the task from table metadata, no Spark job submitted
+    # what tells the base snapshot from a later one reusing its id after a rollback (engine/history.py)
+    base_snapshot_fingerprint: str | None = None
 
 
 # --- assign-and-write ------------------------------------------------------------------------------------------
@@ -106,11 +108,13 @@ class AssignWriteSpec(JobSpec):
     row_kind_column: str | None = None
     write_mode: str = "upsert"  # or "overwrite": dynamic partition overwrite (engine/commit/overwrite.py)
     schema_evolution: str = "none"  # one of SCHEMA_EVOLUTIONS: how the table may grow to the source's columns
+    base_snapshot_fingerprint: str | None = None  # engine/history.py
 
     @classmethod
     def after(cls, boot: BootstrapResult, **fields) -> "AssignWriteSpec":
         """The write against what bootstrap-index decided: its snapshot, index and shards."""
-        return cls(**fields, base_snapshot_id=boot.base_snapshot_id, index_uri=boot.index_uri, shards=boot.shards)
+        return cls(**fields, base_snapshot_id=boot.base_snapshot_id, index_uri=boot.index_uri, shards=boot.shards,
+                   base_snapshot_fingerprint=boot.base_snapshot_fingerprint)
 
 
 def source_spec(source: str | dict, source_format: str | None = None, source_options: dict | None = None) -> dict:
@@ -138,6 +142,7 @@ class AssignWriteResult(Wire):
     new_keys: int | None = None  # keys the global index did not know (None: the table has no global index)
     files: int
     already_committed: bool
+    base_snapshot_fingerprint: str | None = None  # engine/history.py
 
 
 # --- commit ----------------------------------------------------------------------------------------------------
@@ -152,12 +157,14 @@ class CommitSpec(JobSpec):
     staging_root: str | None = None  # when given, staging_uri must be <staging_root>/<table>/<commit_user>
     staging_retention_seconds: float = STAGING_RETENTION_SECONDS
     result_uri: str | None = None  # this job's result file: older ones of the DAG are dropped next to it
+    base_snapshot_fingerprint: str | None = None  # engine/history.py
 
     @classmethod
     def after(cls, written: AssignWriteResult, **common) -> "CommitSpec":
         """The commit of what assign-and-write staged."""
         return cls(**common, staging_uri=written.staging_uri, commit_user=written.commit_user,
-                   commit_identifier=written.commit_identifier, base_snapshot_id=written.base_snapshot_id)
+                   commit_identifier=written.commit_identifier, base_snapshot_id=written.base_snapshot_id,
+                   base_snapshot_fingerprint=written.base_snapshot_fingerprint)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,6 +178,7 @@ class CommitResult(Wire):
     commit_kind: str | None = None
     delta_record_count: int | None = None
     files: int | None = None
+    snapshot_fingerprint: str | None = None  # which snapshot snapshot_id is (engine/history.py)
 
 
 # --- compact ---------------------------------------------------------------------------------------------------
@@ -248,6 +256,9 @@ class IncrementalReadSpec(JobSpec):
     end_snapshot_id: int | None = None  # inclusive; None: the latest snapshot
     row_kind_column: str = "row_kind"
     scan_mode: str = "auto"  # "diff", "changelog", or "auto": changelog where the table has a changelog producer
+    # the start's identity (engine/snapshots.py cursor): a rollback below it moves the start down to the snapshot
+    # rolled back to; None (a bare id): not detected
+    start_snapshot: dict | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -266,3 +277,4 @@ class IncrementalReadResult(Wire):
     deletes: int
     update_befores: int = 0  # -U rows (changelog mode only)
     scan_mode: str = "diff"  # what was read: "diff" or "changelog"
+    rolled_back_from: int | None = None  # the start asked for, when the table was rolled back below it

@@ -53,10 +53,13 @@ def alter_table(catalog_options: dict, table: str, set_options: dict, reset_opti
     return alter(catalog_options, table, set_options, reset_options, add_columns, widen_columns)
 
 
-def create_tag(catalog_options: dict, table: str, tag: str, snapshot_id: int | None) -> dict:
+def create_tag(catalog_options: dict, table: str, tag: str, snapshot_id: int | None,
+               fingerprint: str | None = None) -> dict:
+    """``fingerprint``: of the snapshot the run committed, so a snapshot that took its id after a rollback is
+    refused."""
     from airflow_paimon.engine.lifecycle import create_tag as tag_it
 
-    return tag_it(catalog_options, table, tag, snapshot_id)
+    return tag_it(catalog_options, table, tag, snapshot_id, fingerprint)
 
 
 def rollback(catalog_options: dict, table: str, index_root: str, to_snapshot: int | None,

@@ -1,10 +1,11 @@
 """The changes of a Paimon table between two snapshots as an Airflow task (a Spark job), e.g. after a
-PaimonSnapshotSensor: ``start_snapshot_id="{{ ti.xcom_pull('wait')['after_snapshot_id'] }}"``,
+PaimonSnapshotSensor: ``start_snapshot_id="{{ ti.xcom_pull('wait')['after_snapshot'] | tojson }}"``,
 ``end_snapshot_id="{{ ti.xcom_pull('wait')['snapshot_id'] }}"``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from airflow_paimon.engine.snapshots import parse_cursor
 from airflow_paimon.engine.specs import IncrementalReadSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.paimon import PaimonSparkJobOperator
@@ -24,15 +25,19 @@ class PaimonIncrementalReadOperator(PaimonSparkJobOperator):
 
     The target is a ready source for another table: ``PaimonAssignAndWriteOperator(source=target,
     row_kind_column="row_kind")``. Safe to retry: the same range gives the same files, stale parts are removed.
+    ``start_snapshot_id`` may be a snapshot summary (a sensor's ``after_snapshot``, or its JSON text): when the
+    table was rolled back below it, the read starts at the snapshot rolled back to (a warning in the task log,
+    ``rolled_back_from`` in the result); a bare id is taken as it is.
     Returns ``{"table", "start_snapshot_id", "end_snapshot_id", "target", "row_kind_column",
-    "changed_partitions", "files", "rows", "inserts", "updates", "deletes", "update_befores", "scan_mode"}``.
+    "changed_partitions", "files", "rows", "inserts", "updates", "deletes", "update_befores", "scan_mode",
+    "rolled_back_from"}``.
     """
 
     job = "incremental_read"
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "start_snapshot_id",
                                       "end_snapshot_id", "target")
 
-    def __init__(self, *, start_snapshot_id: int | str, target: str, end_snapshot_id: int | str | None = None,
+    def __init__(self, *, start_snapshot_id: int | str | dict, target: str, end_snapshot_id: int | str | None = None,
                  row_kind_column: str = "row_kind", scan_mode: str = "auto", **kwargs) -> None:
         super().__init__(**kwargs)
         self.start_snapshot_id, self.end_snapshot_id = start_snapshot_id, end_snapshot_id
@@ -47,12 +52,17 @@ class PaimonIncrementalReadOperator(PaimonSparkJobOperator):
             except (TypeError, ValueError):
                 raise ValueError(f"{self.table}: {name} must be a snapshot id, not {value!r}") from None
 
-        start = snapshot_id("start_snapshot_id", self.start_snapshot_id)
-        if start is None:
+        if self.start_snapshot_id in (None, "", "None"):
             raise ValueError(f"{self.table}: start_snapshot_id is required (0 reads the whole table)")
+        try:
+            start = parse_cursor(self.start_snapshot_id)
+        except (TypeError, ValueError, KeyError):
+            raise ValueError(f"{self.table}: start_snapshot_id must be a snapshot id or a snapshot summary, not "
+                             f"{self.start_snapshot_id!r}") from None
         if not self.target:
             raise ValueError(f"{self.table}: target (a directory for the parquet files) is required")
-        return IncrementalReadSpec(**self.common_spec(hook), start_snapshot_id=start,
+        return IncrementalReadSpec(**self.common_spec(hook), start_snapshot_id=start["snapshot_id"],
+                                   start_snapshot=start if start["time_millis"] is not None else None,
                                    end_snapshot_id=snapshot_id("end_snapshot_id", self.end_snapshot_id),
                                    target=self.target, row_kind_column=self.row_kind_column,
                                    scan_mode=self.scan_mode)

@@ -141,12 +141,14 @@ class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
         from airflow_paimon.job_env.step import run_step
 
         snapshot_id = _optional_int(self.table, "snapshot_id", self.snapshot_id)
+        fingerprint = None
         if snapshot_id is None:
-            committed = self.upstream_result(context, PaimonCommitOperator, required=False)
+            committed = self.upstream_result(context, PaimonCommitOperator, required=False) or {}
             # None: nothing was committed (a run without new rows), and the latest is tagged
-            snapshot_id = _optional_int(self.table, "snapshot_id", committed.get("snapshot_id")) if committed else None
+            snapshot_id = _optional_int(self.table, "snapshot_id", committed.get("snapshot_id"))
+            fingerprint = committed.get("snapshot_fingerprint")  # that very snapshot, not one reusing its id
         return run_step("create_tag", catalog_options=hook.catalog_options(), table=self.table, tag=self.tag,
-                        snapshot_id=snapshot_id)
+                        snapshot_id=snapshot_id, fingerprint=fingerprint)
 
 
 class PaimonRollbackOperator(PaimonTableOperator):

@@ -21,7 +21,8 @@ from airflow.sdk import BaseOperator, XComArg
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.assets import TableAssetMixin
-from airflow_paimon.engine.errors import StaleIndexError, ValidationError
+from airflow_paimon.engine.errors import (MissingFileError, RolledBackError, StaleIndexError, TableChangedError,
+                                         ValidationError)
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.jobs import JOBS, progress_line
 from airflow_paimon.engine.specs import (SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec, BootstrapResult,
@@ -33,7 +34,8 @@ from airflow_paimon.links import PaimonTableLink
 
 # Errors a retry of the same task cannot fix (bad input, a table another writer moved on): the task fails at
 # once, without its retries; the message says what to change or re-run.
-NOT_RETRIED = {ValidationError.__name__, StaleIndexError.__name__}
+NOT_RETRIED = {ValidationError.__name__, StaleIndexError.__name__, RolledBackError.__name__,
+               TableChangedError.__name__, MissingFileError.__name__}
 
 
 class UpstreamResultMixin:

@@ -8,7 +8,8 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.snapshots import check_commit_kinds, latest_snapshot_id, newer_snapshot
+from airflow_paimon.engine.snapshots import (check_commit_kinds, cursor_at, found_after, latest_snapshot_id,
+                                             newer_snapshot, parse_cursor, resume_point, rollback_note)
 from airflow_paimon.hooks.paimon import PaimonHook
 
 
@@ -16,17 +17,24 @@ class PaimonSnapshotSensor(BaseSensorOperator):
     """Succeeds when ``table`` has a snapshot with id > ``after_snapshot_id`` (of a kind in ``commit_kinds``,
     e.g. ``["APPEND", "OVERWRITE"]`` to ignore compactions). Returns (XCom) the newest such snapshot:
     ``{"table", "snapshot_id", "commit_kind", "commit_user", "commit_identifier", "time_millis",
-    "delta_record_count", "total_record_count", "after_snapshot_id"}``.
+    "delta_record_count", "total_record_count", "after_snapshot_id", "after_snapshot", "rolled_back_from"}``.
 
     ``after_snapshot_id`` (templated) None means the table's latest snapshot when the task starts (0 for an
-    empty table): "wait for the next commit". ``deferrable=True`` frees the worker slot: the triggerer polls the
-    snapshot directory every ``poke_interval`` seconds through PaimonSnapshotTrigger, without Spark.
+    empty table): "wait for the next commit". It may also be a snapshot summary (an earlier run's XCom, or its
+    JSON text): its identity then tells the snapshot from a later one that reuses its id after a rollback.
+    ``deferrable=True`` frees the worker slot: the triggerer polls the snapshot directory every
+    ``poke_interval`` seconds through PaimonSnapshotTrigger, without Spark.
+
+    A table rolled back below the cursor (engine/snapshots.py resume_point) moves the cursor down to the
+    snapshot it was rolled back to, with a warning in the task log; the XCom then has that snapshot as
+    ``after_snapshot_id`` / ``after_snapshot`` (where an incremental read starts) and the old cursor's id as
+    ``rolled_back_from``.
     """
 
     template_fields: Sequence[str] = ("table", "after_snapshot_id", "commit_kinds")
     ui_color = "#c9e7f5"
 
-    def __init__(self, *, table: str, after_snapshot_id: int | str | None = None,
+    def __init__(self, *, table: str, after_snapshot_id: int | str | dict | None = None,
                  commit_kinds: list[str] | str | None = None, paimon_conn_id: str = PaimonHook.default_conn_name,
                  deferrable: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -39,23 +47,38 @@ class PaimonSnapshotSensor(BaseSensorOperator):
                              "reschedule would otherwise wait for a snapshot newer than the latest again)")
         self.table, self.after_snapshot_id, self.commit_kinds = table, after_snapshot_id, commit_kinds
         self.paimon_conn_id, self.deferrable = paimon_conn_id, deferrable
-        self._after: int | None = None
+        self._cursor: dict | None = None
+        self._rolled_back_from: int | None = None
 
     def _table(self):
         return PaimonHook(self.paimon_conn_id).table_files(self.table)  # JSON files: no pypaimon here
 
-    def _resolve_after(self) -> int:
-        if self._after is None:
+    def _resolve_after(self, table) -> dict:
+        """The cursor: as given, or the latest snapshot; a bare id gets the identity of the snapshot it names
+        now, so that a rollback while this task waits is seen."""
+        if self._cursor is None:
             given = self.after_snapshot_id
-            self._after = latest_snapshot_id(self._table()) if given in (None, "", "None") else int(given)
-            if self._after < 0:
-                raise ValueError(f"{self.table}: after_snapshot_id must be >= 0, not {self._after}")
-        return self._after
+            try:
+                cursor = parse_cursor(latest_snapshot_id(table) if given in (None, "", "None") else given)
+            except (TypeError, ValueError, KeyError) as e:
+                raise ValueError(f"{self.table}: after_snapshot_id must be a snapshot id >= 0 or a snapshot "
+                                 f"summary, not {given!r} ({e})") from None
+            self._cursor = cursor if cursor["time_millis"] is not None else cursor_at(table, cursor["snapshot_id"])
+        return self._cursor
+
+    def _follow_rollback(self, table) -> dict:
+        cursor, rolled_from = resume_point(table, self._resolve_after(table))
+        if rolled_from is not None:
+            self.log.warning("%s", rollback_note(self.table, rolled_from, cursor))
+            self._cursor, self._rolled_back_from = cursor, rolled_from
+        return self._cursor
 
     def poke(self, context) -> PokeReturnValue:
-        after = self._resolve_after()
-        found, _ = newer_snapshot(self._table(), self.table, after, check_commit_kinds(self.commit_kinds))
-        return PokeReturnValue(found is not None, {**found, "after_snapshot_id": after} if found else None)
+        table = self._table()
+        cursor = self._follow_rollback(table)
+        found, _ = newer_snapshot(table, self.table, cursor["snapshot_id"], check_commit_kinds(self.commit_kinds))
+        return PokeReturnValue(found is not None,
+                               found_after(found, cursor, self._rolled_back_from) if found else None)
 
     def execute(self, context) -> Any:
         if not self.deferrable:
@@ -66,7 +89,8 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         from airflow_paimon.triggers.paimon import PaimonSnapshotTrigger
 
         kinds = check_commit_kinds(self.commit_kinds)
-        self.defer(trigger=PaimonSnapshotTrigger(table=self.table, after_snapshot_id=self._after,
+        self.defer(trigger=PaimonSnapshotTrigger(table=self.table, after_snapshot_id=self._cursor["snapshot_id"],
+                                                 after_snapshot=self._cursor, rolled_back_from=self._rolled_back_from,
                                                  commit_kinds=list(kinds) if kinds else None,
                                                  paimon_conn_id=self.paimon_conn_id,
                                                  poll_interval=self.poke_interval),

@@ -15,9 +15,9 @@ def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
     identifier = spec.table
     frame = functools.cache(lambda: read_source(spark, spec.source, identifier))
 
-    def read(table, row_kind_column):
+    def read(table, row_kind_column, absent):
         with validation_errors(identifier, spec.source):
-            return validate_and_cast(frame(), table, identifier, row_kind_column)
+            return validate_and_cast(frame(), table, identifier, row_kind_column, absent)
 
     def write(source, ctx, shape):
         with validation_errors(identifier, spec.source), without_adaptive_execution(spark):

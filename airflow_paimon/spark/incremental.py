@@ -16,7 +16,7 @@ from airflow_paimon.engine import storage
 from airflow_paimon.engine.context import cached_table
 from airflow_paimon.engine.changelog_read import changelog_rows, plan_changelog
 from airflow_paimon.engine.incremental import (ROW_KIND_COLUMN, diff_partition, plan_incremental, scan_mode_of,
-                                               snapshot_range)
+                                               snapshot_range, start_after)
 from airflow_paimon.engine.specs import IncrementalReadResult, IncrementalReadSpec
 from airflow_paimon.engine.table import get_table
 
@@ -39,7 +39,8 @@ def write_parquet(uri: str, rows: pa.Table) -> None:
 def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadResult:
     identifier, target = spec.table, spec.target.rstrip("/")
     table = get_table(spec.catalog_options, identifier)
-    start, end = snapshot_range(table, identifier, spec.start_snapshot_id, spec.end_snapshot_id)
+    start, rolled_back_from = start_after(table, identifier, spec.start_snapshot_id, spec.start_snapshot)
+    start, end = snapshot_range(table, identifier, start, spec.end_snapshot_id)
     row_kind = spec.row_kind_column or ROW_KIND_COLUMN
     if row_kind in {f.name for f in table.table_schema.fields}:
         raise ValueError(f"{identifier}: row_kind_column {row_kind!r} is a column of the table; choose another name")
@@ -73,6 +74,6 @@ def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadRes
             storage.delete_file_within(target, storage.join(target, name))
     result = IncrementalReadResult(table=identifier, start_snapshot_id=start, end_snapshot_id=end, target=target,
                                    row_kind_column=row_kind, changed_partitions=len(work), files=len(written),
-                                   scan_mode=mode, **{k: sum(w[k] for w in written) for k in ("rows", *KIND_COUNTS)})
+                                   scan_mode=mode, rolled_back_from=rolled_back_from, **{k: sum(w[k] for w in written) for k in ("rows", *KIND_COUNTS)})
     log.debug("incremental read of %s (%d, %d]: %s", identifier, start, end, result)
     return result

@@ -86,13 +86,14 @@ def arrow_schema(df) -> pa.Schema:
     return pa.schema(fields)
 
 
-def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = None):
+def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = None, absent: tuple[str, ...] = ()):
     """The source as the table's columns and types plus its row kind (``_row_kind``) and input order
     (``_order``). Missing or extra columns are refused here; every per-row check (a value that does not
     cast to the table's type, a null primary key, an unknown row kind, a retraction the merge engine
     refuses) is a ``raise_error`` inside the same projection, so the write pipeline's first stage fails on
     the first bad row — before its first shuffle, so before any task stages or writes anything — without a
-    separate pass over the source. Run the pipeline inside ``validation_errors()``.
+    separate pass over the source. Run the pipeline inside ``validation_errors()``. ``absent``: table columns
+    the source may lack (another writer added them after this run planned its schema), written as nulls.
     """
     from airflow_paimon.engine.assign.assigner import ROW_KIND, ORDER
     from airflow_paimon.engine.codec.kinds import ROW_KINDS
@@ -102,7 +103,7 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
     columns = {c.lower(): c for c in df.columns}
     fields = list(table.table_schema.fields)
     names = [f.name for f in fields]
-    missing = [n for n in names if n.lower() not in columns]
+    missing = [n for n in names if n.lower() not in columns and n not in absent]
     if missing:
         raise ValidationError(identifier, f"source lacks this column (source has {_cut(df.columns)})", column=missing[0])
     if row_kind_column and row_kind_column.lower() not in columns:
@@ -116,6 +117,9 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
     source_types = {c.name.lower(): c.dataType.simpleString() for c in df.schema.fields}
     exprs = []
     for f in fields:
+        if f.name.lower() not in columns:  # absent: never a key (keys never change)
+            exprs.append(f"CAST(NULL AS {spark_type(f.type)}) AS {_name(f.name)}")
+            continue
         src = _name(columns[f.name.lower()])
         cast = f"try_cast({src} AS {spark_type(f.type)})"
         shown = _shown(f"CAST({src} AS STRING)")

@@ -11,22 +11,27 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 class PaimonSnapshotTrigger(BaseTrigger):
     """Fires once a snapshot with id > ``after_snapshot_id`` (and, if given, of a kind in ``commit_kinds``)
     exists. Event: ``{"status": "success", "snapshot": {...snapshot_summary...}}`` or ``{"status": "error",
-    "message": ...}``. Carries only the connection id: credentials are read in the triggerer, never serialised."""
+    "message": ...}``. Carries only the connection id: credentials are read in the triggerer, never serialised.
+    ``after_snapshot``: the cursor with its snapshot's identity (engine/snapshots.py), so that a rollback below
+    it while the trigger waits moves it down (logged) instead of skipping the commits that reuse its ids."""
 
     def __init__(self, *, table: str, after_snapshot_id: int, commit_kinds: list[str] | None = None,
-                 paimon_conn_id: str = "paimon_default", poll_interval: float = 30.0) -> None:
+                 paimon_conn_id: str = "paimon_default", poll_interval: float = 30.0,
+                 after_snapshot: dict | None = None, rolled_back_from: int | None = None) -> None:
         super().__init__()
         self.table, self.after_snapshot_id = table, int(after_snapshot_id)
         self.commit_kinds = list(commit_kinds) if commit_kinds else None
         self.paimon_conn_id, self.poll_interval = paimon_conn_id, float(poll_interval)
+        self.after_snapshot, self.rolled_back_from = after_snapshot, rolled_back_from
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (f"{type(self).__module__}.{type(self).__qualname__}",
                 {"table": self.table, "after_snapshot_id": self.after_snapshot_id, "commit_kinds": self.commit_kinds,
-                 "paimon_conn_id": self.paimon_conn_id, "poll_interval": self.poll_interval})
+                 "paimon_conn_id": self.paimon_conn_id, "poll_interval": self.poll_interval,
+                 "after_snapshot": self.after_snapshot, "rolled_back_from": self.rolled_back_from})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_paimon.engine.snapshots import check_commit_kinds, newer_snapshot
+        from airflow_paimon.engine.snapshots import check_commit_kinds, cursor_at, parse_cursor
         from airflow_paimon.hooks.paimon import PaimonHook
         from airflow_paimon.table_files import TableFiles
 
@@ -34,16 +39,34 @@ class PaimonSnapshotTrigger(BaseTrigger):
             kinds = check_commit_kinds(self.commit_kinds)
             options = await PaimonHook(self.paimon_conn_id).acatalog_options()
             # file IO is blocking: every read runs in a worker thread, the triggerer's loop stays free
-            table = await asyncio.to_thread(TableFiles, options, self.table)
-            cursor = self.after_snapshot_id
+            table = await asyncio.to_thread(TableFiles, options, self.table)  # JSON files: no pypaimon here
+            cursor = self.after_snapshot or await asyncio.to_thread(cursor_at, table, self.after_snapshot_id)
+            cursor = scanned = parse_cursor(cursor)
             while True:
-                found, cursor = await asyncio.to_thread(newer_snapshot, table, self.table, cursor, kinds)
+                found, cursor, scanned = await asyncio.to_thread(self._poll, table, kinds, cursor, scanned)
                 if found is not None:
-                    yield TriggerEvent({"status": "success",
-                                        "snapshot": {**found, "after_snapshot_id": self.after_snapshot_id}})
+                    yield TriggerEvent({"status": "success", "snapshot": found})
                     return
-                self.log.info("%s: no snapshot newer than %d%s yet; next look in %.0f s", self.table, cursor,
-                              f" of kind {kinds}" if kinds else "", self.poll_interval)
+                self.log.info("%s: no snapshot newer than %d%s yet; next look in %.0f s", self.table,
+                              scanned["snapshot_id"], f" of kind {kinds}" if kinds else "", self.poll_interval)
                 await asyncio.sleep(self.poll_interval)
         except Exception as e:  # reported to the task, which fails with the message
             yield TriggerEvent({"status": "error", "message": f"{self.table}: {type(e).__name__}: {e}"})
+
+    def _poll(self, table, kinds, cursor: dict, scanned: dict) -> tuple[dict | None, dict, dict]:
+        """(the event's snapshot or None, the cursor, the snapshot scanned up to): both followed down through a
+        rollback — the scanned one too, which may lie above the cursor with a kind filter."""
+        from airflow_paimon.engine.snapshots import (cursor_at, found_after, newer_snapshot, resume_point,
+                                                     rollback_note)
+
+        resumed, rolled_from = resume_point(table, cursor)
+        if rolled_from is not None:
+            self.log.warning("%s", rollback_note(self.table, rolled_from, resumed))
+            cursor = scanned = resumed
+            self.rolled_back_from = rolled_from
+        else:
+            scanned, _ = resume_point(table, scanned)
+        found, upto = newer_snapshot(table, self.table, scanned["snapshot_id"], kinds)
+        if found is not None:
+            return found_after(found, cursor, self.rolled_back_from), cursor, scanned
+        return None, cursor, cursor_at(table, upto) if upto != scanned["snapshot_id"] else scanned

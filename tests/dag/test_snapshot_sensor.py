@@ -10,6 +10,7 @@ import time
 import pandas as pd
 import pyarrow as pa
 import pytest
+from structlog.testing import capture_logs
 
 from airflow_paimon.engine.table import TableSpec, get_or_create_table
 from dag.dagrun import run_dag, use_warehouse
@@ -91,6 +92,59 @@ def test_trigger_waits_for_the_commit_then_sensor_completes(table):
     result = sensor.execute_complete({}, event.payload)
     assert (result["snapshot_id"], result["after_snapshot_id"], result["total_record_count"]) == (2, 1, 3)
     assert result["changelog_record_count"] is None  # no changelog producer: an incremental read is a diff
+
+
+def roll_back_to_1_and_commit_twice(table, warehouse) -> None:
+    """Snapshots 2 and 3 rolled back (engine/rollback.py); two new commits reuse their ids."""
+    from airflow_paimon.engine.rollback import rollback
+
+    assert rollback({"warehouse": warehouse}, "db.s", warehouse + "/.index", to_snapshot=1)["deleted_snapshots"] \
+        == [2, 3]
+    assert [commit_rows(table, [5]), commit_rows(table, [6])] == [2, 3]
+
+
+def test_sensor_with_a_cursor_past_a_rollback_resumes_from_the_snapshot_rolled_back_to(table, warehouse):
+    """The cursor "after 3" saw snapshot 3; after the rollback to 1 and two commits reusing 2 and 3, waiting for
+    an id above 3 would skip both: the sensor fires on the new 3, after 1, and says so."""
+    from airflow_paimon.sensors.paimon import PaimonSnapshotSensor
+
+    assert [commit_rows(table, [3]), commit_rows(table, [4])] == [2, 3]
+    sensor = PaimonSnapshotSensor(task_id="wait", table="db.s", after_snapshot_id=3)
+    assert not sensor.poke({}).is_done
+    roll_back_to_1_and_commit_twice(table, warehouse)
+    with capture_logs() as logged:  # the task log (structlog)
+        poked = sensor.poke({})
+    assert poked.is_done
+    event = poked.xcom_value
+    assert (event["snapshot_id"], event["after_snapshot_id"], event["rolled_back_from"]) == (3, 1, 3)
+    assert event["after_snapshot"]["snapshot_id"] == 1 and event["total_record_count"] == 4  # keys 1, 2, 5, 6
+    warnings = [str(e.get("positional_args", "")) + e["event"] for e in logged if e["log_level"] == "warning"]
+    assert any("table db.s was rolled back to snapshot 1 below the cursor 3; resuming from 1" in w
+               for w in warnings), logged
+    # the next run's cursor is this snapshot summary: the same table, nothing newer
+    assert not PaimonSnapshotSensor(task_id="next", table="db.s", after_snapshot_id=event).poke({}).is_done
+
+
+def test_trigger_with_a_cursor_past_a_rollback_fires_on_the_commits_after_it(table, warehouse):
+    from airflow_paimon.triggers.paimon import PaimonSnapshotTrigger
+
+    assert [commit_rows(table, [3]), commit_rows(table, [4])] == [2, 3]
+    trigger = PaimonSnapshotTrigger(table="db.s", after_snapshot_id=3, poll_interval=0.2)
+    trigger = PaimonSnapshotTrigger(**trigger.serialize()[1])  # as the triggerer rebuilds it
+
+    async def first_event():
+        return await anext(trigger.run())
+
+    changer = threading.Thread(target=lambda: (time.sleep(1.0), roll_back_to_1_and_commit_twice(table, warehouse)),
+                               daemon=True)
+    changer.start()  # while the trigger polls after 3
+    event = asyncio.run(asyncio.wait_for(first_event(), timeout=20))
+    changer.join()
+    snapshot = event.payload["snapshot"]
+    assert event.payload["status"] == "success", event.payload
+    # the new 2 or 3 (whichever had landed at the poll), never one above 3
+    assert snapshot["snapshot_id"] in (2, 3) and snapshot["commit_kind"] == "APPEND"
+    assert (snapshot["after_snapshot_id"], snapshot["rolled_back_from"]) == (1, 3)
 
 
 def test_trigger_reports_a_missing_table(airflow_home, warehouse, monkeypatch):

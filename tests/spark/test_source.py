@@ -35,3 +35,21 @@ def test_directories_and_nanosecond_timestamps_are_left_to_spark(tmp_path):
     pq.write_table(pa.table({"at": pa.array([1], pa.timestamp("ns"))}), path)
     assert _parquet_file_schema(path, "db.t") is None
     assert _parquet_file_schema(str(tmp_path), "db.t") is None
+
+
+def test_a_column_another_writer_added_is_null_for_a_source_without_it(spark, tmp_path):
+    """engine/schema_evolution.py hands over the table columns the run's source may lack (another evolving
+    write added them after this run planned); any other missing column is still refused."""
+    from airflow_paimon.engine.errors import ValidationError
+    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from airflow_paimon.spark.source import validate_and_cast
+
+    spec = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["v", "DOUBLE"], ["added", "DECIMAL(10, 2)"]],
+                                "primary_keys": ["id"], "options": {"bucket": "1"}})
+    table = get_or_create_table({"warehouse": str(tmp_path / "w")}, "db.t", spec)
+    source = spark.createDataFrame([(1, 1.5), (2, None)], "id bigint, v double")
+    rows = validate_and_cast(source, table, "db.t", absent=("added",))
+    assert rows.schema["added"].dataType.simpleString() == "decimal(10,2)"
+    assert [(r.id, r.v, r.added) for r in rows.orderBy("id").collect()] == [(1, 1.5, None), (2, None, None)]
+    with pytest.raises(ValidationError, match="source lacks this column"):
+        validate_and_cast(source, table, "db.t")

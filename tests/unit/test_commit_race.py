@@ -3,7 +3,6 @@ at random moments: never a key twice, exactly one refused (StaleIndexError) per 
 re-run (bootstrap again, same batch, same DAG run) converges, and the table equals the pandas oracle in commit
 order. On each kind of warehouse: a local path and a file:// URI (snapshot files created with a hard link),
 and S3 (a moto server on loopback: a conditional PUT)."""
-import multiprocessing as mp
 import random
 import time
 
@@ -12,11 +11,11 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, upsert
-from oracle import assert_table_equals, expected_upsert
+from oracle import assert_table_equals, expected_upsert, in_commit_order
+from processes import SPAWN, running
 
 # Cross-partition: a lost conflict shows as a key in two partitions. On S3 a fixed-bucket table: the same
 # snapshot commit with a tenth of the requests (no global index) to moto; a lost commit shows as lost rows.
@@ -67,13 +66,9 @@ def test_two_writer_processes_race(race_table):
     opts, spec = race_table
     started = time.monotonic()
     get_or_create_table(opts, "db.t", spec)
-    mpc = mp.get_context("spawn")
-    aligned, next_round, out = mpc.Barrier(2), mpc.Barrier(3), mpc.Queue()
-    procs = [mpc.Process(target=writer, args=(opts, spec, w, aligned, next_round, out)) for w in (0, 1)]
-    for p in procs:
-        p.start()
+    aligned, next_round, out = SPAWN.Barrier(2), SPAWN.Barrier(3), SPAWN.Queue()
     refused = 0
-    try:
+    with running(writer, [(opts, spec, w, aligned, next_round, out) for w in (0, 1)]) as procs:
         for rnd in range(ROUNDS):
             results = sorted(out.get(timeout=120) for _ in procs)
             # both bootstrapped at one snapshot: exactly one commit lands on it, the other is refused
@@ -82,16 +77,7 @@ def test_two_writer_processes_race(race_table):
             assert sorted(r[2] for r in results) == [2 * rnd + 1, 2 * rnd + 2], results  # one snapshot each
             table = get_table(opts, "db.t")
             # the oracle applies the batches in the order their snapshots landed
-            by_identifier = {CommitIdentity.for_run("test", f"{r}-{w}", "db.t").commit_identifier: (r, w)
-                             for r in range(rnd + 1) for w in (0, 1)}
-            order = [by_identifier[s.commit_identifier] for s in table.snapshot_manager().list_snapshots()]
-            assert_table_equals(table, expected_upsert([batch(r, w) for r, w in order], "id"), "id")
+            batches = in_commit_order(table, {f"{r}-{w}": batch(r, w) for r in range(rnd + 1) for w in (0, 1)})
+            assert_table_equals(table, expected_upsert(batches, "id"), "id")
             next_round.wait(timeout=60)
-        for p in procs:
-            p.join(timeout=60)
-            assert p.exitcode == 0
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
     print(f"{ROUNDS} rounds, {refused} commits refused and re-run, {time.monotonic() - started:.1f} s")

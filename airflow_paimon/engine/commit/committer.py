@@ -6,9 +6,11 @@ from airflow_paimon.engine.commit.compact_increment import (COMPACT, append_part
                                                            has_compact_increment)
 from airflow_paimon.engine.commit.overwrite import commit_overwrite, without_replaced_deletes
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
-from airflow_paimon.engine.commit.staging import data_file_paths
+from airflow_paimon.engine.commit.staging import check_files_exist
+from airflow_paimon.engine.commit.table_state import check_unchanged
 from airflow_paimon.engine.errors import PaimonJobError, StaleIndexError
 from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.history import check_base
 
 
 def find_commit(table, commit_user: str, commit_identifier: int, after_snapshot_id: int | None):
@@ -26,9 +28,10 @@ def find_commit(table, commit_user: str, commit_identifier: int, after_snapshot_
     return None
 
 
-def check_not_moved(table, base_snapshot_id: int | None, latest=None) -> None:
-    """Refuse if any non-COMPACT snapshot landed after the snapshot the index was bootstrapped at, up to
-    ``latest`` (default: the latest now). COMPACT snapshots keep every key in its partition and bucket, so the
+def check_not_moved(table, base_snapshot_id: int | None, latest=None, base_fingerprint: str | None = None) -> None:
+    """Refuse if the base snapshot is no longer in the table's history (engine/history.py), or if any non-COMPACT
+    snapshot landed after the snapshot the index was bootstrapped at, up to ``latest`` (default: the latest
+    now). COMPACT snapshots keep every key in its partition and bucket, so the
     index stays right across them — but not the files a write's own compaction of level 0 replaces, nor the row
     positions a deletion-vector write marked: in a table whose writes compact (deletion vectors, or
     ``changelog-producer=lookup``) any snapshot in between is refused."""
@@ -39,6 +42,7 @@ def check_not_moved(table, base_snapshot_id: int | None, latest=None) -> None:
     allowed = () if enabled(options) or changelog_producer(options) == "lookup" else (COMPACT,)
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot() if latest is None else latest
+    check_base(table, base_snapshot_id, base_fingerprint, latest)
     if latest is None or latest.id == (base_snapshot_id or 0):
         return
     for sid in range((base_snapshot_id or 0) + 1, latest.id + 1):
@@ -51,22 +55,17 @@ def check_not_moved(table, base_snapshot_id: int | None, latest=None) -> None:
                 "nothing committed, re-run from bootstrap-index")
 
 
-def check_files_exist(table, messages) -> None:
-    """Refuse to commit a snapshot whose staged data files are gone (e.g. removed as orphans)."""
-    for path in data_file_paths(table, messages):
-        if not table.file_io.exists(path):
-            raise PaimonJobError(f"table {table.identifier.get_full_name()}: staged data file {path} is missing; "
-                                 "nothing committed, re-run from bootstrap-index")
-
-
 def commit_once(table, messages, commit_user: str, commit_identifier: int,
-                base_snapshot_id: int | None, overwrite: bool = False) -> tuple[int | None, bool]:
+                base_snapshot_id: int | None, overwrite: bool = False, base_fingerprint: str | None = None,
+                planned: dict | None = None) -> tuple[int | None, bool]:
     """Commit ``messages`` as one snapshot unless this identity already did; returns (snapshot id, already).
     ``overwrite``: an OVERWRITE snapshot replacing the partitions the messages write rows into
     (engine/commit/overwrite.py).
 
     Raises StaleIndexError, with nothing committed, if a non-COMPACT snapshot of another commit landed after
-    ``base_snapshot_id`` — checked again against the exact snapshot each commit attempt builds on."""
+    ``base_snapshot_id`` or the base (``base_fingerprint``) left the table's history; TableChangedError if the
+    table's options or schema are no longer what the write ``planned`` for; MissingFileError if a new file is
+    gone — each checked again against the exact snapshot each commit attempt builds on."""
     if overwrite:
         messages = without_replaced_deletes(table, messages)
     compact = [m for m in messages if has_compact_increment(m)]  # a deletion-vector write: APPEND, then COMPACT
@@ -75,12 +74,17 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
         if compact and existing.commit_kind != COMPACT:  # its APPEND landed, the COMPACT not yet: finish it
             return commit_compact_increment(table, compact, commit_user, commit_identifier, existing.id), False
         return existing.id, True
-    check_not_moved(table, base_snapshot_id)
     messages = [append_part(m) for m in messages if not m.is_empty()]
+
+    def guard(latest) -> None:
+        check_not_moved(table, base_snapshot_id, latest, base_fingerprint)
+        check_unchanged(table, planned)
+        check_files_exist(table, [*messages, *compact])
+
+    guard(None)
     if not messages:
         return base_snapshot_id, False
-    check_files_exist(table, [*messages, *compact])
-    committer = GuardedCommit(table, commit_user, lambda latest: check_not_moved(table, base_snapshot_id, latest))
+    committer = GuardedCommit(table, commit_user, guard)
     try:
         if overwrite:
             commit_overwrite(committer, table, messages, commit_identifier)
@@ -94,7 +98,10 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
     finally:
         committer.close()
     snap = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
-    if snap is not None and compact:
+    if snap is None:  # never "committed" without the snapshot to show for it
+        raise PaimonJobError(f"table {table.identifier.get_full_name()}: the commit of {commit_user} finished but "
+                             "no snapshot carries it; re-run the commit task")
+    if compact:
         crash_point("commit.between_append_and_compact")
         return commit_compact_increment(table, compact, commit_user, commit_identifier, snap.id), False
-    return (snap.id if snap else None), False
+    return snap.id, False

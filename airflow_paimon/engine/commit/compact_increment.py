@@ -13,6 +13,7 @@ from pypaimon.table.row.generic_row import GenericRow
 
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
+from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.paimon_compat import try_commit
 
@@ -46,12 +47,15 @@ def commit_compact_increment(table, messages, commit_user: str, commit_identifie
                                     file=f) for f in m.compact_changelog_files]  # changelog-producer lookup
 
     def right_after_append(latest) -> None:
-        if latest is None or latest.id != append_snapshot_id:
+        # by identity, not id: after a rollback another writer's snapshot may carry the APPEND's id
+        ours = latest is not None and (latest.commit_user, latest.commit_identifier) == (commit_user, commit_identifier)
+        if latest is None or latest.id != append_snapshot_id or not ours:
             raise StaleIndexError(
                 f"table {table.identifier.get_full_name()}: snapshot {latest.id if latest else None} landed after "
                 f"this write's APPEND snapshot {append_snapshot_id}, before its COMPACT; the write's level-0 files "
                 "stay invisible to deletion-vector readers (and without its lookup changelog) until "
                 "PaimonCompactOperator(full=True) compacts them")
+        check_files_exist(table, messages, "file of the write's compaction")
 
     committer = GuardedCommit(table, commit_user, right_after_append)
     try:

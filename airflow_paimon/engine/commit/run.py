@@ -15,6 +15,7 @@ from airflow_paimon.engine.commit.committer import commit_once, find_commit
 from airflow_paimon.engine.commit.staging import abandoned, load, runs
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.history import fingerprint
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import clean_up, publish_committed, staged_shards
@@ -39,22 +40,23 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     crash_point("commit.before_commit")
     overwrite = staged.extra.get("write_mode") == "overwrite"
     snapshot_id, already = commit_once(table, staged.messages, staged.commit_user, staged.commit_identifier,
-                                       staged.base_snapshot_id, overwrite=overwrite)
+                                       staged.base_snapshot_id, overwrite=overwrite,
+                                       base_fingerprint=staged.base_snapshot_fingerprint, planned=staged.planned)
     log.debug("%s: snapshot %s (already committed: %s%s)", identifier, snapshot_id, already,
               ", partition overwrite" if overwrite else "")
     crash_point("commit.before_publish")
+    ours = snapshot_id is not None and snapshot_id != staged.base_snapshot_id  # else: nothing was committed
+    snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id) if ours else None  # one small file
     # an OVERWRITE snapshot gets no published index: the next bootstrap rebuilds it (engine/commit/overwrite.py)
-    if snapshot_id is not None and snapshot_id != staged.base_snapshot_id and index_uri and not overwrite:
-        # snapshot_id is this run's own commit (found by its identity), so the index published for it holds
+    if snapshot is not None and index_uri and not overwrite:
+        # snapshot is this run's own commit (found by its identity), so the index published for it holds
         # exactly this run's changes; also on a retry that finds the commit done: the index may not be out yet
-        publish_index(index_uri, staged, staging_uri, snapshot_id)
+        publish_index(index_uri, staged, staging_uri, snapshot)
     crash_point("commit.before_clean_up")
     storage.delete_dir_within(table_staging, staging_uri)  # committed and published: the staging has served
     _drop_abandoned_staging(table_staging, spec.staging_retention_seconds)
     if spec.result_uri:
         drop_old_results(spec.result_uri, spec.staging_retention_seconds)
-    ours = snapshot_id is not None and snapshot_id != staged.base_snapshot_id  # else: nothing was committed
-    snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id) if ours else None  # one small file
     return CommitResult(table=identifier, snapshot_id=snapshot_id, base_snapshot_id=staged.base_snapshot_id,
                         already_committed=already, **_described(table, snapshot))
 
@@ -65,7 +67,7 @@ def _described(table, snapshot) -> dict:
     if snapshot is None:
         return {}
     return {"commit_kind": snapshot.commit_kind, "delta_record_count": snapshot.delta_record_count,
-            "files": added_file_count(table, snapshot)}
+            "files": added_file_count(table, snapshot), "snapshot_fingerprint": fingerprint(snapshot)}
 
 
 def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
@@ -91,15 +93,19 @@ def _already_done(table, spec: CommitSpec) -> CommitResult:
                         already_committed=True, **_described(table, snap))
 
 
-def publish_index(index_uri: str, staged, staging_uri: str, snapshot_id: int) -> None:
-    """Publish the run's index changes as the index of the snapshot it committed (once)."""
-    if read_manifest(index_uri, snapshot_id) is not None:
+def publish_index(index_uri: str, staged, staging_uri: str, snapshot) -> None:
+    """Publish the run's index changes as the index of ``snapshot``, the one it committed (once)."""
+    existing = read_manifest(index_uri, snapshot.id)
+    if existing is not None and existing.snapshot_fingerprint in (None, fingerprint(snapshot)):
         return
     base = read_manifest(index_uri, staged.base_snapshot_id)
-    if base is None:
-        log.warning("index of base snapshot %s is gone; the next bootstrap rebuilds", staged.base_snapshot_id)
+    if base is None or (staged.base_snapshot_fingerprint and base.snapshot_fingerprint
+                        and base.snapshot_fingerprint != staged.base_snapshot_fingerprint):
+        log.warning("index of base snapshot %s is gone or of another snapshot; the next bootstrap rebuilds",
+                    staged.base_snapshot_id)
         return
-    publish_committed(index_uri, base, staged_shards(staging_uri), snapshot_id, staged.commit_user)
+    publish_committed(index_uri, base, staged_shards(staging_uri), snapshot.id, staged.commit_user,
+                      fingerprint(snapshot))
     clean_up(index_uri)
 
 

@@ -9,6 +9,7 @@ from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.commit_message_serializer import deserialize_commit_message, serialize_commit_message
 
 from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.errors import MissingFileError
 
 @dataclass
 class Staged:
@@ -18,6 +19,10 @@ class Staged:
     commit_identifier: int
     messages: list[CommitMessage]
     extra: dict = field(default_factory=dict)  # counters and index hand-over, for the commit task
+    # the base snapshot (engine/history.py) and the table state the files were written for (commit/table_state.py);
+    # None in staging of an earlier version
+    base_snapshot_fingerprint: str | None = None
+    planned: dict | None = None
 
 
 def runs(table_staging: str) -> list[str]:
@@ -46,6 +51,7 @@ def stage(table, staging_uri: str, staged: Staged, encoded_messages: list[bytes]
     """Publish the staged commit atomically; returns the staged file's URI."""
     doc = {"table": staged.table, "base_snapshot_id": staged.base_snapshot_id, "commit_user": staged.commit_user,
            "commit_identifier": staged.commit_identifier, "extra": staged.extra,
+           "base_snapshot_fingerprint": staged.base_snapshot_fingerprint, "planned": staged.planned,
            "messages": [base64.b64encode(m).decode() for m in encoded_messages]}
     uri = layout.staged_file(staging_uri)
     storage.write_bytes_atomic(uri, json.dumps(doc).encode())
@@ -64,7 +70,7 @@ def load(table, staging_uri: str) -> Staged:
         raise FileNotFoundError(f"nothing staged at {staging_uri}")
     messages = [decode_message(table, base64.b64decode(m)) for m in doc["messages"]]
     return Staged(doc["table"], doc["base_snapshot_id"], doc["commit_user"], doc["commit_identifier"],
-                  messages, doc.get("extra", {}))
+                  messages, doc.get("extra", {}), doc.get("base_snapshot_fingerprint"), doc.get("planned"))
 
 
 def data_file_paths(table, messages: list[CommitMessage]) -> list[str]:
@@ -75,3 +81,13 @@ def data_file_paths(table, messages: list[CommitMessage]) -> list[str]:
     return list(dict.fromkeys(
         f.external_path or canonical_data_file_path(table, tuple(m.partition), m.bucket, f.file_name)
         for m in messages for f in [*m.new_files, *m.changelog_files, *m.compact_after, *m.compact_changelog_files]))
+
+
+def check_files_exist(table, messages, what: str = "staged data file", rerun: str = "bootstrap-index") -> None:
+    """Refuse to commit a snapshot whose new data files are gone (e.g. removed as orphans by a removal whose
+    older_than was shorter than the write or compaction). Called by every attempt, just before it builds its
+    snapshot."""
+    for path in data_file_paths(table, messages):
+        if not table.file_io.exists(path):
+            raise MissingFileError(f"table {table.identifier.get_full_name()}: {what} {path} is missing (removed "
+                                   f"as an orphan?); nothing committed, re-run from {rerun}")

@@ -13,9 +13,11 @@ from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 
 from airflow_paimon.engine.commit.committer import COMPACT, find_commit
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
+from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.compact.plan import FULL_PROPERTY
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.codec.kinds import FileKind
+from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.paimon_compat import try_commit
 from airflow_paimon.engine.scan import file_path
@@ -84,6 +86,9 @@ def check_no_conflict(table, plan, messages, latest=None) -> None:
     level would overlap)."""
     manager, name = table.snapshot_manager(), table.identifier.get_full_name()
     latest = manager.get_latest_snapshot() if latest is None else latest
+    # a rollback below the plan: its picked files may be gone from the table, or never have been in it
+    check_base(table, plan.snapshot_id, plan.snapshot_fingerprint, latest, started_at="the compaction's plan",
+               error=CompactConflictError)
     if latest is None or latest.id == plan.snapshot_id:
         return
     buckets = {(tuple(m.partition), m.bucket) for m in messages}
@@ -123,7 +128,11 @@ def commit_compaction(table, plan, messages, commit_user: str, commit_identifier
         props[FULL_PROPERTY] = "true"
     name = table.identifier.get_full_name()
     # every commit attempt re-checks the snapshots up to the one it builds on, and lands right after it
-    committer = GuardedCommit(table, commit_user, lambda latest: check_no_conflict(table, plan, messages, latest))
+    def guard(latest) -> None:
+        check_no_conflict(table, plan, messages, latest)
+        check_files_exist(table, messages, "compacted file", rerun="the compaction")
+
+    committer = GuardedCommit(table, commit_user, guard)
     try:
         try_commit(committer, commit_kind=COMPACT, commit_identifier=commit_identifier,
                    commit_entries_plan=lambda _latest: entries, detect_conflicts=True, snapshot_properties=props,

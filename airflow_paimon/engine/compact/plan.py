@@ -8,6 +8,7 @@ from airflow_paimon.engine.commit.committer import COMPACT
 from airflow_paimon.engine.compact.levels import level_sorted_runs, non_empty_highest_level, number_of_levels
 from airflow_paimon.engine.compact.strategy import (CompactOptions, CompactUnit, UniversalCompaction,
                                                    pick_full_compaction)
+from airflow_paimon.engine.history import fingerprint
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, live_entries
 from airflow_paimon.engine.write.deletion_vectors import (bucket_deletion_vectors, deleted_entry as _deleted,
@@ -39,6 +40,7 @@ class CompactionPlan:
     entries: dict  # (partition, bucket, file name, level) -> ManifestEntry of every picked file
     index_deletes: list = field(default_factory=list)  # deletion-vector index entries the compaction drops
     full: bool = False  # every bucket in scope into one run at the max level
+    snapshot_fingerprint: str | None = None  # which snapshot ``snapshot_id`` is (engine/history.py)
 
 
 def writes_since_compaction(table, snapshot_id: int | None, full_only: bool = False) -> list:
@@ -121,7 +123,7 @@ def plan_compaction(table, snapshot, full: bool, scope_snapshots: list | None = 
         buckets.append(BucketCompaction(partition, bucket, es[0].total_buckets, unit.output_level, num_levels - 1,
                                         drop_delete, picked, {e.file.file_name: file_path(table, e)
                                                               for e in picked_entries}, deleted))
-    return CompactionPlan(snapshot.id, buckets, entries, index_deletes, full)
+    return CompactionPlan(snapshot.id, buckets, entries, index_deletes, full, fingerprint(snapshot))
 
 
 def _matches(table, partition: tuple, partition_filter: dict) -> bool:

@@ -27,6 +27,7 @@ from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_values
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.history import fingerprint
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, compatible, key_signature,
                                                 newest_published, verify)
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex, decode_values, encode_values, write_sst
@@ -47,6 +48,7 @@ REUSE, CATCH_UP, REBUILD, NOT_NEEDED = "reused", "caught_up", "rebuilt", "not_ne
 class BootstrapPlan:
     decision: str                              # REUSE | CATCH_UP | REBUILD
     snapshot_id: int | None                    # L
+    snapshot_fingerprint: str | None = None    # of L (engine/history.py)
     base: IndexManifest | None = None          # the index reused or caught up from
     added_files: list = field(default_factory=list)  # CATCH_UP: (snapshot id, ManifestEntry) in order
     reason: str = ""
@@ -56,14 +58,17 @@ def plan_bootstrap(table, index_uri: str, shards: int) -> BootstrapPlan:
     """Decide how to get an index of the latest snapshot, from what is published under ``index_uri``."""
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot()
-    lid = latest.id if latest else None
+    lid, lfp = (latest.id, fingerprint(latest)) if latest else (None, None)
     base = newest_published(index_uri, lid)
 
     def rebuild(reason: str) -> BootstrapPlan:
-        return BootstrapPlan(REBUILD, lid, reason=reason)
+        return BootstrapPlan(REBUILD, lid, lfp, reason=reason)
 
     if base is None:
         return rebuild("no published index")
+    rolled_back = _not_in_history(table, base)
+    if rolled_back:
+        return rebuild(rolled_back)
     keys = key_signature(table.table_schema)
     if not compatible(base, shards) or (base.key_signature or _keys_of(table, base.schema_id)) != keys:
         return rebuild(f"published index of snapshot {base.snapshot_id} has other keys, shard count or hash")
@@ -73,7 +78,7 @@ def plan_bootstrap(table, index_uri: str, shards: int) -> BootstrapPlan:
                     base.snapshot_id, problem)
         return rebuild(problem)
     if base.snapshot_id == lid:
-        return BootstrapPlan(REUSE, lid, base, reason="index is of the latest snapshot")
+        return BootstrapPlan(REUSE, lid, lfp, base, reason="index is of the latest snapshot")
     added = []
     for sid in range((base.snapshot_id or 0) + 1, lid + 1):
         snap = manager.get_snapshot_by_id(sid)
@@ -90,8 +95,22 @@ def plan_bootstrap(table, index_uri: str, shards: int) -> BootstrapPlan:
     if added and deletion_vectors_enabled(table.table_schema.options):
         return rebuild("another writer's deletes are in deletion vectors, which catching up does not read")
     if not added:
-        return BootstrapPlan(REUSE, lid, base, reason="only COMPACT snapshots since the index")
-    return BootstrapPlan(CATCH_UP, lid, base, added, reason=f"{len(added)} files appended since the index")
+        return BootstrapPlan(REUSE, lid, lfp, base, reason="only COMPACT snapshots since the index")
+    return BootstrapPlan(CATCH_UP, lid, lfp, base, added, reason=f"{len(added)} files appended since the index")
+
+
+def _not_in_history(table, base: IndexManifest) -> str | None:
+    """Why the snapshot ``base`` indexes is not in the table's history any more (None: it is, or the manifest
+    predates fingerprints). A rollback deletes the later indexes, but an index published by a job that was
+    running during the rollback would otherwise be taken for the snapshot that reuses its id."""
+    if base.snapshot_fingerprint is None or base.snapshot_id is None:
+        return None
+    now = table.snapshot_manager().get_snapshot_by_id(base.snapshot_id)
+    if now is None:
+        return f"snapshot {base.snapshot_id} of the published index is no longer in the table's history"
+    if fingerprint(now) != base.snapshot_fingerprint:
+        return f"the published index of snapshot {base.snapshot_id} is of a snapshot since rolled back"
+    return None
 
 
 def _keys_of(table, schema_id: int) -> str | None:

@@ -54,6 +54,9 @@ class IndexManifest:
     origin: str = "rebuilt"  # rebuilt | caught_up | reused | committed
     # the keys it indexes (key_signature); None: a manifest from before schema evolution, see its schema_id
     key_signature: str | None = None
+    # which snapshot ``snapshot_id`` it indexes (engine/history.py): after a rollback the id names another one;
+    # None: a manifest from before fingerprints
+    snapshot_fingerprint: str | None = None
 
     @property
     def keys(self) -> int:
@@ -127,6 +130,7 @@ def publish_manifest(index_uri: str, manifest: IndexManifest) -> IndexManifest:
         return manifest
     existing = read_manifest(index_uri, manifest.snapshot_id)
     if (compatible(existing, manifest.shards) and _same_keys(existing, manifest)
+            and existing.snapshot_fingerprint == manifest.snapshot_fingerprint  # not of a rolled-back snapshot
             and verify(index_uri, existing) is None):
         return existing
     write_manifest(index_uri, manifest)

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.history import check_base, fingerprint
 from airflow_paimon.engine.index.bootstrap import (CATCH_UP, NOT_NEEDED, REBUILD, REUSE, catch_up_file,
                                                    catch_up_shard, plan_bootstrap, rebuild_part)
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, key_signature, merge_shard_parts,
@@ -64,7 +65,7 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
 
     bucket_files = []  # a rebuild's input; only a rebuild reads the latest snapshot's files
     if plan.decision == REBUILD:
-        bucket_files = buckets_at(table, table.snapshot_manager().get_latest_snapshot())
+        bucket_files = buckets_at(table, _planned_snapshot(table, plan))
     # Work for the job: shards to build from data files, or to catch up. An index of no keys (an empty table) is
     # written here as the job would write it.
     if tasks is None and (plan.decision == CATCH_UP or bucket_files):
@@ -74,19 +75,27 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
         manifest = plan.base
         if manifest.snapshot_id != plan.snapshot_id:  # only COMPACT snapshots since: same keys, newer snapshot
             manifest = publish_manifest(index_uri, replace(manifest, snapshot_id=plan.snapshot_id, origin=REUSE,
+                                                           snapshot_fingerprint=plan.snapshot_fingerprint,
                                                            **_schema_of(table)))
     elif plan.decision == CATCH_UP:
         files_read = len(plan.added_files)
         manifest = _catch_up(table, plan, index_uri, tasks)
     else:
         files_read = sum(len(b.paths) for b in bucket_files)
-        manifest = _rebuild(table, plan.snapshot_id, bucket_files, shards, index_uri, tasks)
+        manifest = _rebuild(table, plan, bucket_files, shards, index_uri, tasks)
     crash_point("bootstrap.after_manifest")
     clean_up(index_uri)
     return BootstrapResult(table=identifier, shards=shards, base_snapshot_id=plan.snapshot_id, index_uri=index_uri,
                            keys=manifest.keys, reused=plan.decision == REUSE, index_decision=plan.decision,
                            reason=plan.reason, data_files_read=files_read,
-                           decided_by="metadata" if tasks is None else "spark")
+                           decided_by="metadata" if tasks is None else "spark",
+                           base_snapshot_fingerprint=plan.snapshot_fingerprint)
+
+
+def _planned_snapshot(table, plan):
+    """The snapshot the plan was made at, read again: the same one, or RolledBackError (a rollback since)."""
+    check_base(table, plan.snapshot_id, plan.snapshot_fingerprint)
+    return table.snapshot_manager().get_snapshot_by_id(plan.snapshot_id) if plan.snapshot_id else None
 
 
 def _no_index_needed(table, shape: TableShape, shards: int, decided_by: str) -> BootstrapResult:
@@ -97,7 +106,7 @@ def _no_index_needed(table, shape: TableShape, shards: int, decided_by: str) -> 
     return BootstrapResult(table=table.identifier.get_full_name(), shards=shards,
                            base_snapshot_id=snapshot.id if snapshot else None, index_uri=None, keys=0, reused=True,
                            index_decision=NOT_NEEDED, reason=f"{shape.name} table needs no global index",
-                           data_files_read=0, decided_by=decided_by)
+                           data_files_read=0, decided_by=decided_by, base_snapshot_fingerprint=fingerprint(snapshot))
 
 
 def _schema_of(table) -> dict:
@@ -115,9 +124,10 @@ def _key_facts(table) -> dict:
 
 # --- rebuild -------------------------------------------------------------------------------------------------
 
-def _rebuild(table, snapshot_id, bucket_files, shards: int, index_uri: str, tasks: IndexTasks) -> IndexManifest:
+def _rebuild(table, plan, bucket_files, shards: int, index_uri: str, tasks: IndexTasks) -> IndexManifest:
     """One stage, no shuffle: each task reads a balanced share of the buckets and writes its part of every
     shard (a key lives in one bucket, so the parts never overlap)."""
+    snapshot_id = plan.snapshot_id
     total_rows = sum(b.row_count for b in bucket_files)
     n = min(len(bucket_files), max(tasks.parallelism, -(-total_rows // ROWS_PER_REBUILD_TASK))) if bucket_files else 0
     # a deletion-vector table: path -> the row positions its vector marks ({} otherwise), read once
@@ -132,7 +142,8 @@ def _rebuild(table, snapshot_id, bucket_files, shards: int, index_uri: str, task
     manifest = publish_manifest(index_uri, IndexManifest(name, snapshot_id, table.table_schema.id, shards,
                                                          KEY_HASH_SCHEME, merge_shard_parts(shards, parts),
                                                          origin=REBUILD,
-                                                         key_signature=key_signature(table.table_schema)))
+                                                         key_signature=key_signature(table.table_schema),
+                                                         snapshot_fingerprint=plan.snapshot_fingerprint))
     log.debug("rebuilt the index of %s at snapshot %s: %s keys in %s tasks", name, snapshot_id, manifest.keys,
               len(groups))
     return manifest
@@ -159,7 +170,7 @@ def _catch_up(table, plan, index_uri: str, tasks: IndexTasks) -> IndexManifest:
                               options=IndexOptions.from_table_options(dict(table.table_schema.options),
                                                                      table.identifier.get_full_name()))
     metas = {m.shard: m for m in tasks.catch_up(read, len(files), apply, base.shards)}
-    manifest = replace(base, snapshot_id=target, origin=CATCH_UP,
+    manifest = replace(base, snapshot_id=target, origin=CATCH_UP, snapshot_fingerprint=plan.snapshot_fingerprint,
                        shard_meta=[metas.get(m.shard, m) for m in base.shard_meta], **_schema_of(table))
     crash_point("bootstrap.before_manifest")
     return publish_manifest(index_uri, manifest)

@@ -108,7 +108,7 @@ def staged_shards(staging_uri: str) -> dict[int, dict]:
 
 
 def publish_committed(index_uri: str, base: IndexManifest, staged: dict[int, dict], snapshot_id: int,
-                      writer: str | None = None) -> IndexManifest:
+                      writer: str | None = None, snapshot_fingerprint: str | None = None) -> IndexManifest:
     """The index of ``snapshot_id``: ``base`` advanced by the staged shard changes of the run that made it
     (``writer``, its commit user, names the files). If the snapshot's index got published meanwhile (a
     bootstrap's catch-up, a concurrent retry), that one stays and is returned."""
@@ -122,7 +122,8 @@ def publish_committed(index_uri: str, base: IndexManifest, staged: dict[int, dic
         new_file = (publish_file(index_uri, snapshot_id, meta.shard, file_type, doc["file"], doc["entries"], writer)
                     if doc["file"] else None)
         metas.append(advance(meta, new_file, file_type, doc["keys"], doc["bucket_counts"]))
-    manifest = replace(base, snapshot_id=snapshot_id, shard_meta=metas, origin="committed")
+    manifest = replace(base, snapshot_id=snapshot_id, shard_meta=metas, origin="committed",
+                       snapshot_fingerprint=snapshot_fingerprint)
     return publish_manifest(index_uri, manifest)
 
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
+from airflow_paimon.engine.commit.table_state import planned_state
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
+from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.codec.keys import encode_partition_values
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import staged_shards
@@ -23,6 +25,7 @@ from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import check_table
+from airflow_paimon.engine.write import planned_columns
 from airflow_paimon.engine.write.deletion_vectors import check_no_level_0, live_files_by_bucket
 
 log = logging.getLogger(__name__)
@@ -32,31 +35,38 @@ Written = Mapping[str, Any]  # message, rows_written, deletes, files, rows_in
 WRITE_COUNTERS = ("rows_written", "deletes", "files")
 
 
-def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None], Any],
+def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, tuple[str, ...]], Any],
                      write: Callable[[Any, WriteContext, TableShape], Sequence[Written]],
                      source_schema: Callable[[], Any] | None = None) -> AssignWriteResult:
-    """``read(table, row_kind_column)``: the validated source; ``write(source, ctx, shape)``: assign and write
-    it (the executor's pipeline for ``shape.name``), one Written per write task; ``source_schema()``: the
-    source's Arrow schema, for schema evolution. Nothing is staged before both succeeded."""
+    """``read(table, row_kind_column, absent)``: the validated source, with the table columns ``absent`` (added
+    by another writer since this run planned: engine/schema_evolution.py) as nulls; ``write(source, ctx,
+    shape)``: assign and write it (the executor's pipeline for ``shape.name``), one Written per write task;
+    ``source_schema()``: the source's Arrow schema, for schema evolution. Nothing is staged before both
+    succeeded."""
     identifier = spec.table
     table = get_table(spec.catalog_options, identifier)
     shape = shape_of(table)
     ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, identifier)
     staged_at = layout.staging_dir(spec.staging_root, identifier, ident.commit_user)
     result = {"table": identifier, "base_snapshot_id": spec.base_snapshot_id, "commit_user": ident.commit_user,
-              "commit_identifier": ident.commit_identifier, "staging_uri": staged_at}
+              "commit_identifier": ident.commit_identifier, "staging_uri": staged_at,
+              "base_snapshot_fingerprint": spec.base_snapshot_fingerprint}
 
     done = find_commit(table, ident.commit_user, ident.commit_identifier, spec.base_snapshot_id)
     if done is not None:  # a retry after this run already committed: write nothing again
         log.info("run already committed as snapshot %s; nothing to write", done.id)
         return AssignWriteResult(**result, rows_in=0, rows_written=0, deletes=0, moved_keys=0, files=0,
                                  already_committed=True)
+    # the base must still be the snapshot bootstrap-index read: after a rollback its id may name another one
+    check_base(table, spec.base_snapshot_id, spec.base_snapshot_fingerprint)
     check_table(table)  # its own options, maybe set by another engine since the bootstrap
     shards = shape.write_shards(table, spec)
     write_mode = check_write_mode(table, identifier, shape, spec.write_mode or "upsert")
-    table = evolve_for_source(spec, table, source_schema)  # a new schema, if any, before anything is staged
-    source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"))
-    storage.delete_dir(staged_at)  # a retried attempt starts clean; nothing here is committed yet
+    planned = planned_columns.start_clean(staged_at)  # a retried attempt starts clean; nothing here is committed yet
+    # a new schema, if any, before anything is staged
+    table, absent = evolve_for_source(spec, table, source_schema, planned,
+                                      lambda columns: planned_columns.record(staged_at, columns))
+    source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"), absent)
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
                        staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
     if shape.needs_index:
@@ -81,7 +91,9 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None],
                 "new_keys": (sum(c.get("new_keys", 0) for c in shard_counters)
                              if shape.needs_index else None)}
     stage(table, staged_at, Staged(identifier, spec.base_snapshot_id, ident.commit_user, ident.commit_identifier,
-                                   [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode}), messages)
+                                   [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode},
+                                   base_snapshot_fingerprint=spec.base_snapshot_fingerprint,
+                                   planned=planned_state(table)), messages)
     crash_point("assign_write.after_stage")
     log.debug("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return AssignWriteResult(**result, **counters, already_committed=False)

@@ -35,7 +35,7 @@ def follow_dag(dag_id: str) -> DAG:
                                     deferrable=True, poke_interval=0.5, timeout=120)
         read = PaimonIncrementalReadOperator(
             task_id="read_changes", table="{{ params.table }}", target="{{ params.target }}",
-            start_snapshot_id="{{ ti.xcom_pull(task_ids='wait')['after_snapshot_id'] }}",
+            start_snapshot_id="{{ ti.xcom_pull(task_ids='wait')['after_snapshot'] | tojson }}",
             end_snapshot_id="{{ ti.xcom_pull(task_ids='wait')['snapshot_id'] }}")
         bootstrap = PaimonBootstrapIndexOperator(task_id="bootstrap_index", table="{{ params.mirror }}",
                                                  table_schema=mirror_schema, shards=2)
