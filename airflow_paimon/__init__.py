@@ -19,6 +19,18 @@ PAIMON_CONN_FIELDS = {
                      "(default: <warehouse>/.airflow-paimon/staging).", "schema": {"type": ["string", "null"]}},
 }
 
+JOB_ENV_OPTIONS = {
+    "job_python": {"description": "Interpreter of the job environment (`python -m airflow_paimon.job_env create "
+                                  "PATH` makes one: PATH/bin/python). Default: this interpreter when it can import "
+                                  "pypaimon, rocksdict and pyroaring. The Spark connection's extra job_python wins.",
+                   "version_added": "0.1.0", "type": "string", "example": "/opt/paimon-jobs/bin/python",
+                   "default": None},
+    "job_archive": {"description": "A packed job environment (`python -m airflow_paimon.job_env pack PATH "
+                                   "ARCHIVE`) that spark-submit ships to the executors as spark.archives=ARCHIVE#env; "
+                                   "the Spark connection's extra job_archive wins.", "version_added": "0.1.0",
+                    "type": "string", "example": "hdfs:///envs/paimon-jobs.tar.gz", "default": None},
+}
+
 
 def get_provider_info() -> dict:
     """Entry point Airflow's ProvidersManager reads (``apache_airflow_provider``)."""
@@ -43,6 +55,9 @@ def get_provider_info() -> dict:
         "integrations": [{"integration-name": "Apache Paimon", "external-doc-url": "https://paimon.apache.org/",
                           "tags": ["software"]}],
         "extra-links": ["airflow_paimon.links.PaimonTableLink"],
+        # [paimon] in airflow.cfg / AIRFLOW__PAIMON__*: where the job side runs (airflow_paimon/job_env)
+        "config": {"paimon": {"description": "The job environment: everything that touches Paimon runs there.",
+                              "options": JOB_ENV_OPTIONS}},
         "asset-uris": [{"schemes": ["paimon"], "handler": "airflow_paimon.assets.sanitize_uri",
                         "factory": "airflow_paimon.assets.paimon_asset",
                         "to_openlineage_converter": "airflow_paimon.assets.convert_asset_to_openlineage"}],

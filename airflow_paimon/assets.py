@@ -112,8 +112,8 @@ def convert_asset_to_openlineage(asset: Asset, lineage_context: Any = None):
 
 
 def snapshot_event_extra(table, snapshot_id: int, base_snapshot_id: int | None) -> dict:
-    """An asset event's ``extra`` for ``snapshot_id`` of the pypaimon ``table``: what the snapshot file says
-    (commit kind, record counts), and the snapshot the task started from. A snapshot expired already (by a
+    """An asset event's ``extra`` for ``snapshot_id`` of ``table`` (table_files.py, or a pypaimon table): what
+    the snapshot file says (commit kind, record counts), and the snapshot the task started from. A snapshot expired already (by a
     concurrent expiry, before a retry) leaves those None: the commit stands, the event still names it."""
     snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
     if snapshot is None:
@@ -163,7 +163,7 @@ class TableAssetMixin:
             return None  # a templated table without an alias: nowhere to emit
         from airflow_paimon.hooks.paimon import PaimonHook
 
-        extra = snapshot_event_extra(PaimonHook(self.paimon_conn_id).get_table(self.table), snapshot_id,
+        extra = snapshot_event_extra(PaimonHook(self.paimon_conn_id).table_files(self.table), snapshot_id,
                                      base_snapshot_id)
         events = context["outlet_events"]
         if declared:

@@ -37,7 +37,8 @@ def dataset_namespace(warehouse: str) -> str:
 
 
 def table_dataset(warehouse: str, identifier: str, table=None) -> DatasetRef:
-    """The Paimon table; with the pypaimon ``table``, its columns and Paimon types as the schema."""
+    """The Paimon table; with ``table`` (table_files.py, or a pypaimon table), its columns and Paimon types as
+    the schema."""
     fields = tuple((f.name, str(f.type)) for f in table.fields) if table is not None else ()
     return DatasetRef(dataset_namespace(warehouse), identifier, fields)
 
@@ -86,7 +87,7 @@ class TableLineageMixin:
         from airflow_paimon.hooks.paimon import PaimonHook
 
         hook = PaimonHook(self.paimon_conn_id)
-        return self.lineage_inputs(), [table_dataset(hook.warehouse, self.table, hook.get_table(self.table))]
+        return self.lineage_inputs(), [table_dataset(hook.warehouse, self.table, hook.table_files(self.table))]
 
     def get_openlineage_facets_on_complete(self, task_instance):
         return operator_lineage(*self.lineage_datasets())

@@ -91,8 +91,14 @@ class PaimonHook(BaseHook):
     def results_root(self) -> str:
         return self._root("results")
 
+    def table_files(self, identifier: str):
+        """The table's snapshot and schema files, read without pypaimon (airflow_paimon/table_files.py)."""
+        from airflow_paimon.table_files import TableFiles
+
+        return TableFiles(self.catalog_options(), identifier)
+
     def get_table(self, identifier: str, spec: dict | None = None):
-        """The pypaimon table; created from ``spec`` (a TableSpec dict) if it does not exist yet."""
+        """The pypaimon table (the job side only: airflow_paimon/job_env); created from ``spec`` (a TableSpec dict) if it does not exist yet."""
         from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 
         validate_identifier(identifier)
@@ -102,8 +108,8 @@ class PaimonHook(BaseHook):
 
     def test_connection(self) -> tuple[bool, str]:
         try:
-            from airflow_paimon.engine.catalog import open_catalog
-            databases = open_catalog(self.catalog_options()).list_databases()
+            from airflow_paimon.job_env.step import run_step
+            databases = run_step("list_databases", catalog_options=self.catalog_options())
             return True, f"warehouse {self.warehouse} reachable; databases: {databases}"
         except Exception as e:
             return False, str(e)

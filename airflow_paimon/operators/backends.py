@@ -72,7 +72,7 @@ class SparkSubmitBackend(JobBackend):
         from airflow_paimon.spark.submit import submit_conf, submit_settings, with_driver_archive
 
         settings = submit_settings(self.extras, self.master, self.deploy_mode, self.spark_conf, self.spark_bin_dir)
-        conf = submit_conf(settings.python, settings.driver_python, self.spark_conf)
+        conf = submit_conf(settings.python, settings.driver_python, {**self.spark_conf, **settings.conf})
         if self.extra_conf is not None:
             conf = self.extra_conf(conf)
         archive = with_driver_archive(self.job.name, conf, self.spark_conf, settings.env)
@@ -110,10 +110,19 @@ class ConnectBackend(JobBackend):
         super().__init__(job, table)
         self.conn_id, self.spark_conf = conn_id, spark_conf
         self.job_run = None  # the running job's JobRun (spark/job.py)
+        self.process = None  # or the job environment's process running it (airflow_paimon/job_env)
 
     def run(self, spec: dict, result_uri: str) -> str | None:
+        from airflow_paimon.job_env import runs_here
         from airflow_paimon.spark.connect import connection_url
         from airflow_paimon.spark.job import JobRun, execute_job
+
+        if not runs_here():  # the client in the job environment; the URL (its token) goes in the spec file
+            from airflow_paimon.job_env.step import run_step
+
+            succeeded = run_step("connect_job", on_start=self._started, job=self.job.name, spec=spec,
+                                 result_uri=result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
+            return None if succeeded else "Spark Connect job failed"
 
         self.job_run = JobRun(result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
         if not execute_job(self.job.spark_function(), self.job.spec, spec, self.job_run):
@@ -121,9 +130,18 @@ class ConnectBackend(JobBackend):
         return None
 
     def kill(self) -> None:
-        """Interrupt the job's sessions on the server and release them (JobRun.kill)."""
+        """Interrupt the job's sessions on the server and release them (JobRun.kill; in the job environment
+        its SIGTERM handler does)."""
+        if self.process is not None:
+            from airflow_paimon.spark.submit import stop_process_group
+
+            stop_process_group(self.process)
         if self.job_run is not None:
             self.job_run.kill()
+
+
+    def _started(self, process) -> None:
+        self.process = process
 
 
 def backend_for(job: Job, table: str, conn_id: str, spark_conf: dict[str, Any], spark_bin_dir: str | None = None,

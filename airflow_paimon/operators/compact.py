@@ -63,20 +63,19 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         self.every_n_runs = every_n_runs
 
     def job_spec(self, context, hook: PaimonHook) -> CompactSpec:
-        from airflow_paimon.engine.compact.plan import write_commits, writes_since_compaction
-        from airflow_paimon.engine.scan import latest_snapshot
+        from airflow_paimon.job_env.step import run_step
 
         committed = self.upstream_result(context, PaimonCommitOperator, required=False)
-        if committed is not None:
-            snapshot_id = CommitResult.from_dict(committed).snapshot_id
-        else:  # standalone (a maintenance DAG): the table as it is now
-            latest = latest_snapshot(hook.get_table(self.table))
-            snapshot_id = latest.id if latest else None
+        # None: standalone (a maintenance DAG), the table as it is now
+        snapshot_id = CommitResult.from_dict(committed).snapshot_id if committed is not None else None
         every = int(self.every_n_runs)  # templated: may arrive as a rendered string
         if every < 1:
             raise ValueError(f"every_n_runs must be at least 1, got {every}")
+        if committed is None or every > 1:  # table metadata, read on the job side
+            found = run_step("compact_writes", self.job_env_extras(), catalog_options=hook.catalog_options(),
+                             table=self.table, snapshot_id=snapshot_id, count_writes=every > 1)
+            snapshot_id, writes = found["snapshot_id"], found["writes"]
         if every > 1:
-            writes = write_commits(writes_since_compaction(hook.get_table(self.table), snapshot_id))
             if writes < every:
                 raise AirflowSkipException(f"{writes} write snapshot(s) of {self.table} since the last "
                                            f"compaction; compacting every {every}")
@@ -89,9 +88,9 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
     def decide_from_metadata(self, spec: dict) -> dict | None:
         """Nothing due, or this run's compaction committed by an earlier try: decided here from the snapshot
         and manifest files, without starting Spark (≈10 s of a spark-submit)."""
-        from airflow_paimon.engine.compact.run import decide_compaction
+        from airflow_paimon.job_env.step import run_step
 
-        return self._decided(lambda: decide_compaction(CompactSpec.from_dict(spec)))
+        return self._decided(lambda: run_step("compact_decide", self.job_env_extras(), spec=spec))
 
     def execute(self, context) -> dict:
         result = super().execute(context)

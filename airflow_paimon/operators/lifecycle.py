@@ -1,11 +1,12 @@
-"""A table's lifecycle as Airflow tasks: create, alter, tag, roll back. No Spark: each runs in the task process
-with pypaimon through PaimonHook (like PaimonSnapshotSensor), and each is idempotent — a retry, or a cleared
+"""A table's lifecycle as Airflow tasks: create, alter, tag, roll back. No Spark: each is a job-side step
+(airflow_paimon/job_env/steps.py: in the task process when it holds pypaimon, else in the job environment), and
+each is idempotent — a retry, or a cleared
 task run again in the same DAG run, finds its work done and changes nothing.
 
 A refusal (a schema the table does not match, an option or column change not allowed, a tag name taken by
 another snapshot) fails the task without retries, naming the table and the option, column or value.
 
-DAG files import this module: it imports nothing heavy (pypaimon comes in with execute, through the engine).
+DAG files import this module: it imports nothing heavy, and nothing of pypaimon ever.
 """
 from __future__ import annotations
 
@@ -75,10 +76,10 @@ class PaimonCreateTableOperator(PaimonTableOperator):
         self.table_schema = table_schema
 
     def run(self, context, hook: PaimonHook) -> dict:
-        from airflow_paimon.engine.lifecycle import create_table
-        from airflow_paimon.engine.table import TableSpec
+        from airflow_paimon.job_env.step import run_step
 
-        return create_table(hook.catalog_options(), self.table, TableSpec.from_dict(self.table_schema))
+        return run_step("create_table", catalog_options=hook.catalog_options(), table=self.table,
+                        table_schema=self.table_schema)
 
 
 class PaimonAlterTableOperator(PaimonTableOperator):
@@ -104,15 +105,16 @@ class PaimonAlterTableOperator(PaimonTableOperator):
         self.add_columns, self.widen_columns = add_columns or [], widen_columns or []
 
     def run(self, context, hook: PaimonHook) -> dict:
-        from airflow_paimon.engine.lifecycle import alter_table
+        from airflow_paimon.job_env.step import run_step
 
         for name, value, kind in (("set_options", self.set_options, dict), ("reset_options", self.reset_options, list),
                                   ("add_columns", self.add_columns, list), ("widen_columns", self.widen_columns, list)):
             if not isinstance(value, kind):  # a template rendered to text (render_template_as_native_obj unset)
                 raise ValidationError(self.table, f"{name} must be a {kind.__name__}, not {type(value).__name__}",
                                       value=value)
-        return alter_table(hook.catalog_options(), self.table, self.set_options, self.reset_options,
-                           self.add_columns, self.widen_columns)
+        return run_step("alter_table", catalog_options=hook.catalog_options(), table=self.table,
+                        set_options=self.set_options, reset_options=self.reset_options,
+                        add_columns=self.add_columns, widen_columns=self.widen_columns)
 
 
 class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
@@ -133,7 +135,7 @@ class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
         self.upstream_output = self.upstream_output_of(upstream_output, PaimonCommitOperator)
 
     def run(self, context, hook: PaimonHook) -> dict:
-        from airflow_paimon.engine.lifecycle import create_tag
+        from airflow_paimon.job_env.step import run_step
 
         snapshot_id = _optional_int(self.table, "snapshot_id", self.snapshot_id)
         fingerprint = None
@@ -142,7 +144,8 @@ class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
             # None: nothing was committed (a run without new rows), and the latest is tagged
             snapshot_id = _optional_int(self.table, "snapshot_id", committed.get("snapshot_id"))
             fingerprint = committed.get("snapshot_fingerprint")  # that very snapshot, not one reusing its id
-        return create_tag(hook.catalog_options(), self.table, self.tag, snapshot_id, fingerprint)
+        return run_step("create_tag", catalog_options=hook.catalog_options(), table=self.table, tag=self.tag,
+                        snapshot_id=snapshot_id, fingerprint=fingerprint)
 
 
 class PaimonRollbackOperator(PaimonTableOperator):
@@ -172,7 +175,7 @@ class PaimonRollbackOperator(PaimonTableOperator):
 
     def run(self, context, hook: PaimonHook) -> dict:
         from airflow_paimon.engine import storage
-        from airflow_paimon.engine.rollback import rollback
+        from airflow_paimon.job_env.step import run_step
 
         storage.configure(hook.catalog_options())
         marker = self.marker(context, hook)
@@ -183,7 +186,8 @@ class PaimonRollbackOperator(PaimonTableOperator):
             return {**done, "already_rolled_back": True}
         to_tag = self.to_tag if self.to_tag not in (None, "", "None") else None
         to_snapshot = _optional_int(self.table, "to_snapshot", self.to_snapshot) if to_tag is None else None
-        result = rollback(hook.catalog_options(), self.table, hook.index_root(), to_snapshot, to_tag)
+        result = run_step("rollback", catalog_options=hook.catalog_options(), table=self.table,
+                          index_root=hook.index_root(), to_snapshot=to_snapshot, to_tag=to_tag)
         storage.write_bytes_atomic(marker, json.dumps(result).encode())
         return {**result, "already_rolled_back": False}
 
@@ -209,9 +213,7 @@ class PaimonExpirePartitionsOperator(PaimonTableOperator):
     def run(self, context, hook: PaimonHook) -> dict:
         import pendulum
 
-        from airflow_paimon.engine.commit.identity import CommitIdentity
-        from airflow_paimon.engine.partition_expiry import expire_partitions
-        from airflow_paimon.engine.table_options import duration_ms
+        from airflow_paimon.job_env.step import run_step
 
         if self.now not in (None, "", "None"):
             try:
@@ -221,9 +223,8 @@ class PaimonExpirePartitionsOperator(PaimonTableOperator):
         else:
             now = context.get("data_interval_end") or context.get("logical_date") or pendulum.now("UTC")
         now = pendulum.instance(now).in_timezone("UTC").naive() if now.tzinfo else now
-        expiration = None
-        if self.expiration_time not in (None, "", "None"):
-            expiration = duration_ms(self.table, {"expiration_time": self.expiration_time}, "expiration_time", None)
+        expiration = None if self.expiration_time in (None, "", "None") else str(self.expiration_time)
         ti = context["ti"]
-        identity = CommitIdentity.for_run(ti.dag_id, ti.run_id, self.table + ":expire-partitions")
-        return expire_partitions(hook.catalog_options(), self.table, identity, now, expiration, self.dry_run)
+        return run_step("expire_partitions", catalog_options=hook.catalog_options(), table=self.table,
+                        dag_id=ti.dag_id, run_id=ti.run_id, now=now.isoformat(), expiration_time=expiration,
+                        dry_run=bool(self.dry_run))

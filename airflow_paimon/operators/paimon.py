@@ -180,7 +180,13 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
                 raise
             self.log.warning("%s: deciding from metadata failed (%s); submitting the job", self.table, e)
             return None
-        return None if result is None else result.to_dict()
+        return result  # a dict from job_env/steps.py, or None
+
+    def job_env_extras(self) -> dict:
+        """The Spark connection's extra: its ``job_python`` names the job environment (airflow_paimon/job_env)."""
+        from airflow.sdk import BaseHook
+
+        return BaseHook.get_connection(self.spark_conn_id).extra_dejson
 
     def _submit(self, spec: dict, result_uri: str, context=None) -> None:
         """Run the job through the backend of the Spark connection's type (operators/backends.py) and raise
@@ -255,9 +261,9 @@ class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
         """An index of the latest snapshot to reuse, or a table that needs none (fixed buckets, dynamic buckets):
         decided here from the snapshot files and the index manifest, without starting Spark (≈9 s of a
         spark-submit)."""
-        from airflow_paimon.engine.index.run import bootstrap_index
+        from airflow_paimon.job_env.step import run_step
 
-        return self._decided(lambda: bootstrap_index(BootstrapSpec.from_dict(spec), None))
+        return self._decided(lambda: run_step("bootstrap_decide", self.job_env_extras(), spec=spec))
 
 
 class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):

@@ -51,7 +51,7 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         self._rolled_back_from: int | None = None
 
     def _table(self):
-        return PaimonHook(self.paimon_conn_id).get_table(self.table)
+        return PaimonHook(self.paimon_conn_id).table_files(self.table)  # JSON files: no pypaimon here
 
     def _resolve_after(self, table) -> dict:
         """The cursor: as given, or the latest snapshot; a bare id gets the identity of the snapshot it names

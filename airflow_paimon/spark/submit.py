@@ -3,13 +3,14 @@ executors run, where ``spark-submit`` is found, and how a killed task takes its 
 Used by the spark-submit backend (airflow_paimon/operators/backends.py), the Spark Connect session conf
 (spark/connect.py) and the Connect server (spark/connect_server.py); imports nothing of Airflow or Spark.
 
-Settings, first found wins:
+Settings, first found wins (the job environment: airflow_paimon/job_env):
 - Python of the executors: the operator's ``spark_conf["spark.pyspark.python"]``, the Spark connection's
-  extra ``pyspark-python``, else — for a ``local[...]`` master only — the Airflow worker's interpreter (on a
-  cluster the executors' Python is the cluster's business: Spark's default, or ``PYSPARK_PYTHON`` in
-  ``spark-env.sh``).
+  extra ``pyspark-python``, with a packed job environment (extra ``job_archive`` or ``[paimon] job_archive``)
+  ``./env/bin/python`` of that archive shipped as ``spark.archives=ARCHIVE#env``, else — for a ``local[...]``
+  master only — the job environment's interpreter (on a cluster without an archive the executors' Python is the
+  cluster's business: Spark's default, or ``PYSPARK_PYTHON`` in ``spark-env.sh``).
 - Python of the driver: ``spark_conf["spark.pyspark.driver.python"]``, the extra ``pyspark-driver-python``,
-  else the executors' setting; in client deploy mode (the driver runs here) the worker's interpreter.
+  else in client deploy mode (the driver runs here) the job environment's interpreter, else the executors'.
 - ``spark-submit``: the extra ``spark-bin-dir`` (a directory holding it) or the operator's ``spark_bin_dir``,
   else the worker interpreter's ``bin/`` when pyspark installed it there, else ``PATH``. (SparkSubmitHook
   accepts only the names spark-submit / spark2-submit / spark3-submit and finds them through PATH, so the
@@ -22,11 +23,13 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 PYTHON, DRIVER_PYTHON = "spark.pyspark.python", "spark.pyspark.driver.python"
+# A packed job environment unpacks as ./env in each executor's (and a cluster-mode driver's) working directory.
+ARCHIVES, ARCHIVE_ALIAS = "spark.archives", "env"
 
 # The driver JVM of a short job: C1 only (no C2 compiler threads competing for the cores) and the serial GC.
 # Cuts 2-3 s off every spark-submit on 2 cores (tests/benchmarks/README.md); replace it via spark_conf for big drivers.
@@ -88,6 +91,7 @@ class SubmitSettings:
     python: str | None          # spark.pyspark.python, None: Spark's default on the executors
     driver_python: str | None   # spark.pyspark.driver.python
     env: dict[str, str]         # environment of the spark-submit process
+    conf: dict[str, str] = field(default_factory=dict)  # spark.archives of a packed job environment
 
 
 def is_local(master: str | None) -> bool:
@@ -98,19 +102,25 @@ def submit_settings(extras: dict, master: str | None, deploy_mode: str | None, s
                     spark_bin_dir: str | None = None) -> SubmitSettings:
     """The settings for one spark-submit from the Spark connection (``extras``, ``master``, ``deploy_mode``)
     and the operator's ``spark_conf``."""
-    worker_python = sys.executable
-    python = spark_conf.get(PYTHON) or extras.get("pyspark-python") or (worker_python if is_local(master) else None)
+    from airflow_paimon.job_env import job_archive, job_python
+
+    archive, conf = job_archive(extras), {}
+    if archive:
+        conf[ARCHIVES] = ",".join(filter(None, [spark_conf.get(ARCHIVES), f"{archive}#{ARCHIVE_ALIAS}"]))
+    python = (spark_conf.get(PYTHON) or extras.get("pyspark-python")
+              or (f"./{ARCHIVE_ALIAS}/bin/python" if archive else None)
+              or (job_python(extras) if is_local(master) else None))
     driver_python = spark_conf.get(DRIVER_PYTHON) or extras.get("pyspark-driver-python")
     if not driver_python:
-        driver_python = worker_python if (deploy_mode or "client") == "client" else python
+        driver_python = job_python(extras) if (deploy_mode or "client") == "client" else python
     # the driver spark-submit starts is a classic one, whatever pyspark's Connect mode this process is in
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     bin_dir = extras.get("spark-bin-dir") or spark_bin_dir
-    if not bin_dir and (Path(worker_python).parent / "spark-submit").exists():
-        bin_dir = str(Path(worker_python).parent)
+    if not bin_dir and (Path(sys.executable).parent / "spark-submit").exists():
+        bin_dir = str(Path(sys.executable).parent)
     if bin_dir:
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
-    return SubmitSettings(python, driver_python, env)
+    return SubmitSettings(python, driver_python, env, conf)
 
 
 def stop_process_group(process: subprocess.Popen | None, grace_seconds: float = 10.0) -> None:

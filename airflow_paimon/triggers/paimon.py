@@ -32,14 +32,14 @@ class PaimonSnapshotTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_paimon.engine.snapshots import check_commit_kinds, cursor_at, parse_cursor
-        from airflow_paimon.engine.table import get_table
         from airflow_paimon.hooks.paimon import PaimonHook
+        from airflow_paimon.table_files import TableFiles
 
         try:
             kinds = check_commit_kinds(self.commit_kinds)
             options = await PaimonHook(self.paimon_conn_id).acatalog_options()
-            # pypaimon's file IO is blocking: every read runs in a worker thread, the triggerer's loop stays free
-            table = await asyncio.to_thread(get_table, options, self.table)
+            # file IO is blocking: every read runs in a worker thread, the triggerer's loop stays free
+            table = await asyncio.to_thread(TableFiles, options, self.table)  # JSON files: no pypaimon here
             cursor = self.after_snapshot or await asyncio.to_thread(cursor_at, table, self.after_snapshot_id)
             cursor = scanned = parse_cursor(cursor)
             while True:

@@ -1,4 +1,6 @@
-"""The FastAPI app the plugin mounts under ``/paimon``: an overview and one page per table.
+"""The FastAPI app the plugin mounts under ``/paimon``: an overview and one page per table. What a page shows
+of a table is read on the job side (job_env/steps.py: in the api-server's process when it holds pypaimon, else
+in the job environment), each connection's reads bounded by READ_TIMEOUT.
 
 Every request needs an Airflow user (the ``_token`` cookie the UI sets, or a bearer token), as the rest
 of the UI does. A table is only ever opened by a name the catalog listed, so a path in the URL never
@@ -9,10 +11,13 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
 from airflow_paimon.links import PAGE_PREFIX as URL_PREFIX
+from airflow_paimon.job_env.step import run_step
 from airflow_paimon.ui import render
 from airflow_paimon.ui.connections import paimon_hooks
-from airflow_paimon.ui.runs import recent_runs, runs_by_commit_user
-from airflow_paimon.ui.tables import list_tables, table_summary, table_view
+from airflow_paimon.ui.runs import recent_runs
+
+# An unreachable object store must not hold the page for minutes (an S3 client's retries took 105 s).
+READ_TIMEOUT = 20.0
 
 
 async def require_user(request: Request):
@@ -38,7 +43,8 @@ def overview() -> str:
         entry = {"conn_id": conn_id, "warehouse": "", "tables": []}
         try:
             entry["warehouse"] = hook.warehouse
-            entry["tables"] = [table_summary(hook, t) for t in list_tables(hook.catalog_options())]
+            entry["tables"] = run_step("ui_table_summaries", timeout=READ_TIMEOUT,
+                                       catalog_options=hook.catalog_options())
         except Exception as e:  # one unreachable warehouse must not hide the others
             entry["error"] = f"{type(e).__name__}: {e}"
         connections.append(entry)
@@ -50,7 +56,9 @@ def table(conn_id: str, identifier: str) -> str:
     hook = paimon_hooks().get(conn_id)
     if hook is None:
         raise HTTPException(status_code=404, detail=f"no paimon connection {conn_id!r}")
-    if identifier not in list_tables(hook.catalog_options()):
+    html = run_step("ui_table_page", timeout=READ_TIMEOUT, catalog_options=hook.catalog_options(),
+                    index_root=hook.index_root(), staging_root=hook.staging_root(), conn_id=conn_id,
+                    identifier=identifier, runs=recent_runs(), prefix=URL_PREFIX)
+    if html is None:
         raise HTTPException(status_code=404, detail=f"connection {conn_id!r} has no table {identifier!r}")
-    view = table_view(hook, conn_id, identifier, runs_by_commit_user(identifier, recent_runs()))
-    return render.table_page(view, URL_PREFIX)
+    return html

@@ -10,7 +10,10 @@ from html import escape
 from urllib.parse import quote
 
 from airflow_paimon.ui.runs import dag_run_url
-from airflow_paimon.ui.tables import SnapshotRow, TableView
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # ui/tables.py reads with pypaimon: the job side's
+    from airflow_paimon.ui.tables import SnapshotRow, TableView
 
 KIND_COLOURS = {"APPEND": "#2f80c9", "COMPACT": "#8a94a6", "OVERWRITE": "#e08a2c"}
 STYLE = """

@@ -5,7 +5,6 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from airflow_paimon.engine.commit.identity import CommitIdentity
-from airflow_paimon.engine.compact.run import compaction_identity
 
 RECENT_RUNS = 5000  # ~10k sha256 per page view: well under a millisecond each
 
@@ -22,6 +21,8 @@ def recent_runs(limit: int = RECENT_RUNS) -> list[tuple[str, str]]:
 
 def runs_by_commit_user(identifier: str, runs: list[tuple[str, str]]) -> dict[str, tuple[str, str]]:
     """commit user -> (dag_id, run_id), for the write and the compaction each run may have committed."""
+    from airflow_paimon.engine.compact.run import compaction_identity  # the job side's (ui/tables.py's caller)
+
     found = {}
     for dag_id, run_id in runs:
         found[CommitIdentity.for_run(dag_id, run_id, identifier).commit_user] = (dag_id, run_id)

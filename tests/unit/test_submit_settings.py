@@ -31,3 +31,31 @@ def test_spark_conf_beats_the_connection_and_bin_dir_goes_first_on_path():
     assert (s.python, s.driver_python) == ("/b/python", "/c/python")
     assert s.env["PATH"].split(os.pathsep)[0] == "/opt/spark/bin"
     assert "PYSPARK_PYTHON" not in s.env or s.env["PYSPARK_PYTHON"] == os.environ.get("PYSPARK_PYTHON")
+
+
+def test_a_configured_job_environment_runs_the_driver_and_local_workers(tmp_path, monkeypatch):
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    s = submit_settings({"job_python": str(python)}, "local[2]", None, {})
+    assert (s.python, s.driver_python) == (str(python), str(python)) and s.conf == {}
+    monkeypatch.setenv("AIRFLOW__PAIMON__JOB_PYTHON", str(python))
+    s = submit_settings({}, "spark://h:7077", None, {})
+    assert s.python is None and s.driver_python == str(python)
+
+
+def test_a_packed_job_environment_ships_with_spark_archives():
+    s = submit_settings({"job_archive": "hdfs:///envs/paimon.tar.gz"}, "spark://h:7077", None,
+                        {"spark.archives": "extra.zip#x"})
+    assert s.python == "./env/bin/python" and s.driver_python == sys.executable
+    assert s.conf == {"spark.archives": "extra.zip#x,hdfs:///envs/paimon.tar.gz#env"}
+
+
+def test_a_job_python_that_is_not_an_interpreter_is_named(tmp_path):
+    import pytest
+
+    from airflow_paimon.job_env import NoJobEnvironment
+
+    with pytest.raises(NoJobEnvironment, match="job_python '/nowhere/python'.*not an executable"):
+        submit_settings({"job_python": "/nowhere/python"}, "local[2]", None, {})

@@ -1,0 +1,124 @@
+"""One job-side step (job_env/steps.py) run from Airflow's side: in this process when it holds the job side,
+else as ``JOB_PYTHON -m airflow_paimon.job_env.step SPEC RESULT`` in the job environment. The spec file holds
+the step's arguments, catalog options (keys, tokens) included: mode 0600 in a private directory, deleted once
+read (the spark-submit jobs' own spec file, spark/job.py); never argv. The result file holds ``{"value": ...}``
+or ``{"error": {"type", "message"}}``."""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable
+
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.job_env import job_python, runs_here
+
+OUTPUT_SHOWN = 4000  # characters of a failed step's stderr that its error repeats
+
+
+class StepError(PaimonJobError):
+    """A step failed in the job environment; ``error_type``: the class name of its error there."""
+
+    def __init__(self, step: str, error_type: str, message: str):
+        self.error_type = error_type
+        super().__init__(f"{step}: {error_type}: {message}")
+
+
+class StepValidationError(ValidationError):
+    """A ValidationError raised in the job environment: the same refusal, its message as it was there."""
+
+    def __init__(self, message: str):
+        Exception.__init__(self, message)  # ValidationError's own __init__ would prefix the table again
+        self.table = self.column = self.value = self.option = None
+
+
+def run_step(step: str, extras: dict | None = None, timeout: float | None = None,
+             on_start: Callable[[subprocess.Popen], None] | None = None, **arguments):
+    """``steps.STEPS[step](**arguments)``: here when this interpreter has the job side and no other is
+    configured, else in the job environment (``extras``: the Spark connection's, for its ``job_python``).
+    ``timeout``: seconds after which the step is abandoned (TimeoutError); in this process it runs on in a
+    thread whose result nobody waits for, in the job environment its process is killed. ``on_start``: called
+    with the job environment's process once started (to stop it from on_kill)."""
+    from airflow_paimon.job_env.steps import STEPS
+
+    if step not in STEPS:
+        raise KeyError(f"unknown step {step!r}; known: {sorted(STEPS)}")
+    if not runs_here(extras):
+        return _in_job_env(job_python(extras), step, arguments, timeout, on_start)
+    if timeout is None:
+        return STEPS[step](**arguments)
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"paimon-{step}")
+    try:
+        return pool.submit(STEPS[step], **arguments).result(timeout)
+    except concurrent.futures.TimeoutError:
+        raise TimeoutError(f"{step} took more than {timeout:.0f} s") from None
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _in_job_env(python: str, step: str, arguments: dict, timeout: float | None = None,
+                on_start: Callable[[subprocess.Popen], None] | None = None):
+    from airflow_paimon.spark.job import spec_file
+
+    started = time.monotonic()
+    # the result's own private directory: the child removes the spec's once it has read it
+    results, done = tempfile.mkdtemp(prefix="airflow-paimon-step-"), None
+    try:
+        with spec_file({"step": step, "arguments": arguments}) as spec_path:
+            result_path = os.path.join(results, "result.json")
+            with subprocess.Popen([python, "-m", __spec__.name, spec_path, result_path], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) as process:
+                if on_start is not None:
+                    on_start(process)
+                try:
+                    _, stderr = process.communicate(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    raise TimeoutError(f"{step} took more than {timeout:.0f} s in {python}") from None
+                done = subprocess.CompletedProcess(process.args, process.returncode, None, stderr)
+        with open(result_path) as f:
+            result = json.load(f)
+    except (OSError, ValueError):
+        why = f"exited {done.returncode}: {done.stderr[-OUTPUT_SHOWN:]}" if done else "did not start"
+        raise StepError(step, "ProcessFailed", f"{python} left no result; it {why}") from None
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+    _log(step, python, time.monotonic() - started)
+    if "error" in result:
+        error = result["error"]
+        if error["type"] == ValidationError.__name__:
+            raise StepValidationError(error["message"])
+        raise StepError(step, error["type"], error["message"])
+    return result["value"]
+
+
+def _log(step: str, python: str, seconds: float) -> None:
+    import logging
+
+    logging.getLogger(__name__).info("%s ran in the job environment (%s) in %.2f s", step, python, seconds)
+
+
+def main(argv: list[str]) -> int:
+    """The job environment's side: run the spec's step, write its result (or error)."""
+    from airflow_paimon.job_env.steps import STEPS
+    from airflow_paimon.spark.job import read_spec_file
+
+    spec_path, result_path = argv
+    spec = read_spec_file(spec_path)
+    try:
+        payload = {"value": STEPS[spec["step"]](**spec["arguments"])}
+    except Exception as e:  # noqa: BLE001 - every error crosses back to the task, named
+        payload = {"error": {"type": type(e).__name__, "message": str(e)}}
+    fd = os.open(result_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(payload, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
