@@ -2,7 +2,7 @@
 else as ``JOB_PYTHON -m airflow_paimon.job_env.step SPEC RESULT`` in the job environment. The spec file holds
 the step's arguments, catalog options (keys, tokens) included: mode 0600 in a private directory, deleted once
 read (the spark-submit jobs' own spec file, spark/job.py); never argv. The result file holds ``{"value": ...}``
-or ``{"error": {"type", "message"}}``."""
+or ``{"error": {"type", "message", "retryable"}}``."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -15,7 +15,7 @@ import tempfile
 import time
 from typing import Callable
 
-from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError, is_retryable
 from airflow_paimon.job_env import job_python, runs_here
 
 OUTPUT_SHOWN = 4000  # characters of a failed step's stderr that its error repeats
@@ -24,9 +24,17 @@ OUTPUT_SHOWN = 4000  # characters of a failed step's stderr that its error repea
 class StepError(PaimonJobError):
     """A step failed in the job environment; ``error_type``: the class name of its error there."""
 
+    retryable: bool = True  # the error there said a retry can help (or it was not ours: a crash, an OSError)
+
     def __init__(self, step: str, error_type: str, message: str):
         self.error_type = error_type
         super().__init__(f"{step}: {error_type}: {message}")
+
+
+class FinalStepError(StepError):
+    """A step failed in the job environment with an error whose class says a retry cannot help."""
+
+    retryable: bool = False  # decided there, by the error's own class (engine/errors.py)
 
 
 class StepValidationError(ValidationError):
@@ -93,7 +101,7 @@ def _in_job_env(python: str, step: str, arguments: dict, timeout: float | None =
         error = result["error"]
         if error["type"] == ValidationError.__name__:
             raise StepValidationError(error["message"])
-        raise StepError(step, error["type"], error["message"])
+        raise (StepError if error.get("retryable", True) else FinalStepError)(step, error["type"], error["message"])
     return result["value"]
 
 
@@ -113,7 +121,7 @@ def main(argv: list[str]) -> int:
     try:
         payload = {"value": STEPS[spec["step"]](**spec["arguments"])}
     except Exception as e:  # noqa: BLE001 - every error crosses back to the task, named
-        payload = {"error": {"type": type(e).__name__, "message": str(e)}}
+        payload = {"error": {"type": type(e).__name__, "message": str(e), "retryable": is_retryable(e)}}
     fd = os.open(result_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(payload, f)
