@@ -15,7 +15,9 @@ PREFIX = "snapshot-"
 
 
 class TableNotFound(LookupError):
-    pass
+    """The table has no schema file (yet)."""
+
+    retryable: bool = True  # it may be created meanwhile (a sensor or asset event ahead of the first write)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "airflow_paimon"
 RETRIED = {"PaimonJobError": True, "ValidationError": False, "UnsafePathError": False, "StaleIndexError": False,
            "RolledBackError": False, "TableChangedError": False, "MissingFileError": False, "SpecError": False,
            "NoExclusiveCreateError": False, "EscapeError": False, "KeyTwice": False, "CompactConflictError": True,
-           "JobKilled": True,
+           "JobKilled": True, "StepError": True, "FinalStepError": False, "StepValidationError": False,
+           "NoJobEnvironment": False, "TableNotFound": True,
            "OSError": True}  # not this provider's: an object store timing out, a crash
 
 
@@ -33,4 +34,6 @@ def instance(cls: type[BaseException]) -> BaseException:
     """An instance of ``cls`` (each class takes its own arguments)."""
     if cls.__name__ == "ValidationError":
         return cls("db.t", "bad input")
+    if cls.__name__ in ("StepError", "FinalStepError"):
+        return cls("create_table", "OSError", "failed on purpose")
     return cls("bad segment/..") if cls.__name__ == "UnsafePathError" else cls("failed on purpose")

@@ -25,6 +25,8 @@ SECTION = "paimon"
 class NoJobEnvironment(RuntimeError):
     """No interpreter with the job side is configured and this one has none."""
 
+    retryable: bool = False  # a retry meets the same configuration: the job environment must be set up first
+
 
 @functools.cache
 def has_job_side() -> bool:

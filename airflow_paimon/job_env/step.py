@@ -40,6 +40,8 @@ class FinalStepError(StepError):
 class StepValidationError(ValidationError):
     """A ValidationError raised in the job environment: the same refusal, its message as it was there."""
 
+    retryable: bool = False  # as ValidationError's: the same input meets the same table
+
     def __init__(self, message: str):
         Exception.__init__(self, message)  # ValidationError's own __init__ would prefix the table again
         self.table = self.column = self.value = self.option = None
