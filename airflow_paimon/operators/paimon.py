@@ -22,7 +22,7 @@ from airflow.sdk import BaseOperator, XComArg
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.assets import TableAssetMixin
-from airflow_paimon.engine.errors import is_retryable
+from airflow_paimon.engine.errors import ValidationError, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.jobs import JOBS, progress_line
 from airflow_paimon.engine.specs import (SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec, BootstrapResult,
@@ -43,6 +43,19 @@ def retried_by_flag(what: str) -> Iterator[None]:
         if is_retryable(e):
             raise
         raise AirflowFailException(f"{what}: {e}") from None
+
+
+def templated_count(table: str, name: str, value) -> int | None:
+    """A count argument that may be a template (rendered as text): None / "" / "None" mean not given."""
+    if value in (None, "", "None"):
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError(table, f"{name} must be a whole number", value=value) from None
+    if number < 1:
+        raise ValidationError(table, f"{name} must be at least 1", value=value)
+    return number
 
 
 class UpstreamResultMixin:
@@ -110,7 +123,8 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
     """Base: submits one Spark job of ``spark_jobs/`` and returns the dict the job wrote as its result."""
 
     job: ClassVar[str]
-    template_fields: Sequence[str] = ("table", "spark_conf")
+    template_fields: Sequence[str] = ("table", "spark_conf", "paimon_conn_id", "spark_conn_id", "shuffle_partitions")
+    template_fields_renderers = {"spark_conf": "json"}
     ui_color = "#c9e7f5"
     operator_extra_links = (PaimonTableLink(),)
 
@@ -137,7 +151,7 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
     def common_spec(self, hook: PaimonHook) -> dict:
         """The JobSpec fields every job gets."""
         return {"catalog_options": hook.catalog_options(), "table": self.table,
-                "shuffle_partitions": self.shuffle_partitions}
+                "shuffle_partitions": templated_count(self.table, "shuffle_partitions", self.shuffle_partitions)}
 
     def execute(self, context) -> dict:
         with retried_by_flag(f"{self.job} for table {self.table} failed"):
@@ -243,18 +257,23 @@ class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
     DECIMAL(p, s) → DECIMAL(q > p, s)). Never a drop, rename, narrowing or key change."""
 
     job = "bootstrap_index"
+    template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "table_schema", "shards")
+    template_fields_renderers = {**PaimonSparkJobOperator.template_fields_renderers, "table_schema": "json"}
 
-    def __init__(self, *, table_schema: dict | None = None, shards: int = 4, schema_evolution: str = "none",
+    def __init__(self, *, table_schema: dict | None = None, shards: int | str = 4, schema_evolution: str = "none",
                  **kwargs) -> None:
         super().__init__(**kwargs)
-        if shards < 1:
+        if isinstance(shards, int) and shards < 1:  # a template is checked when rendered
             raise ValueError("shards must be at least 1")
         self.table_schema = table_schema
         self.shards = shards
         self.schema_evolution = check_schema_evolution(schema_evolution)
 
     def job_spec(self, context, hook: PaimonHook) -> BootstrapSpec:
-        return BootstrapSpec(**self.common_spec(hook), table_spec=self.table_schema, shards=self.shards,
+        shards = templated_count(self.table, "shards", self.shards)
+        if shards is None:
+            raise ValidationError(self.table, "shards must be given", value=self.shards)
+        return BootstrapSpec(**self.common_spec(hook), table_spec=self.table_schema, shards=shards,
                              index_root=hook.index_root(), schema_evolution=self.schema_evolution)
 
     def decide_from_metadata(self, spec: dict) -> dict | None:
@@ -286,7 +305,8 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
 
     job = "assign_and_write"
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "source", "source_format",
-                                      "row_kind_column", "write_mode", "upstream_output")
+                                      "source_options", "row_kind_column", "write_mode", "upstream_output")
+    template_fields_renderers = {**PaimonSparkJobOperator.template_fields_renderers, "source_options": "json"}
 
     def __init__(self, *, source: str | dict, source_format: str | None = None,
                  source_options: dict | None = None, row_kind_column: str | None = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_paimon.engine.identifier import validate_identifier
@@ -36,7 +37,8 @@ class PaimonSnapshotSensor(BaseSensorOperator):
 
     def __init__(self, *, table: str, after_snapshot_id: int | str | dict | None = None,
                  commit_kinds: list[str] | str | None = None, paimon_conn_id: str = PaimonHook.default_conn_name,
-                 deferrable: bool = False, **kwargs) -> None:
+                 deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         if "{{" not in table:
             validate_identifier(table)

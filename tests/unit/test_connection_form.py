@@ -3,6 +3,7 @@ Airflow 3.2 reads it without importing the hook, and read back by PaimonHook fro
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import airflow
@@ -72,6 +73,10 @@ def test_a_connection_made_with_the_form_fields(monkeypatch, tmp_path):
     assert hook.catalog_options() == {"warehouse": warehouse, **options}
     assert (hook.index_root(), hook.staging_root()) == (str(tmp_path / "idx"), str(tmp_path / "stage"))
     assert hook.results_root() == f"{warehouse}/.airflow-paimon/results"
+    ok, message = hook.test_connection()  # a warehouse that does not exist is a failure, never created by a test
+    assert not ok and f"warehouse {warehouse} does not exist" in message, message
+    assert not (tmp_path / "warehouse").exists()
+    (tmp_path / "warehouse").mkdir()
     ok, message = hook.test_connection()  # the catalog really opens on these options
     assert ok, message
 
@@ -113,3 +118,36 @@ def test_bad_connection_fields_are_named(monkeypatch, extra, message):
 
 def test_the_form_declares_exactly_what_the_hook_reads():
     assert list(PAIMON_CONN_FIELDS) == FIELDS
+
+
+def test_templated_arguments_render_and_are_checked():
+    """Connection ids, the declared schema, shards, source options and shuffle partitions are templated; counts
+    rendered as text are checked where the spec is built."""
+    from airflow_paimon.engine.errors import ValidationError
+    from airflow_paimon.operators.paimon import (PaimonAssignAndWriteOperator, PaimonBootstrapIndexOperator,
+                                                 templated_count)
+
+    boot = PaimonBootstrapIndexOperator(task_id="b", table="db.t", shards="{{ params.n }}",
+                                        table_schema="{{ params.schema }}", paimon_conn_id="{{ params.conn }}")
+    assert {"shards", "table_schema", "paimon_conn_id", "spark_conn_id", "shuffle_partitions"} <= set(
+        boot.template_fields)
+    write = PaimonAssignAndWriteOperator(task_id="w", table="db.t", source="/x", source_options="{{ params.o }}")
+    assert "source_options" in write.template_fields
+    assert write.template_fields_renderers["source_options"] == boot.template_fields_renderers["table_schema"] == "json"
+    assert templated_count("db.t", "shards", "3") == 3 and templated_count("db.t", "shards", "None") is None
+    for bad in ("0", "x", "-2"):
+        with pytest.raises(ValidationError, match=r"table db\.t, value '.*': shards must be"):
+            templated_count("db.t", "shards", bad)
+
+
+def test_the_sensor_defers_by_default_where_airflow_says_so():
+    """``deferrable`` defaults to ``[operators] default_deferrable``, as Airflow's own sensors."""
+    import subprocess
+    import sys
+
+    code = ("from airflow_paimon.sensors.paimon import PaimonSnapshotSensor as S; "
+            "print(S(task_id='s', table='db.t').deferrable)")
+    for setting, expected in (("True", "True"), ("False", "False")):
+        env = {**os.environ, "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": setting}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert done.stdout.strip().splitlines()[-1] == expected
