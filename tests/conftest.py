@@ -40,6 +40,20 @@ def warehouse(tmp_path):
 
 
 @pytest.fixture
+def opts(warehouse):
+    """The catalog options of ``warehouse``."""
+    return {"warehouse": warehouse}
+
+
+@pytest.fixture
+def index_root(warehouse):
+    """The connection's default index root of ``warehouse``."""
+    from airflow_paimon.engine import layout
+
+    return layout.default_root(warehouse, "index")
+
+
+@pytest.fixture
 def s3_catalog_options(monkeypatch, tmp_path):
     """A moto S3 server on 127.0.0.1 with one bucket (``lake``); the catalog options that reach it."""
     import logging

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine import layout
@@ -15,45 +14,19 @@ from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.commit.staging import read_staged
 from airflow_paimon.engine.compact.commit import CompactConflictError
-from airflow_paimon.engine.errors import MissingFileError, PaimonJobError, RolledBackError, TableChangedError, ValidationError
+from airflow_paimon.engine.errors import (MissingFileError, PaimonJobError, RolledBackError, TableChangedError,
+                                         ValidationError)
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.lifecycle import create_table
 from airflow_paimon.engine.rollback import rollback
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from deletion_vector_tables import CROSS as DV_CROSS
 from local_runner import bootstrap, compact, stage_run, upsert, write_run
+from lifecycle_tables import AFTER, RUNS, SCHEMA, SPEC, arrow, write
 from oracle import assert_table_equals, expected_upsert
 
-SCHEMA = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
-          "partition_keys": ["dt"], "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}}
-SPEC = TableSpec.from_dict(SCHEMA)
-RUNS = [pd.DataFrame({"id": [1, 2, 3, 4], "dt": list("aabb"), "v": [1.0, 2, 3, 4]}),
-        pd.DataFrame({"id": [2, 5, 6], "dt": list("bab"), "v": [20.0, 5, 6]}),
-        pd.DataFrame({"id": [1, 6, 7], "dt": list("bba"), "v": [10.0, 60, 7]})]
-# written after a rollback to snapshot 1: they take the ids 2 and 3 again; key 100 is new, then moves partition
-AFTER = [pd.DataFrame({"id": [100, 3, 8], "dt": list("aab"), "v": [100.0, 30, 8]}),
-         pd.DataFrame({"id": [100, 4, 8], "dt": list("bab"), "v": [1000.0, 40, 80]})]
 # the stale run: staged at snapshot 3, it moves key 1 back to partition a
 STALE = pd.DataFrame({"id": [1, 9], "dt": list("aa"), "v": [111.0, 9]})
-
-
-def arrow(df, spec=SPEC):
-    return pa.Table.from_pandas(df, schema=spec.arrow_schema(), preserve_index=False)
-
-
-@pytest.fixture
-def opts(warehouse):
-    return {"warehouse": warehouse}
-
-
-@pytest.fixture
-def index_root(warehouse):
-    return layout.default_root(warehouse, "index")
-
-
-def write(opts, index_root, runs, first=0, spec=SPEC):
-    return [upsert(bootstrap(opts, "db.t", index_root, 2), arrow(df, spec), run_id=f"r{first + i}")[0]
-            for i, df in enumerate(runs)]
 
 
 def latest_id(opts) -> int:

@@ -17,38 +17,11 @@ from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snaps
 from airflow_paimon.engine.rollback import rollback
 from airflow_paimon.engine.table import TableSpec, get_table
 from java_paimon import assert_java_reads_as_pypaimon, missing
+from lifecycle_tables import AFTER, RUNS, SCHEMA, SPEC, arrow, write
 from local_runner import bootstrap, bootstrap_result, upsert
 from oracle import assert_table_equals, expected_upsert, read_table
 
-SCHEMA = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
-          "partition_keys": ["dt"], "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}}
-SPEC = TableSpec.from_dict(SCHEMA)
-RUNS = [pd.DataFrame({"id": [1, 2, 3, 4], "dt": list("aabb"), "v": [1.0, 2, 3, 4]}),
-        pd.DataFrame({"id": [2, 5, 6], "dt": list("bab"), "v": [20.0, 5, 6]}),
-        pd.DataFrame({"id": [1, 6, 7], "dt": list("bba"), "v": [10.0, 60, 7]})]
-# After rolling back to run 1: key 100 is new (no index of the old snapshots knows it), then moves partition.
-AFTER = [pd.DataFrame({"id": [100, 3, 8], "dt": list("aab"), "v": [100.0, 30, 8]}),
-         pd.DataFrame({"id": [100, 4, 8], "dt": list("bab"), "v": [1000.0, 40, 80]})]
 java = pytest.mark.skipif(missing() is not None, reason=str(missing()))
-
-
-def arrow(df):
-    return pa.Table.from_pandas(df, schema=SPEC.arrow_schema(), preserve_index=False)
-
-
-@pytest.fixture
-def opts(warehouse):
-    return {"warehouse": warehouse}
-
-
-@pytest.fixture
-def index_root(warehouse):
-    return layout.default_root(warehouse, "index")
-
-
-def write(opts, index_root, runs, first=0):
-    return [upsert(bootstrap(opts, "db.t", index_root, 2), arrow(df), run_id=f"r{first + i}")[0]
-            for i, df in enumerate(runs)]
 
 
 def schema_files(warehouse) -> list[str]:
