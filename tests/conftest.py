@@ -27,6 +27,12 @@ _PATHS = configure_env(_HOME)
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The install route first (a pip-built Airflow, a job environment, a DAG run: the longest file), so that an
+    xdist worker runs it beside the rest of the suite instead of alone at its end."""
+    items.sort(key=lambda item: item.get_closest_marker("install") is None)
+
+
 @pytest.fixture(scope="session")
 def airflow_home():
     """Airflow on a fresh SQLite DB (migrated once per session), Spark on local[2]."""
