@@ -20,20 +20,13 @@ from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.links import PaimonTableLink
-from airflow_paimon.operators.paimon import PaimonCommitOperator, UpstreamResultMixin, retried_by_flag
+from airflow_paimon.operators.paimon import (PaimonCommitOperator, UpstreamResultMixin, retried_by_flag,
+                                             templated_count)
 
 
 def _optional_int(table: str, name: str, value) -> int | None:
     """A templated snapshot id: None / "" / "None" mean not given."""
-    if value in (None, "", "None"):
-        return None
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ValidationError(table, f"{name} must be a snapshot id", value=value) from None
-    if number < 1:
-        raise ValidationError(table, f"{name} must be at least 1", value=value)
-    return number
+    return templated_count(table, name, value, what="a snapshot id")
 
 
 class PaimonTableOperator(BaseOperator):

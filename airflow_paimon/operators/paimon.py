@@ -45,14 +45,14 @@ def retried_by_flag(what: str) -> Iterator[None]:
         raise AirflowFailException(f"{what}: {e}") from None
 
 
-def templated_count(table: str, name: str, value) -> int | None:
-    """A count argument that may be a template (rendered as text): None / "" / "None" mean not given."""
+def templated_count(table: str, name: str, value, what: str = "a whole number") -> int | None:
+    """A count or id argument that may be a template (rendered as text): None / "" / "None" mean not given."""
     if value in (None, "", "None"):
         return None
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise ValidationError(table, f"{name} must be a whole number", value=value) from None
+        raise ValidationError(table, f"{name} must be {what}", value=value) from None
     if number < 1:
         raise ValidationError(table, f"{name} must be at least 1", value=value)
     return number
