@@ -9,11 +9,16 @@ from __future__ import annotations
 from airflow_paimon.engine.errors import RolledBackError
 
 
+# What tells snapshot N from a later snapshot that reuses the id N after a rollback (a sensor's cursor carries
+# the same fields: engine/snapshots.py)
+IDENTITY = ("commit_user", "commit_identifier", "time_millis")
+
+
 def fingerprint(snapshot) -> str | None:
     """``commit_user:commit_identifier:time_millis`` of ``snapshot`` (None for no snapshot)."""
     if snapshot is None:
         return None
-    return f"{snapshot.commit_user}:{snapshot.commit_identifier}:{snapshot.time_millis}"
+    return ":".join(str(getattr(snapshot, field)) for field in IDENTITY)
 
 
 def check_base(table, base_id: int | None, base_fingerprint: str | None, latest=None,

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from airflow_paimon.engine.history import IDENTITY
+
 COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
-# What tells snapshot N from a later snapshot that reuses the id N after a rollback (engine/rollback.py)
-IDENTITY = ("commit_user", "commit_identifier", "time_millis")
 
 
 def snapshot_summary(identifier: str, snapshot) -> dict:
@@ -74,8 +74,7 @@ def parse_cursor(value) -> dict:
 
 
 def cursor_of(snapshot) -> dict:
-    return {"snapshot_id": snapshot.id, "commit_user": snapshot.commit_user,
-            "commit_identifier": snapshot.commit_identifier, "time_millis": snapshot.time_millis}
+    return {"snapshot_id": snapshot.id, **{field: getattr(snapshot, field) for field in IDENTITY}}
 
 
 def cursor_at(table, snapshot_id: int) -> dict:

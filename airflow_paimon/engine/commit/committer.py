@@ -81,8 +81,8 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
         check_unchanged(table, planned)
         check_files_exist(table, [*messages, *compact])
 
-    guard(None)
-    if not messages:
+    if not messages:  # nothing to commit, but a stale base is still refused; else each attempt checks (below)
+        guard(None)
         return base_snapshot_id, False
     committer = GuardedCommit(table, commit_user, guard)
     try:
