@@ -19,6 +19,10 @@ T = TypeVar("T", bound="Wire")
 # the constants the operators check at parse time live here.
 STAGING_RETENTION_SECONDS = 7 * 86400  # staging of a run that never committed is abandoned after this
 SCOPES = ("snapshot", "table")
+# What assign-and-write does in a DAG run cleared after its write committed (a new generation of the run,
+# engine/commit/identity.py): write the source again where that replaces the earlier rows (deduplicate tables) and
+# refuse elsewhere, write it again whatever the merge engine, or write nothing (the earlier commit stands)
+REPROCESS_ON_CLEAR = ("upsert", "always", "never")
 # What a write may change in the table's schema (engine/schema_evolution.py): nothing, add nullable columns,
 # also widen column types
 SCHEMA_EVOLUTIONS = ("none", "add_columns", "widen")  # what a compaction covers: the buckets written since the last one, or all
@@ -111,6 +115,8 @@ class AssignWriteSpec(JobSpec):
     write_mode: str = "upsert"  # or "overwrite": dynamic partition overwrite (engine/commit/overwrite.py)
     schema_evolution: str = "none"  # one of SCHEMA_EVOLUTIONS: how the table may grow to the source's columns
     base_snapshot_fingerprint: str | None = None  # engine/history.py
+    generation: int = 0  # the DAG run's clear_number: part of the commit identity (engine/commit/identity.py)
+    reprocess_on_clear: str = "upsert"  # one of REPROCESS_ON_CLEAR
 
     @classmethod
     def after(cls, boot: BootstrapResult, **fields) -> "AssignWriteSpec":
@@ -145,6 +151,9 @@ class AssignWriteResult(Wire):
     files: int
     already_committed: bool
     base_snapshot_fingerprint: str | None = None  # engine/history.py
+    generation: int = 0  # the DAG run's clear_number this write ran as
+    # a cleared run's write: the snapshot an earlier generation of the run committed (None: not a reprocess)
+    reprocessed_snapshot_id: int | None = None
 
 
 # --- commit ----------------------------------------------------------------------------------------------------
@@ -191,6 +200,7 @@ class CompactSpec(JobSpec):
     dag_id: str
     run_id: str
     snapshot_id: int | None  # the commit's snapshot: the input of this compaction
+    generation: int = 0  # the DAG run's clear_number: part of the compaction's commit identity
     full: bool = False
     scope: str = "snapshot"  # one of SCOPES
     partition_filter: dict[str, Any] | None = None

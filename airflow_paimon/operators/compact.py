@@ -12,7 +12,7 @@ from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.specs import SCOPES, CommitResult, CompactResult, CompactSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.lineage import TableLineageMixin
-from airflow_paimon.operators.paimon import PaimonCommitOperator, PaimonSparkJobOperator
+from airflow_paimon.operators.paimon import PaimonCommitOperator, PaimonSparkJobOperator, run_generation
 
 
 class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOperator):
@@ -40,8 +40,9 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
       an asset event (``extra`` as PaimonCommitOperator's, ``base_snapshot_id`` the compacted snapshot). A
       compaction that was skipped or had nothing to compact emits none: no new snapshot to announce.
 
-    Safe to retry: the COMPACT commit carries an identity derived from (dag_id, run_id, table); a retry finds
-    it and returns it (``already_committed: true``). If a concurrent commit removed an input file the task
+    Safe to retry: the COMPACT commit carries an identity derived from (dag_id, run_id, table) and the run's
+    generation (its clear_number); a retry finds it and returns it (``already_committed: true``), a cleared run
+    compacts anew. If a concurrent commit removed an input file the task
     fails, nothing is committed, and a re-run plans again.
     """
 
@@ -83,7 +84,7 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         full = self.full if isinstance(self.full, bool) else str(self.full).strip().lower() in ("true", "1", "yes")
         return CompactSpec(**self.common_spec(hook), snapshot_id=snapshot_id, full=full, scope=self.scope,
                            partition_filter=self.partition_filter or None, dag_id=dag_run.dag_id,
-                           run_id=dag_run.run_id)
+                           run_id=dag_run.run_id, generation=run_generation(context))
 
     def decide_from_metadata(self, spec: dict) -> dict | None:
         """Nothing due, or this run's compaction committed by an earlier try: decided here from the snapshot

@@ -25,8 +25,8 @@ from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.errors import ValidationError, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.jobs import JOBS, progress_line
-from airflow_paimon.engine.specs import (SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec, BootstrapResult,
-                                         BootstrapSpec, CommitResult, CommitSpec, JobSpec, source_spec)
+from airflow_paimon.engine.specs import (REPROCESS_ON_CLEAR, SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec,
+                                         BootstrapResult, BootstrapSpec, CommitResult, CommitSpec, JobSpec, source_spec)
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.lineage import DatasetRef, TableLineageMixin, source_dataset, spark_openlineage_conf
 from airflow_paimon.links import PaimonTableLink
@@ -56,6 +56,12 @@ def templated_count(table: str, name: str, value, what: str = "a whole number") 
     if number < 1:
         raise ValidationError(table, f"{name} must be at least 1", value=value)
     return number
+
+
+def run_generation(context) -> int:
+    """The DAG run's generation: how often it was cleared (Airflow's ``DagRun.clear_number``; None is 0). Part of
+    the run's commit identities (engine/commit/identity.py)."""
+    return int(getattr(context["dag_run"], "clear_number", None) or 0)
 
 
 class UpstreamResultMixin:
@@ -241,11 +247,17 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
             self._backend.kill()
 
 
+def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
+    """An argument with a fixed set of values (``schema_evolution``, ``reprocess_on_clear``), checked when the DAG
+    is parsed."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
 def check_schema_evolution(value: str) -> str:
     """``schema_evolution`` checked when the DAG is parsed."""
-    if value not in SCHEMA_EVOLUTIONS:
-        raise ValueError(f"schema_evolution must be one of {list(SCHEMA_EVOLUTIONS)}, got {value!r}")
-    return value
+    return check_choice("schema_evolution", value, SCHEMA_EVOLUTIONS)
 
 
 class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
@@ -300,6 +312,12 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
     (it is added to the table as a nullable column at the end, typed from the source; older rows read null)
     or ``"widen"`` (also a value column whose source type is wider: INT → BIGINT, FLOAT → DOUBLE, DECIMAL
     precision up). One new table schema before anything is written; never a drop, rename or narrowing.
+    ``reprocess_on_clear``: what a DAG run cleared after its write committed does (Airflow's Clear of a finished
+    run; each clear is a new generation of the run, ``dag_run.clear_number``, with a commit identity of its own):
+    ``"upsert"`` (default) writes the source again into a ``deduplicate`` table (the rows replace the earlier
+    ones) and refuses other merge engines, where the earlier rows would count twice (aggregation, partial-update)
+    or stay (first-row); ``"always"`` writes it again whatever the merge engine; ``"never"`` writes nothing (the
+    earlier commit stands). A retry of the same try writes nothing either way (exactly once).
     ``upstream_output``: the bootstrap task's ``.output``; without it, the nearest upstream bootstrap task.
     """
 
@@ -310,12 +328,13 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
 
     def __init__(self, *, source: str | dict, source_format: str | None = None,
                  source_options: dict | None = None, row_kind_column: str | None = None,
-                 write_mode: str = "upsert", schema_evolution: str = "none",
+                 write_mode: str = "upsert", schema_evolution: str = "none", reprocess_on_clear: str = "upsert",
                  upstream_output: XComArg | dict | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.upstream_output = self.upstream_output_of(upstream_output, PaimonBootstrapIndexOperator)
         self.write_mode = write_mode
         self.schema_evolution = check_schema_evolution(schema_evolution)
+        self.reprocess_on_clear = check_choice("reprocess_on_clear", reprocess_on_clear, REPROCESS_ON_CLEAR)
         self.row_kind_column = row_kind_column
         self.source = source
         self.source_format = source_format
@@ -328,7 +347,8 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
                                      source=source_spec(self.source, self.source_format, self.source_options),
                                      staging_root=hook.staging_root(), dag_id=dag_run.dag_id, run_id=dag_run.run_id,
                                      row_kind_column=self.row_kind_column, write_mode=self.write_mode or "upsert",
-                                     schema_evolution=self.schema_evolution)
+                                     schema_evolution=self.schema_evolution, generation=run_generation(context),
+                                     reprocess_on_clear=self.reprocess_on_clear)
 
     def lineage_inputs(self) -> list[DatasetRef]:
         source = source_dataset(self.source)

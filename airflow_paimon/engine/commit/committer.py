@@ -15,6 +15,12 @@ from airflow_paimon.engine.history import check_base
 
 def find_commit(table, commit_user: str, commit_identifier: int, after_snapshot_id: int | None):
     """The snapshot carrying this commit identity, looking only after ``after_snapshot_id``; None if absent."""
+    return find_commits(table, {(commit_user, commit_identifier)}, after_snapshot_id)
+
+
+def find_commits(table, identities, after_snapshot_id: int | None):
+    """The latest snapshot carrying one of ``identities`` ((commit user, commit identifier) pairs), looking only
+    after ``after_snapshot_id`` (None: the whole history still kept); None if absent."""
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot()
     if latest is None:
@@ -23,7 +29,7 @@ def find_commit(table, commit_user: str, commit_identifier: int, after_snapshot_
         snap = manager.get_snapshot_by_id(sid)
         if snap is None:  # expired: nothing older can be ours
             break
-        if snap.commit_user == commit_user and snap.commit_identifier == commit_identifier:
+        if (snap.commit_user, snap.commit_identifier) in identities:
             return snap
     return None
 

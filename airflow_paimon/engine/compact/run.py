@@ -23,9 +23,10 @@ from airflow_paimon.engine.table_options import check_table, full_compaction_del
 log = logging.getLogger(__name__)
 
 
-def compaction_identity(dag_id: str, run_id: str, identifier: str) -> CommitIdentity:
-    """Distinct from the write's identity of the same run, so both snapshots can be found."""
-    return CommitIdentity.for_run(dag_id, run_id, identifier + ":compact")
+def compaction_identity(dag_id: str, run_id: str, identifier: str, generation: int = 0) -> CommitIdentity:
+    """Distinct from the write's identity of the same run, so both snapshots can be found; a cleared run's
+    (``generation`` > 0) distinct from its earlier compaction, so that one is not taken for this one's."""
+    return CommitIdentity.for_run(dag_id, run_id, identifier + ":compact", generation)
 
 
 def compact_task(table, work: BucketCompaction) -> bytes:
@@ -96,8 +97,8 @@ def compact(spec: CompactSpec, execute: Callable[[object, list[BucketCompaction]
     from airflow_paimon.engine.table import get_table
 
     table = get_table(spec.catalog_options, spec.table)
-    result = run_compaction(table, compaction_identity(spec.dag_id, spec.run_id, spec.table), spec.snapshot_id,
-                            full=spec.full, scope=spec.scope, partition_filter=spec.partition_filter,
+    result = run_compaction(table, compaction_identity(spec.dag_id, spec.run_id, spec.table, spec.generation),
+                            spec.snapshot_id, full=spec.full, scope=spec.scope, partition_filter=spec.partition_filter,
                             execute=None if execute is None else lambda work: execute(table, work))
     return None if result is None else CompactResult.from_dict({**result, "table": spec.table})
 

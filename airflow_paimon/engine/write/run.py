@@ -1,28 +1,33 @@
 """One assign-and-write, the same for every bucket mode and every executor (the Spark job, the tests' local
 runner): find an earlier commit of this run, refuse what cannot be written, read the source, let the
-executor assign and write it, stage the commit messages and their counters for the commit task."""
+executor assign and write it, stage the commit messages and their counters for the commit task.
+
+A run's commit identity includes its generation (the DAG run's clear_number, engine/commit/identity.py): a retry
+of the same generation finds its commit and writes nothing; a run cleared after an earlier generation committed
+is a reprocess, which ``reprocess_on_clear`` decides (specs.REPROCESS_ON_CLEAR)."""
 from __future__ import annotations
 
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
 from airflow_paimon.engine import layout
-from airflow_paimon.engine.commit.committer import find_commit
+from airflow_paimon.engine.commit.committer import find_commit, find_commits
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.commit.table_state import planned_state
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.codec.keys import encode_partition_values
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import staged_shards
+from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.scan import buckets_at, live_entries
 from airflow_paimon.engine.schema_evolution import evolve_for_source
 from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
-from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
+from airflow_paimon.engine.specs import REPROCESS_ON_CLEAR, AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import check_table
 from airflow_paimon.engine.write import planned_columns
@@ -46,17 +51,23 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     identifier = spec.table
     table = get_table(spec.catalog_options, identifier)
     shape = shape_of(table)
-    ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, identifier)
+    ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, identifier, spec.generation)
     staged_at = layout.staging_dir(spec.staging_root, identifier, ident.commit_user)
     result = {"table": identifier, "base_snapshot_id": spec.base_snapshot_id, "commit_user": ident.commit_user,
               "commit_identifier": ident.commit_identifier, "staging_uri": staged_at,
-              "base_snapshot_fingerprint": spec.base_snapshot_fingerprint}
+              "base_snapshot_fingerprint": spec.base_snapshot_fingerprint, "generation": spec.generation}
 
     done = find_commit(table, ident.commit_user, ident.commit_identifier, spec.base_snapshot_id)
     if done is not None:  # a retry after this run already committed: write nothing again
         log.info("run already committed as snapshot %s; nothing to write", done.id)
         return AssignWriteResult(**result, rows_in=0, rows_written=0, deletes=0, moved_keys=0, files=0,
                                  already_committed=True)
+    earlier = earlier_commit(table, spec) if spec.generation else None
+    if earlier is not None:  # a cleared run whose write committed before: write again, or not, or refuse
+        kept = reprocess(table, spec, *earlier)
+        if kept is not None:
+            return kept
+        result["reprocessed_snapshot_id"] = earlier[0].id
     # the base must still be the snapshot bootstrap-index read: after a rollback its id may name another one
     check_base(table, spec.base_snapshot_id, spec.base_snapshot_fingerprint)
     check_table(table)  # its own options, maybe set by another engine since the bootstrap
@@ -97,6 +108,57 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     crash_point("assign_write.after_stage")
     log.debug("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return AssignWriteResult(**result, **counters, already_committed=False)
+
+
+def earlier_commit(table, spec: AssignWriteSpec):
+    """(snapshot, generation) of the latest commit an earlier generation of this run made, or None. The whole kept
+    history is read: the cleared run's bootstrap-index ran after that commit."""
+    earlier = CommitIdentity.generations(spec.dag_id, spec.run_id, spec.table, spec.generation - 1)
+    by_pair = {(i.commit_user, i.commit_identifier): g for i, g in earlier.items()}
+    snap = find_commits(table, set(by_pair), None)
+    return None if snap is None else (snap, by_pair[(snap.commit_user, snap.commit_identifier)])
+
+
+def reprocess(table, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult | None:
+    """A cleared run (generation ``spec.generation``) whose generation ``generation`` committed ``snap``: None to
+    write the source again (logged); the earlier generation's result when ``reprocess_on_clear`` is ``never``;
+    a ValidationError (nothing staged, table unchanged) when writing again would not replace the earlier rows."""
+    identifier, policy = spec.table, spec.reprocess_on_clear or "upsert"
+    what = (f"run {spec.run_id} of {spec.dag_id} was cleared (clear {spec.generation}); its write committed as "
+            f"snapshot {snap.id}")
+    if policy not in REPROCESS_ON_CLEAR:
+        raise ValidationError(identifier, f"reprocess_on_clear must be one of {list(REPROCESS_ON_CLEAR)}",
+                              value=policy)
+    if policy == "never":
+        log.info("%s; reprocess_on_clear='never': nothing to write", what)
+        return kept_result(table, spec, snap, generation)
+    rules = MergeRules.of(table.table_schema.options, identifier)
+    if policy == "upsert" and rules.engine is not MergeEngine.DEDUPLICATE:
+        effect = "be ignored (the first row stays)" if rules.engine is MergeEngine.FIRST_ROW else "count twice"
+        raise ValidationError(identifier, f"{what}; writing its source again into a table of this merge engine would "
+                                          f"{effect}, so nothing was written. Set reprocess_on_clear='always' to "
+                                          "write it again anyway, or 'never' to keep the earlier write",
+                              option="merge-engine", value=rules.name)
+    if spec.base_snapshot_id is None or snap.id > spec.base_snapshot_id:
+        raise StaleIndexError(f"table {identifier}: {what}, after snapshot {spec.base_snapshot_id} this run's "
+                              "bootstrap-index started from; nothing written, clear the run from bootstrap-index")
+    log.info("%s; writing the source again (reprocess_on_clear=%r, merge-engine %s)", what, policy, rules.name)
+    return None
+
+
+def kept_result(table, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult:
+    """The result of a write that stands: the identity, staging and base of generation ``generation``'s commit
+    ``snap``, so the commit task finds that snapshot and reports it (already committed)."""
+    ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, spec.table, generation)
+    manager, first = table.snapshot_manager(), snap.id  # a deletion-vector write is two snapshots of one identity
+    while first > 1 and (s := manager.get_snapshot_by_id(first - 1)) is not None and \
+            (s.commit_user, s.commit_identifier) == (snap.commit_user, snap.commit_identifier):
+        first -= 1
+    return AssignWriteResult(table=spec.table, base_snapshot_id=first - 1 or None, commit_user=ident.commit_user,
+                             commit_identifier=ident.commit_identifier,
+                             staging_uri=layout.staging_dir(spec.staging_root, spec.table, ident.commit_user),
+                             rows_in=0, rows_written=0, deletes=0, moved_keys=0, files=0, already_committed=True,
+                             generation=spec.generation, reprocessed_snapshot_id=None)
 
 
 def check_write_mode(table, identifier: str, shape: TableShape, write_mode: str) -> str:
