@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from html import escape
 from urllib.parse import quote
 
-from airflow_paimon.ui.runs import dag_run_url
+from airflow_paimon.ui.runs import dag_run_url, run_label
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # ui/tables.py reads with pypaimon: the job side's
@@ -118,13 +118,17 @@ def records_chart(snaps: list[SnapshotRow], width: int = 900, height: int = 220)
     return "".join(out) + f"<div>{legend}</div>"
 
 
+def _run_link(dag_run: tuple) -> str:
+    """The DAG run's page, labelled ``dag / run`` (and ``(clear N)`` when a cleared run wrote it)."""
+    return f"<a target='_top' href='{escape(dag_run_url(dag_run[0], dag_run[1]))}'>{_text(run_label(dag_run))}</a>"
+
+
 def _snapshots(v: TableView) -> str:
     rows = []
     for s in v.snapshots:
         run = "<span class='muted'>another writer</span>"
         if s.dag_run:
-            dag_id, run_id = s.dag_run
-            run = f"<a target='_top' href='{escape(dag_run_url(dag_id, run_id))}'>{_text(dag_id)} / {_text(run_id)}</a>"
+            run = _run_link(s.dag_run)
         rows.append(f"<tr><td class='n'>{_n(s.id)}</td><td>{_kind(s.commit_kind)}</td><td>{_time(s.time_millis)}</td>"
                     f"<td>{run}<br><code class='muted'>{_text(s.commit_user)}</code></td>"
                     f"<td class='n'>{_n(s.delta_records)}</td><td class='n'>{_n(s.total_records)}</td></tr>")
@@ -193,8 +197,7 @@ def _staged(v: TableView) -> str:
         return "<div class='card'><h2>Staged, not committed</h2><p class='muted'>Nothing staged.</p></div>"
     rows = []
     for s in v.staged:
-        run = (f"<a target='_top' href='{escape(dag_run_url(*s.dag_run))}'>{_text(' / '.join(s.dag_run))}</a>"
-               if s.dag_run else "<span class='muted'>unknown run</span>")
+        run = _run_link(s.dag_run) if s.dag_run else "<span class='muted'>unknown run</span>"
         rows.append(f"<tr><td>{run}<br><code class='muted'>{_text(s.commit_user)}</code></td>"
                     f"<td class='n'>{_n(s.base_snapshot_id)}</td><td class='n'>{_n(s.messages)}</td></tr>")
     return ("<div class='card'><h2>Staged, not committed</h2><table id='staged'><tr><th>run</th>"

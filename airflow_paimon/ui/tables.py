@@ -30,7 +30,7 @@ class SnapshotRow:
     commit_identifier: int
     delta_records: int | None
     total_records: int | None
-    dag_run: tuple[str, str] | None = None  # (dag_id, run_id) that made it, when one of ours did
+    dag_run: tuple[str, str, int] | None = None  # (dag_id, run_id, generation) that made it, when one of ours did
 
 
 @dataclass
@@ -61,7 +61,7 @@ class StagedRow:
     commit_identifier: int | None
     base_snapshot_id: int | None
     messages: int
-    dag_run: tuple[str, str] | None = None
+    dag_run: tuple[str, str, int] | None = None
 
 
 @dataclass

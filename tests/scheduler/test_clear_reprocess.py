@@ -14,9 +14,8 @@ pytestmark = [pytest.mark.scheduler, pytest.mark.dag]
 
 DAG_FILES = [Path(__file__).parent / "dags" / "paimon_clear_dags.py"]  # the scheduler fixture's DAGs folder
 DAG_ID = "scheduler_clear"
-SEED = pd.DataFrame({"id": [1, 2, 3, 4], "dt": ["d1", "d1", "d2", "d2"], "v": [1.0, 2.0, 3.0, 4.0]})
 # The day as it first arrived, and as corrected: key 5 was not that day's, key 2 moves partition, key 6 was missed
-DAY = pd.DataFrame({"id": [2, 3, 5], "dt": ["d1", "d2", "d3"], "v": [20.0, 30.0, 50.0]})
+DAY = pd.DataFrame({"id": [1, 2, 3, 5], "dt": ["d1", "d1", "d2", "d3"], "v": [10.0, 20.0, 30.0, 50.0]})
 FIXED = pd.DataFrame({"id": [2, 3, 6], "dt": ["d2", "d2", "d3"], "v": [21.0, 31.0, 60.0]})
 
 
@@ -31,10 +30,6 @@ def test_a_cleared_run_writes_its_corrected_source_again(scheduler):
     airflow, sources = scheduler, scheduler.sources
     airflow.wait_for_dag(DAG_ID)
 
-    SEED.to_parquet(sources / "seed.parquet", index=False)
-    seed = airflow.trigger(DAG_ID, {"table": "db.t", "source": str(sources / "seed.parquet")})
-    _run_to_end(airflow, seed)
-
     day = sources / "day.parquet"
     DAY.to_parquet(day, index=False)
     run_id = airflow.trigger(DAG_ID, {"table": "db.t", "source": str(day)})
@@ -44,7 +39,7 @@ def test_a_cleared_run_writes_its_corrected_source_again(scheduler):
     written = airflow.xcom(DAG_ID, run_id, "assign_and_write")
     committed = airflow.xcom(DAG_ID, run_id, "commit")
     assert written["generation"] == 0 and written["reprocessed_snapshot_id"] is None, written
-    assert_table_equals(airflow.table("db.t"), expected_upsert([SEED, DAY], "id"), "id")
+    assert_table_equals(airflow.table("db.t"), expected_upsert([DAY], "id"), "id")
 
     FIXED.to_parquet(day, index=False)  # the source corrected in place
     airflow.clear(DAG_ID, run_id)
@@ -60,4 +55,4 @@ def test_a_cleared_run_writes_its_corrected_source_again(scheduler):
     assert again["snapshot_id"] > committed["snapshot_id"] and not again["already_committed"], again
     # the corrected day replaced the first one: key 5 stays (an upsert does not delete what the fix left out),
     # every key of the fix has the fixed row, in its fixed partition, once
-    assert_table_equals(airflow.table("db.t"), expected_upsert([SEED, DAY, FIXED], "id"), "id")
+    assert_table_equals(airflow.table("db.t"), expected_upsert([DAY, FIXED], "id"), "id")

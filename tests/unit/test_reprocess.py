@@ -183,3 +183,34 @@ def test_a_clear_that_skips_bootstrap_index_is_refused_before_staging(opts, inde
         _write(boot, FIXED, "day", generation=1)
     assert _files(warehouse) == before
     assert_table_equals(get_table(opts, "db.t"), expected_upsert([DAY], "id"), "id")
+
+
+def test_the_ui_labels_what_a_cleared_run_wrote():
+    """The Paimon page recomputes the identities of generations 0..clear_number of each recent run."""
+    from airflow_paimon.ui.runs import run_label, runs_by_commit_user
+
+    found = runs_by_commit_user("db.t", [("dag", "day", 2), ("dag", "old", None), ("dag", "two")])
+    for generation in (0, 1, 2):
+        write = CommitIdentity.for_run("dag", "day", "db.t", generation).commit_user
+        assert found[write] == ("dag", "day", generation)
+        assert found[compaction_identity("dag", "day", "db.t", generation).commit_user] == ("dag", "day", generation)
+    assert CommitIdentity.for_run("dag", "day", "db.t", 3).commit_user not in found
+    assert found[CommitIdentity.for_run("dag", "two", "db.t").commit_user] == ("dag", "two", 0)
+    assert len(found) == 2 * 3 + 2 + 2
+    assert run_label(("dag", "day", 1)) == "dag / day (clear 1)"
+    assert run_label(("dag", "day", 0)) == run_label(("dag", "day")) == "dag / day"
+
+
+def test_reprocess_on_clear_is_checked_when_the_dag_is_parsed():
+    from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
+    from airflow_paimon.task_group import paimon_upsert
+    from airflow.sdk import DAG
+
+    with DAG("parse_reprocess", schedule=None):
+        for value in ("upsert", "always", "never"):
+            op = PaimonAssignAndWriteOperator(task_id=f"w_{value}", table="db.t", source="/in", reprocess_on_clear=value)
+            assert op.reprocess_on_clear == value
+        with pytest.raises(ValueError, match=r"reprocess_on_clear must be one of \['upsert', 'always', 'never'\]"):
+            PaimonAssignAndWriteOperator(task_id="w_bad", table="db.t", source="/in", reprocess_on_clear="twice")
+        group = paimon_upsert(table="db.t", source="/in", reprocess_on_clear="never")
+        assert group.children["db_t.assign_and_write"].reprocess_on_clear == "never"
