@@ -56,3 +56,29 @@ def test_a_cleared_run_writes_its_corrected_source_again(scheduler):
     # the corrected day replaced the first one: key 5 stays (an upsert does not delete what the fix left out),
     # every key of the fix has the fixed row, in its fixed partition, once
     assert_table_equals(airflow.table("db.t"), expected_upsert([DAY, FIXED], "id"), "id")
+
+
+def test_clearing_only_a_failed_commit_task_commits_what_the_run_staged(scheduler):
+    """The commit takes its identity from assign-and-write's XCom: cleared alone (the run's clear_number goes up),
+    it commits the generation that was staged, once."""
+    airflow, sources = scheduler, scheduler.sources
+    airflow.wait_for_dag(DAG_ID)
+    source, marker = sources / "other.parquet", sources / "fail-commit"
+    DAY.to_parquet(source, index=False)
+    marker.touch()
+    run_id = airflow.trigger(DAG_ID, {"table": "db.u", "source": str(source), "fail_commit": str(marker)})
+    state, tasks = airflow.wait_finished(DAG_ID, run_id)
+    assert (state, tasks) == ("failed", {"bootstrap_index": "success", "assign_and_write": "success",
+                                         "commit": "failed"}), airflow.diagnostics(DAG_ID, run_id)
+    written = airflow.xcom(DAG_ID, run_id, "assign_and_write")
+    assert airflow.table("db.u").snapshot_manager().get_latest_snapshot() is None  # created, nothing committed
+
+    marker.unlink()
+    airflow.clear(DAG_ID, run_id, task_ids=["commit"])
+    tasks = _run_to_end(airflow, run_id)
+    assert tasks == {"bootstrap_index": "success", "assign_and_write": "success", "commit": "success"}
+    committed = airflow.xcom(DAG_ID, run_id, "commit")
+    snapshots = airflow.table("db.u").snapshot_manager().list_snapshots()
+    assert [s.id for s in snapshots] == [committed["snapshot_id"]] and not committed["already_committed"]
+    assert snapshots[0].commit_user == written["commit_user"]  # generation 0's staging, committed once
+    assert_table_equals(airflow.table("db.u"), expected_upsert([DAY], "id"), "id")
