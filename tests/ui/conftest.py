@@ -6,7 +6,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from dag.dagrun import run_dag
+from spark_cluster import free_port
 
 DAYS = ["2026-11-20", "2026-11-21"]  # logical dates no other test's run of the daily DAG uses
 USER, PASSWORD = "paimon_admin", secrets.token_urlsafe(12)
@@ -89,18 +89,12 @@ def written(airflow_home, tmp_path_factory) -> Written:
     return Written(warehouse, dag.dag_id, TABLE, runs)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def api_server(written, tmp_path_factory) -> ApiServer:
     home = tmp_path_factory.mktemp("api-server")
     passwords = home / "passwords.json"
     passwords.write_text(json.dumps({USER: PASSWORD}))
-    port = _free_port()
+    port = free_port()
     env = {**os.environ,
            "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "extra": {"warehouse": written.warehouse}}),
            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
