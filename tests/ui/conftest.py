@@ -57,6 +57,15 @@ class ApiServer:
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(errors="replace"), time.perf_counter() - start
 
+    def redirect(self, path: str, token: str, headers: dict[str, str]) -> tuple[int, str | None]:
+        """(status, Location) of a GET with the login cookie and ``headers``."""
+        req = urllib.request.Request(self.url + path, headers={**headers, "Cookie": f"_token={token}"})
+        try:
+            with _NO_REDIRECT.open(req, timeout=60) as r:
+                return r.status, None
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Location")
+
 
 class _KeepRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):  # a redirect to the login page is an answer, not a hop
