@@ -8,7 +8,8 @@ and one step's round trip (``list_databases``) from this process.
 
 The Connect-mode DAG run of the same comparison: ``bench_connect.py --job-python PATH``.
 
-    python tests/benchmarks/bench_job_env.py [--repeat 3] [--job-python PATH] [--out DIR]
+    python tests/benchmarks/bench_job_env.py [--repeat 3] [--days 3] [--rows-per-day 1000] [--starts 5]
+        [--job-python PATH] [--out DIR]
 """
 from __future__ import annotations
 
@@ -37,7 +38,6 @@ from bench_upsert import load_average, machine  # noqa: E402
 
 MODES = ("one environment", "job environment")
 TASKS = ("bootstrap_index", "assign_and_write", "commit", "compact")
-DAYS_PER_ROUND = 3
 
 
 def create_job_env(path: Path) -> str:
@@ -72,8 +72,8 @@ def process_starts(job_python: str, repeat: int, warehouse: Path) -> dict:
     return {name: round(statistics.median(s), 2) for name, s in named.items()}
 
 
-def daily_round(dag, mode: str, job_python: str, r: int, rows_per_day: int) -> list[dict]:
-    """Three daily runs on a fresh warehouse; per run the wall seconds and each task's (TI start to end)."""
+def daily_round(dag, mode: str, job_python: str, r: int, rows_per_day: int, n_days: int) -> list[dict]:
+    """``n_days`` daily runs on a fresh warehouse; per run the wall seconds and each task's (TI start to end)."""
     import pendulum
 
     warehouse = _HOME / f"wh-{r}-{mode.split()[0]}"
@@ -81,8 +81,8 @@ def daily_round(dag, mode: str, job_python: str, r: int, rows_per_day: int) -> l
                                                             "extra": {"warehouse": str(warehouse)}})
     if mode == "job environment":
         os.environ["AIRFLOW__PAIMON__JOB_PYTHON"] = job_python
-    first = datetime.date(2027, 1, 1) + datetime.timedelta(days=DAYS_PER_ROUND * (2 * r + MODES.index(mode)))
-    days = [str(first + datetime.timedelta(days=d)) for d in range(DAYS_PER_ROUND)]
+    first = datetime.date(2027, 1, 1) + datetime.timedelta(days=n_days * (2 * r + MODES.index(mode)))
+    days = [str(first + datetime.timedelta(days=d)) for d in range(n_days)]
     sources = _HOME / "sources" / "orders"
     sources.mkdir(parents=True, exist_ok=True)
     for day, batch in zip(days, demo_batches(days, rows_per_day)):
@@ -117,8 +117,8 @@ def summary(runs: list[dict]) -> dict:
 def report(result: dict, meta: dict) -> str:
     lines = [f"# A job environment's cost to the example's daily DAG ({meta['date']})", "",
              f"{meta['machine']}; load average before {meta['load_before']}, after {meta['load_after']}. "
-             f"{result['repeat']} rounds of {DAYS_PER_ROUND} daily runs ({result['rows_per_day']} rows a day), "
-             "the modes interleaved, each round on a fresh warehouse; medians. The daily run: days 2 and 3.", "",
+             f"{result['repeat']} rounds of {result['days']} daily runs ({result['rows_per_day']} rows a day), "
+             "the modes interleaved, each round on a fresh warehouse; medians. The daily run: every day after the first.", "",
              "| job side | first run s | daily run s | bootstrap s | assign and write s | commit s | compact s |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for mode in MODES:
@@ -138,6 +138,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rows-per-day", type=int, default=1000)
+    parser.add_argument("--starts", type=int, default=5, help="repeats of each process start measured")
+    parser.add_argument("--days", type=int, default=3, help="daily runs per round (at least 2)")
     parser.add_argument("--job-python", help="an existing job environment's interpreter (default: create one)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / datetime.date.today().isoformat())
     args = parser.parse_args()
@@ -146,11 +148,11 @@ def main() -> None:
     from paimon_upsert_daily import dag
 
     meta = {"date": datetime.date.today().isoformat(), "machine": machine(), "load_before": load_average()}
-    result = {"repeat": args.repeat, "rows_per_day": args.rows_per_day, "job_python": job_python,
-              "process_starts_s": process_starts(job_python, 5, _HOME / "wh-steps"), "runs": {m: [] for m in MODES}}
+    result = {"repeat": args.repeat, "rows_per_day": args.rows_per_day, "days": args.days, "job_python": job_python,
+              "process_starts_s": process_starts(job_python, args.starts, _HOME / "wh-steps"), "runs": {m: [] for m in MODES}}
     for r in range(args.repeat):
         for mode in MODES:  # interleaved: load from other processes hits both alike
-            runs = daily_round(dag, mode, job_python, r, args.rows_per_day)
+            runs = daily_round(dag, mode, job_python, r, args.rows_per_day, args.days)
             for i, x in enumerate(runs):
                 x["index"] = i
             result["runs"][mode].extend(runs)
