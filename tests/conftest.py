@@ -27,10 +27,34 @@ _PATHS = configure_env(_HOME)
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
 
 
+# Seconds each of the longest test files took in the last full run (docs/testing.md), the install route with its
+# pip-built Airflow built afresh, as on a new machine. Only their order matters: pytest-xdist (--dist loadfile)
+# hands files to its workers in collection order, so the longest go first and no worker runs one alone at the end.
+LONGEST_FILES = {
+    "install/test_installed_wheel.py": 1000, "java/test_java_paimon_reads.py": 545,
+    "faults/test_crash_recovery.py": 313, "dag/test_incremental_read.py": 298, "dag/test_object_store.py": 246,
+    "dag/test_schema_evolution_dag.py": 227, "benchmarks/test_bench_submit_smoke.py": 220,
+    "benchmarks/test_bench_many_tables_smoke.py": 208, "dag/test_deletion_vector_dag.py": 196,
+    "unit/test_commit_race.py": 191, "benchmarks/test_bench_dag_run_smoke.py": 190,
+    "benchmarks/test_bench_smoke.py": 210, "dag/test_cluster.py": 146, "dag/test_upsert_dag.py": 143,
+    "dag/test_connect.py": 126, "spark/test_table_shapes.py": 121, "dag/test_partition_overwrite_dag.py": 120,
+    "dag/test_rollback_dag.py": 96, "dag/test_compact_dag.py": 94, "ui/test_paimon_page.py": 91,
+    "ui/test_browser.py": 73, "dag/test_input_safety.py": 65, "dag/test_maintenance_dag.py": 63,
+    "dag/test_class_data_sharing.py": 62,
+}
+
+
 def pytest_collection_modifyitems(config, items):
-    """The install route first (a pip-built Airflow, a job environment, a DAG run: the longest file), so that an
-    xdist worker runs it beside the rest of the suite instead of alone at its end."""
-    items.sort(key=lambda item: item.get_closest_marker("install") is None)
+    """The longest files first (LONGEST_FILES), the rest in collection order."""
+    tests = Path(__file__).resolve().parent
+
+    def seconds(item) -> int:
+        try:
+            return LONGEST_FILES.get(item.path.relative_to(tests).as_posix(), 0)
+        except ValueError:
+            return 0
+
+    items.sort(key=seconds, reverse=True)
 
 
 @pytest.fixture(scope="session")

@@ -7,10 +7,13 @@ of the UI does. A table is only ever opened by a name the catalog listed, so a p
 reaches storage."""
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlparse
+
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 
 from airflow_paimon.links import PAGE_PREFIX as URL_PREFIX
+from airflow_paimon.links import TABLE_QUERY, UI_ROUTE
 from airflow_paimon.job_env.step import run_step
 from airflow_paimon.ui import render
 from airflow_paimon.ui.connections import paimon_hooks
@@ -36,8 +39,23 @@ app = FastAPI(title="Paimon", dependencies=[Depends(require_user)], docs_url=Non
               openapi_url=None)
 
 
+def table_asked_by_ui(request: Request) -> tuple[str, str] | None:
+    """(conn_id, table) when the UI's plugin page that framed this request was opened by a task's extra link
+    (``/plugin/paimon?conn_id=..&table=..``): the iframe's request names it as its Referer. Links followed
+    inside the frame have the app's own pages as Referer, so the overview stays reachable."""
+    referer = urlparse(request.headers.get("referer", ""))
+    if not referer.path.endswith(f"/plugin/{UI_ROUTE}"):
+        return None
+    query = parse_qs(referer.query)
+    asked = [query.get(name, [""])[0] for name in TABLE_QUERY]
+    return tuple(asked) if all(asked) else None
+
+
 @app.get("/", response_class=HTMLResponse)
-def overview() -> str:
+def overview(request: Request):
+    asked = table_asked_by_ui(request)
+    if asked:  # the table's page validates the names as it always does
+        return RedirectResponse(render.table_url(*asked, URL_PREFIX), status_code=303)
     connections = []
     for conn_id, hook in paimon_hooks().items():
         entry = {"conn_id": conn_id, "warehouse": "", "tables": []}

@@ -10,7 +10,10 @@ checked (every key once, the batch's values in place). The Connect server (local
 connection) is started once; its start is not measured.
 
     python tests/benchmarks/bench_connect.py [--rows 5000000] [--batch 100000] [--repeat 3]
-        [--modes connect submit pypaimon-rust] [--out DIR]
+        [--modes connect submit pypaimon-rust connect-job-env submit-job-env] [--job-python PATH] [--out DIR]
+
+The -job-env modes run the same DAG with ``[paimon] job_python`` set to ``--job-python`` (a job environment:
+the Paimon steps and Connect clients are processes there; bench_job_env.py creates one).
 """
 from __future__ import annotations
 
@@ -42,7 +45,9 @@ os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
 from bench_upsert import (CROSS, TABLE, load_average, load_paimon, machine, make_data, read_paimon,  # noqa: E402
                           run_peer, verify)
 
-MODES = ("connect", "submit", "pypaimon-rust")
+MODES = ("connect", "submit", "pypaimon-rust", "connect-job-env", "submit-job-env")
+JOB_ENV_SUFFIX = "-job-env"  # the same mode with the job side in a job environment (--job-python)
+JOB_PYTHON = "AIRFLOW__PAIMON__JOB_PYTHON"
 TASKS = ("bootstrap_index", "assign_and_write", "commit")
 DAG_ID = "bench_write"
 DAG_FILE = f'''
@@ -80,7 +85,11 @@ def start_connect_server(port: int, log: Path, conf: dict[str, str] | None = Non
             time.sleep(1)
 
 
-def use(mode: str, warehouse: Path, port: int | None) -> None:
+def use(mode: str, warehouse: Path, port: int | None, job_python: str | None = None) -> None:
+    os.environ.pop(JOB_PYTHON, None)
+    if mode.endswith(JOB_ENV_SUFFIX):
+        os.environ[JOB_PYTHON] = job_python
+        mode = mode[:-len(JOB_ENV_SUFFIX)]
     os.environ["AIRFLOW_CONN_PAIMON_DEFAULT"] = json.dumps({"conn_type": "paimon",
                                                             "extra": {"warehouse": str(warehouse)}})
     spark = ({"conn_type": "spark_connect", "host": "127.0.0.1", "port": port} if mode == "connect"
@@ -102,10 +111,10 @@ def dag_run(dag, source: str) -> dict:
 
 
 def ours(mode: str, dag, loaded: Path, work: Path, warm_up: str, batch_path: str, batch, expect: int,
-         port: int | None, r: int) -> dict:
+         port: int | None, r: int, job_python: str | None = None) -> dict:
     warehouse = work / f"wh-{mode}-{r}"
     shutil.copytree(loaded, warehouse)
-    use(mode, warehouse, port)
+    use(mode, warehouse, port, job_python)
     previous = dag_run(dag, warm_up)  # the previous day's run: builds the index, the measured run reuses it
     measured = dag_run(dag, batch_path)
     if not measured["results"]["bootstrap_index"]["reused"]:
@@ -120,7 +129,7 @@ def median(runs: list[dict], key: str = "wall_s") -> dict:
     return ordered[(len(ordered) - 1) // 2]
 
 
-def run(m: int, b: int, repeat: int, modes: tuple, out: Path, log=print) -> dict:
+def run(m: int, b: int, repeat: int, modes: tuple, out: Path, log=print, job_python: str | None = None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="work-", dir=_HOME))
     base, batch, facts = make_data(m, b)
     batch_path = str(work / "batch.parquet")
@@ -139,7 +148,7 @@ def run(m: int, b: int, repeat: int, modes: tuple, out: Path, log=print) -> dict
     server, port = None, None
     result = {"rows": m, "batch": b, "repeat": repeat, **facts, "runs": {}, "median": {}}
     try:
-        if "connect" in modes:
+        if any(mode.startswith("connect") for mode in modes):
             from airflow_paimon.spark.connect_server import DEFAULT_PORT
             port = DEFAULT_PORT + 17
             started = time.perf_counter()
@@ -155,7 +164,8 @@ def run(m: int, b: int, repeat: int, modes: tuple, out: Path, log=print) -> dict
                     shutil.rmtree(target, ignore_errors=True)
                     measured = {"wall_s": runs["s"], "process_wall_s": runs["wall_s"], "rss_mib": runs["rss_mib"]}
                 else:
-                    measured = ours(mode, dag, loaded, work, warm_up, batch_path, batch, expect, port, r)
+                    measured = ours(mode, dag, loaded, work, warm_up, batch_path, batch, expect, port, r,
+                                    job_python)
                 measured["load"] = load_average()
                 result["runs"].setdefault(mode, []).append(measured)
                 log(f"run {r} {mode}: {json.dumps({k: v for k, v in measured.items() if k != 'results'})}")
@@ -167,8 +177,8 @@ def run(m: int, b: int, repeat: int, modes: tuple, out: Path, log=print) -> dict
     for mode, runs in result["runs"].items():
         result["median"][mode] = median(runs)
     rust = result["median"].get("pypaimon-rust", {}).get("wall_s")
-    for mode in ("connect", "submit"):
-        if mode in result["median"] and rust:
+    for mode in MODES:
+        if mode in result["median"] and rust and mode != "pypaimon-rust":
             result["median"][mode]["pypaimon_rust_over_ours"] = round(rust / result["median"][mode]["wall_s"], 2)
     return result
 
@@ -186,7 +196,9 @@ def report(result: dict, meta: dict) -> str:
              "Airflow and the rest s |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     labels = {"connect": "ours, Spark Connect mode", "submit": "ours, spark-submit mode",
-              "pypaimon-rust": "pypaimon-rust native writer"}
+              "pypaimon-rust": "pypaimon-rust native writer",
+              "connect-job-env": "ours, Spark Connect mode, job environment",
+              "submit-job-env": "ours, spark-submit mode, job environment"}
     for mode, m in med.items():
         tasks = m.get("tasks_s", {})
         rest = round(m["wall_s"] - m["tasks_sum_s"], 2) if tasks else ""
@@ -206,13 +218,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=5_000_000, help="table size M")
     parser.add_argument("--batch", type=int, default=100_000, help="batch size B")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--modes", nargs="+", default=list(MODES[:3]), choices=MODES)
+    parser.add_argument("--job-python", help="a job environment's interpreter (python -m airflow_paimon.job_env "
+                                             "create PATH) for the modes ending in -job-env")
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "benchmarks" / "results" /
                         datetime.date.today().isoformat())
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     meta = {"date": datetime.date.today().isoformat(), "machine": machine(), "load_before": load_average()}
-    result = run(args.rows, args.batch, args.repeat, tuple(args.modes), args.out)
+    if any(mode.endswith(JOB_ENV_SUFFIX) for mode in args.modes) and not args.job_python:
+        parser.error("the -job-env modes need --job-python")
+    result = run(args.rows, args.batch, args.repeat, tuple(args.modes), args.out, job_python=args.job_python)
     meta["load_after"] = load_average()
     for runs in result["runs"].values():
         for r in runs:

@@ -109,55 +109,6 @@ def test_batch_size_benchmark_smoke(spark_session, tmp_path, monkeypatch):
 
 
 @pytest.mark.spark
-def test_many_tables_benchmark_smoke(tmp_path):
-    """Two tables and one in Connect mode, through the LocalExecutor and a real api-server, in a process of its
-    own (it sets up Airflow's environment): the two tables' tasks overlap, every table checked, the report
-    written."""
-    import subprocess
-
-    out = tmp_path / "out"
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "bench_many_tables.py"),
-                           "--tables", "2", "--rows", "2000", "--batch", "200", "--parallelism", "4",
-                           "--modes", "connect", "airflow", "--cold", "--out", str(out)],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
-    saved = json.loads((out / "many_tables.json").read_text())
-    r = saved["modes"]["connect"]
-    assert saved["meta"]["parallelism"] == 4 and saved["tables"] == 2
-    assert r["many"]["max_concurrent_tasks"] == 2 and r["one"]["max_concurrent_tasks"] == 1
-    for run in (r["one"], r["many"]):
-        assert run["state"] == "success" and not run["failed"] and run["tree_peak_rss_gib"] > 0.1
-        assert set(run["task_median_s"]) == {"bootstrap_index", "assign_and_write", "commit", "compact"}
-    assert 0 < r["one"]["span_s"] <= r["one"]["wall_s"] and r["ratio"] > 0
-    assert "| connect |" in (out / "many_tables.md").read_text()
-    floor = saved["modes"]["airflow"]  # the same shape with no-op tasks
-    assert floor["many"]["max_concurrent_tasks"] == 2 and not floor["many"]["failed"]
-    assert set(floor["many"]["task_median_s"]) == {"bootstrap_index", "assign_and_write", "commit", "compact"}
-
-
-@pytest.mark.spark
-def test_dag_run_benchmark_smoke(tmp_path):
-    """bench_connect (the DAG run's write tasks through dag.test in both modes, pypaimon-rust beside them) on a
-    2,000-row table, in a process of its own (it sets up Airflow's environment): every mode's run checked by the
-    benchmark's guard, the report written."""
-    import subprocess
-
-    out = tmp_path / "out"
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "bench_connect.py"),
-                           "--rows", "2000", "--batch", "200", "--repeat", "1",
-                           "--modes", "connect", "submit", "pypaimon-rust", "--out", str(out)],
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
-    saved = json.loads((out / "connect_write.json").read_text())
-    assert set(saved["median"]) == {"connect", "submit", "pypaimon-rust"}
-    for mode in ("connect", "submit"):
-        m = saved["median"][mode]
-        assert m["wall_s"] > 0 and m["pypaimon_rust_over_ours"] > 0
-        assert set(m["tasks_s"]) == {"bootstrap_index", "assign_and_write", "commit"}
-    assert "| ours, spark-submit mode |" in (out / "connect_write.md").read_text()
-
-
-@pytest.mark.spark
 def test_spark_floor_benchmark_smoke(spark_session, tmp_path):
     import bench_spark_floor
 

@@ -1,14 +1,9 @@
-"""The daily upsert DAG on a real Spark standalone cluster on loopback: a master and two workers, each with
-its own work and local directories, so the driver and the executors are different processes that share
-nothing but the warehouse directory. Read back against the pandas oracle."""
+"""The daily upsert DAG on a real Spark standalone cluster on loopback (tests/spark_cluster.py). Read back
+against the pandas oracle."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,23 +11,9 @@ import pytest
 from airflow_paimon.engine.table import get_table
 from dag.dagrun import run_dag, use_warehouse
 from oracle import assert_table_equals, expected_upsert
+from spark_cluster import executor_dirs, standalone_cluster
 
 pytestmark = [pytest.mark.dag, pytest.mark.cluster]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(check, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    raise TimeoutError(what)
 
 
 @pytest.fixture(scope="session")
@@ -40,42 +21,9 @@ def spark_cluster(tmp_path_factory):
     """spark://127.0.0.1:PORT with two workers of one core each; stopped at teardown."""
     import pyspark
 
-    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
-    root = tmp_path_factory.mktemp("spark-cluster")
-    port, ui = free_port(), free_port()
-    base_env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
-    procs, logs = [], []
-
-    def start(name, args, env):
-        log = open(root / f"{name}.log", "w")
-        logs.append(log)
-        procs.append(subprocess.Popen([str(spark_class), *args], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True))
-
-    start("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                     "--webui-port", str(ui)], base_env)
-    master = f"spark://127.0.0.1:{port}"
-    wait_until(lambda: "Starting Spark master" in (root / "master.log").read_text()
-               and "I have been elected leader" in (root / "master.log").read_text(), 60, "master up")
-    for i in range(2):
-        work, local = root / f"worker{i}" / "work", root / f"worker{i}" / "local"
-        work.mkdir(parents=True)
-        local.mkdir(parents=True)
-        start(f"worker{i}", ["org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1", "--cores", "1",
-                             "--memory", "1g", "--webui-port", "0", "--work-dir", str(work)],
-              {**base_env, "SPARK_WORKER_DIR": str(work), "SPARK_LOCAL_DIRS": str(local)})
-    wait_until(lambda: all("Successfully registered with master" in (root / f"worker{i}.log").read_text()
-                           for i in range(2)), 90, "workers registered")
-    yield {"master": master, "root": root}
-    for p in procs:
-        os.killpg(p.pid, 15)
-    for p in procs:
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, 9)
-    for log in logs:
-        log.close()
+    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster"),
+                            Path(pyspark.__file__).parent / "bin" / "spark-class") as cluster:
+        yield cluster
 
 
 def test_daily_dag_on_a_standalone_cluster(airflow_home, warehouse, monkeypatch, spark_cluster, tmp_path):
@@ -111,6 +59,5 @@ def test_daily_dag_on_a_standalone_cluster(airflow_home, warehouse, monkeypatch,
         assert_table_equals(get_table({"warehouse": warehouse}, TABLE), expected_upsert(batches[: i + 1], "order_id"),
                             "order_id")
     # the jobs really ran on the cluster: each worker started executors in its own work directory
-    for i in range(2):
-        apps = list((spark_cluster["root"] / f"worker{i}" / "work").glob("app-*"))
-        assert apps, f"worker{i} ran no executor"
+    ran = {d.parents[2].name for d in executor_dirs(spark_cluster)}
+    assert ran == {"worker0", "worker1"}, f"executors ran on {ran}"

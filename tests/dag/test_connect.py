@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -31,16 +30,11 @@ from compaction_tables import batches, cross_partition_table
 from dag.dagrun import run_dag, use_warehouse
 from dag.test_kill import SLOW_SOURCE, processes_with, slow_write, wait_for
 from oracle import assert_table_equals, expected_upsert
+from spark_cluster import free_port
 
 pytestmark = [pytest.mark.connect, pytest.mark.dag]
 
 IDLE_SECONDS = 3  # the server's Python daemons quit this soon after their session's last task (connect_daemon.py)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 CONNECT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
@@ -194,6 +188,34 @@ def test_write_and_compact_dag_on_spark_connect(airflow_home, warehouse, monkeyp
     assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ  # the test process is classic again
     # every task's session was released and its Python daemon on the server quit (Spark 4.2 keeps one per session)
     assert wait_for(lambda: not server_children(connect_server["pid"]), 30), server_children(connect_server["pid"])
+
+
+def test_a_write_dag_on_spark_connect_runs_its_client_in_the_job_environment(airflow_home, warehouse, monkeypatch,
+                                                                              connect_server, tmp_path):
+    """With a job environment configured ([paimon] job_python another interpreter than the task's), each job's
+    Connect client runs there, a step process of the task (the token in its spec file, never on argv)."""
+    from paimon_compact_dags import compact_dag
+
+    job_python = tmp_path / "job-env-python"  # another path to an interpreter with the job side
+    job_python.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    job_python.chmod(0o755)
+    monkeypatch.setenv("AIRFLOW__PAIMON__JOB_PYTHON", str(job_python))
+    use_warehouse(monkeypatch, warehouse)
+    use_connect(monkeypatch, connect_server)
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
+    seed, batch = batches(2, seed=37)
+    cross_partition_table(warehouse, [seed])
+    source = tmp_path / "batch.parquet"
+    batch.to_parquet(source, index=False)
+    with ProcessWatch(monkeypatch) as watch:
+        run, states, xcoms = run_dag(compact_dag, conf={"source": str(source)})
+    assert run.state == "success", states
+    steps = [cmd for cmd in watch.seen.values() if "airflow_paimon.job_env.step" in cmd]
+    assert steps and all(connect_server["token"] not in cmd for cmd in watch.seen.values()), watch.seen
+    assert not [cmd for cmd in watch.seen.values() if "java" in cmd.split(" ")[0]], watch.seen  # no spark-submit
+    assert xcoms["assign_and_write"]["rows_in"] == len(batch)
+    assert xcoms["commit"]["snapshot_id"] == 2 and xcoms["compact"]["snapshot_id"] == 3
+    assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert([seed, batch], "id"), "id")
 
 
 def test_parallelism_of_a_connect_session_is_the_servers(connect_server):

@@ -3,7 +3,10 @@
 ``pip install`` of the wheel only adds packages (``pip freeze`` before and after); the job environment is created
 with the documented command (``python -m airflow_paimon.job_env create PATH``); a three-task upsert DAG runs from
 a directory without the checkout with ``python -I``, its Paimon steps and Spark jobs in the job environment, and
-its table reads back equal to the oracle. On Python 3.12 where pyenv has it, else on this Python.
+its table reads back equal to the oracle; the job environment packed with the documented command
+(``python -m airflow_paimon.job_env pack``) and a third run on a Spark standalone cluster on loopback whose
+workers' own Python has none of the provider, pypaimon or rocksdict: its executors run from the archive
+(``spark.archives``). On Python 3.12 where pyenv has it, else on this Python.
 
 The user's Airflow venv is built once per Python and version set, under a cache directory
 (AIRFLOW_PAIMON_TEST_CACHE, default the system temp directory), and hard-link copied for each run."""
@@ -24,8 +27,9 @@ import pytest
 
 from airflow_paimon.engine.table import get_table
 from oracle import assert_table_equals, expected_upsert
+from spark_cluster import executor_dirs, standalone_cluster
 
-pytestmark = [pytest.mark.install, pytest.mark.dag]
+pytestmark = [pytest.mark.install, pytest.mark.dag, pytest.mark.cluster]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -207,11 +211,52 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
     # the bootstrap of the second run decided from table metadata in the job environment, no Spark job
     assert "bootstrap_decide ran in the job environment" in output, output[-3000:]
 
+    # the cluster route: workers whose own Python has none of the provider get the packed job environment
+    archive = work / "job-env.tar.gz"
+    _run([str(venv / "bin" / "python"), "-I", "-m", "airflow_paimon.job_env", "pack", str(job_env), str(archive)],
+         env=_env(), cwd=work)
+    step("job env pack")
+    batches.append(pd.DataFrame({"id": [1, 5, 6, 7], "dt": ["b", "b", "a", "b"], "v": [10.0, 500.0, 6.0, 7.0]}))
+    sources.append(str(work / "batch2.parquet"))
+    batches[-1].to_parquet(sources[-1], index=False)
+    runs.extend(_run_on_cluster(python, venv, archive, work, env, sources[-1]))
+    step("dag run on a standalone cluster")
+
     table = get_table({"warehouse": str(warehouse)}, "db.t")
     expected = expected_upsert(batches, "id")
     assert_table_equals(table, expected, "id")
     read = table.new_read_builder()
     rows = read.new_read().to_pandas(read.new_scan().plan().splits())
     assert not rows["id"].duplicated().any() and len(rows) == len(expected)
-    assert len(table.snapshot_manager().list_snapshots()) == 2
+    assert len(table.snapshot_manager().list_snapshots()) == 3
     print(f"{python}: {seconds}")
+
+
+def _run_on_cluster(python: str, venv: Path, archive: Path, work: Path, env: dict, source: str) -> list[dict]:
+    """One DAG run on a Spark standalone cluster (the user's pyspark) whose workers' Python is the bare
+    ``python`` (the base of a venv's): the executors can only run the jobs from the archive (``job_archive``, shipped as spark.archives)."""
+    python = _run([python, "-c", "import sys; print(sys._base_executable)"]).stdout.strip()  # a venv's base
+    bare = _run([python, "-I", "-c", "import importlib.util as u; print([m for m in ('airflow_paimon', 'pypaimon', "
+                                     "'rocksdict', 'pyspark') if u.find_spec(m)])"], env=_env()).stdout.strip()
+    assert bare == "[]", f"the workers' Python {python} has {bare}"
+    spark_class = next(venv.glob("lib/python*/site-packages/pyspark/bin/spark-class"))
+    root = work / "cluster"
+    root.mkdir()
+    conf_dir = work / "spark-conf"  # executors of 512 MB fit the 1 GB workers
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text("spark.executor.memory 512m\nspark.cores.max 2\n")
+    with standalone_cluster(root, spark_class, worker_env={"PYSPARK_PYTHON": python}) as cluster:
+        cluster_env = {**env, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_CONF_DIR": str(conf_dir),
+                       "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
+                           {"conn_type": "spark", "host": cluster["master"],
+                            "extra": {"deploy-mode": "client", "job_archive": str(archive)}})}
+        done = _run([str(venv / "bin" / "python"), "-I", "runner.py", str(work / "dags"), source], cwd=work,
+                    env=cluster_env)
+        runs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"state"')]
+        assert [r["state"] for r in runs] == ["success"], done.stdout[-3000:] + done.stderr[-3000:]
+        # every executor unpacked the archive as ./env and ran its Python from there
+        executors = executor_dirs(cluster)
+        assert {d.parents[2].name for d in executors} == {"worker0", "worker1"}, executors
+        for d in executors:
+            assert (d / "env" / "bin" / "python").exists(), sorted(p.name for p in d.iterdir())
+    return runs

@@ -6,7 +6,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from dag.dagrun import run_dag
+from spark_cluster import free_port
 
 DAYS = ["2026-11-20", "2026-11-21"]  # logical dates no other test's run of the daily DAG uses
 USER, PASSWORD = "paimon_admin", secrets.token_urlsafe(12)
@@ -57,6 +57,15 @@ class ApiServer:
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(errors="replace"), time.perf_counter() - start
 
+    def redirect(self, path: str, token: str, headers: dict[str, str]) -> tuple[int, str | None]:
+        """(status, Location) of a GET with the login cookie and ``headers``."""
+        req = urllib.request.Request(self.url + path, headers={**headers, "Cookie": f"_token={token}"})
+        try:
+            with _NO_REDIRECT.open(req, timeout=60) as r:
+                return r.status, None
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Location")
+
 
 class _KeepRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):  # a redirect to the login page is an answer, not a hop
@@ -89,18 +98,12 @@ def written(airflow_home, tmp_path_factory) -> Written:
     return Written(warehouse, dag.dag_id, TABLE, runs)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def api_server(written, tmp_path_factory) -> ApiServer:
     home = tmp_path_factory.mktemp("api-server")
     passwords = home / "passwords.json"
     passwords.write_text(json.dumps({USER: PASSWORD}))
-    port = _free_port()
+    port = free_port()
     env = {**os.environ,
            "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "extra": {"warehouse": written.warehouse}}),
            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",

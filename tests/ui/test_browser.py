@@ -85,3 +85,20 @@ def test_paimon_entry_in_the_airflow_ui(browser, api_server, written):
     link = wait.until(ec.presence_of_element_located((By.LINK_TEXT, written.table)))
     assert link.get_attribute("href").endswith(PAGE)
     browser.switch_to.default_content()
+
+
+def test_a_tasks_extra_link_opens_its_table_inside_the_airflow_ui(browser, api_server, written):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from airflow_paimon.links import ui_table_link
+
+    browser.get(api_server.url + ui_table_link("paimon_default", written.table))
+    wait = WebDriverWait(browser, 60)
+    frame = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "iframe[src*='/paimon/']")))
+    assert wait.until(lambda d: d.find_elements(By.XPATH, "//nav//*[normalize-space(text())='Paimon']") or
+                      d.find_elements(By.CSS_SELECTOR, "a[href*='/plugin/paimon']"))
+    browser.switch_to.frame(frame)
+    assert wait.until(ec.presence_of_element_located((By.TAG_NAME, "h1"))).text == written.table
+    browser.switch_to.default_content()

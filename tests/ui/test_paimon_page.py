@@ -77,12 +77,23 @@ def test_table_page_shows_snapshots_runs_and_index_as_the_table_has_them(api_ser
     assert seconds < 5
 
 
-def test_task_link_points_at_the_table_page(api_server, written):
+def test_task_link_opens_the_table_page_inside_the_airflow_ui(api_server, written):
     path = (f"/api/v2/dags/{written.dag_id}/dagRuns/{quote(written.runs[-1][0], safe='')}"
             f"/taskInstances/commit/links")
     status, body, _ = api_server.get(path, api_server.token, cookie=False)
     assert status == 200, body[:500]
-    assert json.loads(body)["extra_links"]["Paimon table"] == PAGE
+    link = json.loads(body)["extra_links"]["Paimon table"]
+    # inside the Airflow UI: its plugin page, whose iframe (the app's overview) opens the task's table
+    assert link == f"/plugin/paimon?conn_id=paimon_default&table={written.table}"
+    assert api_server.redirect("/paimon/", api_server.token, {"Referer": api_server.url + link}) == (303, PAGE)
+    # the overview itself: opened from the navigation, or from a page inside the frame
+    other_page = api_server.url + link.replace("/plugin/paimon", "/plugin/other")
+    for referer in (api_server.url + "/plugin/paimon", api_server.url + PAGE, other_page):
+        assert api_server.redirect("/paimon/", api_server.token, {"Referer": referer}) == (200, None), referer
+    # a named table the catalog does not list is the table page's 404, as ever
+    status, location = api_server.redirect("/paimon/", api_server.token, {
+        "Referer": api_server.url + "/plugin/paimon?conn_id=paimon_default&table=..%2F..%2Fetc"})
+    assert status == 303 and api_server.get(location, api_server.token)[0] == 404
 
 
 def test_staged_run_without_its_snapshot_is_listed(api_server, written):

@@ -1,0 +1,170 @@
+"""Benchmark: what a separate job environment costs a DAG run. The example's daily DAG (dags/paimon_upsert_daily.py:
+bootstrap-index → assign-and-write → commit → compact, three days of ``demo_batches``) through dag.test(), with
+the job side in Airflow's own interpreter ("one environment", this repo's) and in a job environment made by
+``python -m airflow_paimon.job_env create`` ("job environment": the Paimon steps become processes there,
+spark-submit's driver is its Python), interleaved in one run, each round on a fresh warehouse. Each extra
+process start is measured on its own and named: the job environment's interpreter start, its job-side imports,
+and one step's round trip (``list_databases``) from this process.
+
+The Connect-mode DAG run of the same comparison: ``bench_connect.py --job-python PATH``.
+
+    python tests/benchmarks/bench_job_env.py [--repeat 3] [--days 3] [--rows-per-day 1000] [--starts 5]
+        [--job-python PATH] [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "dags"))
+from run_example import configure_env, demo_batches, migrate_db, quiet_output  # noqa: E402
+
+_HOME = Path(tempfile.mkdtemp(prefix="bench-job-env-"))
+configure_env(_HOME)  # before Airflow is imported
+quiet_output()
+
+from bench_upsert import load_average, machine  # noqa: E402
+
+MODES = ("one environment", "job environment")
+TASKS = ("bootstrap_index", "assign_and_write", "commit", "compact")
+
+
+def create_job_env(path: Path) -> str:
+    subprocess.run([sys.executable, "-m", "airflow_paimon.job_env", "create", str(path)], check=True)
+    return str(path / "bin" / "python")
+
+
+def timed_process(cmd: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def process_starts(job_python: str, repeat: int, warehouse: Path) -> dict:
+    """Median seconds of each extra process start a job environment brings, named."""
+    from airflow_paimon.job_env.step import run_step
+
+    os.environ["AIRFLOW__PAIMON__JOB_PYTHON"] = job_python
+    warehouse.mkdir(parents=True, exist_ok=True)
+    named = {"interpreter start (python -c pass)": [], "job-side imports (pypaimon, pandas, pyarrow)": [],
+             "one step's round trip (list_databases)": []}
+    try:
+        for _ in range(repeat):
+            named["interpreter start (python -c pass)"].append(timed_process([job_python, "-c", "pass"]))
+            named["job-side imports (pypaimon, pandas, pyarrow)"].append(timed_process(
+                [job_python, "-c", "import airflow_paimon.engine.table, pypaimon, pandas, pyarrow"]))
+            started = time.perf_counter()
+            run_step("list_databases", catalog_options={"warehouse": str(warehouse)})
+            named["one step's round trip (list_databases)"].append(time.perf_counter() - started)
+    finally:
+        del os.environ["AIRFLOW__PAIMON__JOB_PYTHON"]
+    return {name: round(statistics.median(s), 2) for name, s in named.items()}
+
+
+def daily_round(dag, mode: str, job_python: str, r: int, rows_per_day: int, n_days: int) -> list[dict]:
+    """``n_days`` daily runs on a fresh warehouse; per run the wall seconds and each task's (TI start to end)."""
+    import pendulum
+
+    warehouse = _HOME / f"wh-{r}-{mode.split()[0]}"
+    os.environ["AIRFLOW_CONN_PAIMON_DEFAULT"] = json.dumps({"conn_type": "paimon",
+                                                            "extra": {"warehouse": str(warehouse)}})
+    if mode == "job environment":
+        os.environ["AIRFLOW__PAIMON__JOB_PYTHON"] = job_python
+    first = datetime.date(2027, 1, 1) + datetime.timedelta(days=n_days * (2 * r + MODES.index(mode)))
+    days = [str(first + datetime.timedelta(days=d)) for d in range(n_days)]
+    sources = _HOME / "sources" / "orders"
+    sources.mkdir(parents=True, exist_ok=True)
+    for day, batch in zip(days, demo_batches(days, rows_per_day)):
+        batch.to_parquet(sources / f"{day}.parquet", index=False)
+    runs = []
+    try:
+        for day in days:
+            started = time.perf_counter()
+            run = dag.test(logical_date=pendulum.parse(day))
+            wall = time.perf_counter() - started
+            tis = {ti.task_id: ti for ti in run.get_task_instances()}
+            if run.state != "success":
+                raise RuntimeError(f"{mode} {day}: {run.state} { {t: ti.state for t, ti in tis.items()} }")
+            runs.append({"day": day, "wall_s": round(wall, 2), "load": load_average(),
+                         "tasks_s": {t: round((tis[t].end_date - tis[t].start_date).total_seconds(), 2)
+                                     for t in TASKS}})
+    finally:
+        os.environ.pop("AIRFLOW__PAIMON__JOB_PYTHON", None)
+    return runs
+
+
+def summary(runs: list[dict]) -> dict:
+    """Medians over the rounds: the first day (the table created) and the later days (the daily run)."""
+    def med(items, key):
+        return round(statistics.median(key(x) for x in items), 2)
+
+    first, later = [x for x in runs if x["index"] == 0], [x for x in runs if x["index"] > 0]
+    return {"first_run_s": med(first, lambda x: x["wall_s"]), "daily_run_s": med(later, lambda x: x["wall_s"]),
+            "daily_tasks_s": {t: med(later, lambda x, t=t: x["tasks_s"][t]) for t in TASKS}}
+
+
+def report(result: dict, meta: dict) -> str:
+    lines = [f"# A job environment's cost to the example's daily DAG ({meta['date']})", "",
+             f"{meta['machine']}; load average before {meta['load_before']}, after {meta['load_after']}. "
+             f"{result['repeat']} rounds of {result['days']} daily runs ({result['rows_per_day']} rows a day), "
+             "the modes interleaved, each round on a fresh warehouse; medians. The daily run: every day after the first.", "",
+             "| job side | first run s | daily run s | bootstrap s | assign and write s | commit s | compact s |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for mode in MODES:
+        s = result["median"][mode]
+        t = s["daily_tasks_s"]
+        lines.append(f"| {mode} | {s['first_run_s']} | {s['daily_run_s']} | {t['bootstrap_index']} | "
+                     f"{t['assign_and_write']} | {t['commit']} | {t['compact']} |")
+    lines += ["", "Each extra process start of the job environment, on its own (median):", ""]
+    lines += [f"- {name}: {s} s" for name, s in result["process_starts_s"].items()]
+    lines += ["", "All daily runs (wall seconds, load average at the end):", ""]
+    for mode in MODES:
+        lines.append(f"- {mode}: " + ", ".join(f"{x['wall_s']} ({x['load']})" for x in result["runs"][mode]))
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rows-per-day", type=int, default=1000)
+    parser.add_argument("--starts", type=int, default=5, help="repeats of each process start measured")
+    parser.add_argument("--days", type=int, default=3, help="daily runs per round (at least 2)")
+    parser.add_argument("--job-python", help="an existing job environment's interpreter (default: create one)")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / datetime.date.today().isoformat())
+    args = parser.parse_args()
+    job_python = args.job_python or create_job_env(_HOME / "job-env")
+    migrate_db()
+    from paimon_upsert_daily import dag
+
+    meta = {"date": datetime.date.today().isoformat(), "machine": machine(), "load_before": load_average()}
+    result = {"repeat": args.repeat, "rows_per_day": args.rows_per_day, "days": args.days, "job_python": job_python,
+              "process_starts_s": process_starts(job_python, args.starts, _HOME / "wh-steps"), "runs": {m: [] for m in MODES}}
+    for r in range(args.repeat):
+        for mode in MODES:  # interleaved: load from other processes hits both alike
+            runs = daily_round(dag, mode, job_python, r, args.rows_per_day, args.days)
+            for i, x in enumerate(runs):
+                x["index"] = i
+            result["runs"][mode].extend(runs)
+            print(f"round {r} {mode}: {[x['wall_s'] for x in runs]}", file=sys.stderr)
+    result["median"] = {m: summary(result["runs"][m]) for m in MODES}
+    meta["load_after"] = load_average()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "job_env.json").write_text(json.dumps({"meta": meta, **result}, indent=2))
+    text = report(result, meta)
+    (args.out / "job_env.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
