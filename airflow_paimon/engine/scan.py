@@ -34,10 +34,14 @@ def live_entries(table, snapshot) -> list:
 
 
 def file_path(table, entry) -> str:
+    return data_file_path(table, tuple(entry.partition.values), entry.bucket, entry.file)
+
+
+def data_file_path(table, partition: tuple, bucket: int, file) -> str:
+    """Where the data file ``file`` (a DataFileMeta) of (``partition`` values, ``bucket``) lives."""
     from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
-    return entry.file.external_path or canonical_data_file_path(
-        table, tuple(entry.partition.values), entry.bucket, entry.file.file_name)
+    return file.external_path or canonical_data_file_path(table, tuple(partition), bucket, file.file_name)
 
 
 def buckets_at(table, snapshot, entries: list | None = None) -> list[BucketFiles]:

@@ -190,6 +190,8 @@ class CommitResult(Wire):
     delta_record_count: int | None = None
     files: int | None = None
     snapshot_fingerprint: str | None = None  # which snapshot snapshot_id is (engine/history.py)
+    # snapshots of other writers that landed after the base and the commit went on top of (engine/commit/rebase.py)
+    rebased_over: list[int] = field(default_factory=list)
 
 
 # --- compact ---------------------------------------------------------------------------------------------------

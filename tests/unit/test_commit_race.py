@@ -1,5 +1,6 @@
 """Two writer processes on one table, round after round, bootstrapped at the same snapshot and committing
-at random moments: never a key twice, exactly one refused (StaleIndexError) per round, the refused one's
+at random moments: never a key twice, one refused (StaleIndexError) per round unless their batches share no key
+(then the second goes on top of the first: engine/commit/rebase.py), the refused one's
 re-run (bootstrap again, same batch, same DAG run) converges, and the table equals the pandas oracle in commit
 order. On each kind of warehouse: a local path and a file:// URI (snapshot files created with a hard link),
 and S3 (a moto server on loopback: a conditional PUT)."""
@@ -71,9 +72,10 @@ def test_two_writer_processes_race(race_table):
     with running(writer, [(opts, spec, w, aligned, next_round, out) for w in (0, 1)]) as procs:
         for rnd in range(ROUNDS):
             results = sorted(out.get(timeout=120) for _ in procs)
-            # both bootstrapped at one snapshot: exactly one commit lands on it, the other is refused
-            assert [r[1] for r in results].count("refused") == 1, results
-            refused += 1
+            # both bootstrapped at one snapshot: one commit lands on it; the other is refused, or goes on top of
+            # it when the two batches share no key (engine/commit/rebase.py)
+            assert [r[1] for r in results].count("refused") <= 1, results
+            refused += [r[1] for r in results].count("refused")
             assert sorted(r[2] for r in results) == [2 * rnd + 1, 2 * rnd + 2], results  # one snapshot each
             table = get_table(opts, "db.t")
             # the oracle applies the batches in the order their snapshots landed

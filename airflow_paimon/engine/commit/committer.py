@@ -2,9 +2,12 @@
 conditionally (the snapshot lands right after one the index is still right for, or not at all)."""
 from __future__ import annotations
 
+from typing import Callable
+
 from airflow_paimon.engine.commit.compact_increment import (COMPACT, append_part, commit_compact_increment,
                                                            has_compact_increment)
 from airflow_paimon.engine.commit.overwrite import commit_overwrite, without_replaced_deletes
+from airflow_paimon.engine.commit.rebase import rebase_conflict
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.commit.table_state import check_unchanged
@@ -34,42 +37,54 @@ def find_commits(table, identities, after_snapshot_id: int | None):
     return None
 
 
-def check_not_moved(table, base_snapshot_id: int | None, latest=None, base_fingerprint: str | None = None) -> None:
+def check_not_moved(table, base_snapshot_id: int | None, latest=None, base_fingerprint: str | None = None,
+                    rebase: Callable[[list], str | None] | None = None) -> list[int]:
     """Refuse if the base snapshot is no longer in the table's history (engine/history.py), or if any non-COMPACT
     snapshot landed after the snapshot the index was bootstrapped at, up to ``latest`` (default: the latest
-    now). COMPACT snapshots keep every key in its partition and bucket, so the
-    index stays right across them — but not the files a write's own compaction of level 0 replaces, nor the row
-    positions a deletion-vector write marked: in a table whose writes compact (deletion vectors, or
+    now) — unless ``rebase(snapshots since the base)`` finds nothing they conflict in (engine/commit/rebase.py);
+    returns the ids of the snapshots gone over then. COMPACT snapshots keep every key in its partition and bucket,
+    so the index stays right across them — but not the files a write's own compaction of level 0 replaces, nor
+    the row positions a deletion-vector write marked: in a table whose writes compact (deletion vectors, or
     ``changelog-producer=lookup``) any snapshot in between is refused."""
     from airflow_paimon.engine.table_options import changelog_producer
     from airflow_paimon.engine.write.deletion_vectors import enabled
 
     options = table.table_schema.options
-    allowed = () if enabled(options) or changelog_producer(options) == "lookup" else (COMPACT,)
+    writes_compact = enabled(options) or changelog_producer(options) == "lookup"
+    allowed = () if writes_compact else (COMPACT,)
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot() if latest is None else latest
     check_base(table, base_snapshot_id, base_fingerprint, latest)
     if latest is None or latest.id == (base_snapshot_id or 0):
-        return
-    for sid in range((base_snapshot_id or 0) + 1, latest.id + 1):
-        snap = manager.get_snapshot_by_id(sid)
-        if snap is None or snap.commit_kind not in allowed:
-            commit_kind, user = (snap.commit_kind, snap.commit_user) if snap else ("expired", "?")
-            raise StaleIndexError(
-                f"table {table.identifier.get_full_name()} changed since bootstrap at snapshot {base_snapshot_id}: "
-                f"snapshot {sid} ({commit_kind}) by {user} took the snapshot this commit expected ({sid}); "
-                "nothing committed, re-run from bootstrap-index")
+        return []
+    landed = [manager.get_snapshot_by_id(sid) for sid in range((base_snapshot_id or 0) + 1, latest.id + 1)]
+    stale = [i for i, snap in enumerate(landed) if snap is None or snap.commit_kind not in allowed]
+    if not stale:
+        return []
+    why = None
+    if rebase is not None and not writes_compact and None not in landed:  # an expired one cannot be read
+        why = rebase(landed)
+        if why is None:
+            return [snap.id for snap in landed]
+    sid, snap = (base_snapshot_id or 0) + 1 + stale[0], landed[stale[0]]
+    commit_kind, user = (snap.commit_kind, snap.commit_user) if snap else ("expired", "?")
+    not_rebased = f"; not committed on top of it: {why}" if why else ""
+    raise StaleIndexError(
+        f"table {table.identifier.get_full_name()} changed since bootstrap at snapshot {base_snapshot_id}: "
+        f"snapshot {sid} ({commit_kind}) by {user} took the snapshot this commit expected ({sid}){not_rebased}; "
+        "nothing committed, re-run from bootstrap-index")
 
 
 def commit_once(table, messages, commit_user: str, commit_identifier: int,
                 base_snapshot_id: int | None, overwrite: bool = False, base_fingerprint: str | None = None,
-                planned: dict | None = None) -> tuple[int | None, bool]:
-    """Commit ``messages`` as one snapshot unless this identity already did; returns (snapshot id, already).
-    ``overwrite``: an OVERWRITE snapshot replacing the partitions the messages write rows into
-    (engine/commit/overwrite.py).
+                planned: dict | None = None) -> tuple[int | None, bool, list[int]]:
+    """Commit ``messages`` as one snapshot unless this identity already did; returns (snapshot id, already,
+    the ids of other writers' snapshots it was committed on top of). ``overwrite``: an OVERWRITE snapshot
+    replacing the partitions the messages write rows into (engine/commit/overwrite.py).
 
     Raises StaleIndexError, with nothing committed, if a non-COMPACT snapshot of another commit landed after
-    ``base_snapshot_id`` or the base (``base_fingerprint``) left the table's history; TableChangedError if the
+    ``base_snapshot_id`` that this write conflicts with (engine/commit/rebase.py: an overwrite or a
+    deletion-vector write always does), or the base (``base_fingerprint``) left the table's history; TableChangedError if the
     table's options or schema are no longer what the write ``planned`` for; MissingFileError if a new file is
     gone — each checked again against the exact snapshot each commit attempt builds on."""
     if overwrite:
@@ -78,18 +93,20 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
     existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
     if existing is not None:
         if compact and existing.commit_kind != COMPACT:  # its APPEND landed, the COMPACT not yet: finish it
-            return commit_compact_increment(table, compact, commit_user, commit_identifier, existing.id), False
-        return existing.id, True
+            return commit_compact_increment(table, compact, commit_user, commit_identifier, existing.id), False, []
+        return existing.id, True, []
     messages = [append_part(m) for m in messages if not m.is_empty()]
+    rebase = None if overwrite or compact else (lambda landed: rebase_conflict(table, landed, messages))
+    rebased: list[int] = []
 
     def guard(latest) -> None:
-        check_not_moved(table, base_snapshot_id, latest, base_fingerprint)
+        rebased[:] = check_not_moved(table, base_snapshot_id, latest, base_fingerprint, rebase)
         check_unchanged(table, planned)
         check_files_exist(table, [*messages, *compact])
 
     if not messages:  # nothing to commit, but a stale base is still refused; else each attempt checks (below)
         guard(None)
-        return base_snapshot_id, False
+        return base_snapshot_id, False, []
     committer = GuardedCommit(table, commit_user, guard)
     try:
         if overwrite:
@@ -100,7 +117,7 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
         existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
         if existing is None:  # not a concurrent attempt of this same run: someone else's commit
             raise
-        return existing.id, True
+        return existing.id, True, []
     finally:
         committer.close()
     snap = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
@@ -109,5 +126,5 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
                              "no snapshot carries it; re-run the commit task")
     if compact:
         crash_point("commit.between_append_and_compact")
-        return commit_compact_increment(table, compact, commit_user, commit_identifier, snap.id), False
-    return snap.id, False
+        return commit_compact_increment(table, compact, commit_user, commit_identifier, snap.id), False, []
+    return snap.id, False, list(rebased)

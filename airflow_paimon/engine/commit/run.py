@@ -39,16 +39,21 @@ def run_commit(spec: CommitSpec) -> CommitResult:
         confined_parent(index_uri, identifier)
     crash_point("commit.before_commit")
     overwrite = staged.extra.get("write_mode") == "overwrite"
-    snapshot_id, already = commit_once(table, staged.messages, staged.commit_user, staged.commit_identifier,
-                                       staged.base_snapshot_id, overwrite=overwrite,
-                                       base_fingerprint=staged.base_snapshot_fingerprint, planned=staged.planned)
+    snapshot_id, already, rebased_over = commit_once(
+        table, staged.messages, staged.commit_user, staged.commit_identifier, staged.base_snapshot_id,
+        overwrite=overwrite, base_fingerprint=staged.base_snapshot_fingerprint, planned=staged.planned)
     log.debug("%s: snapshot %s (already committed: %s%s)", identifier, snapshot_id, already,
               ", partition overwrite" if overwrite else "")
+    if rebased_over:
+        log.info("%s: snapshots %s of other writers landed after this run's base %s and write none of its keys: "
+                 "committed on top of them as snapshot %s (rebased; its key index is left to the next bootstrap)",
+                 identifier, rebased_over, staged.base_snapshot_id, snapshot_id)
     crash_point("commit.before_publish")
     ours = snapshot_id is not None and snapshot_id != staged.base_snapshot_id  # else: nothing was committed
     snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id) if ours else None  # one small file
-    # an OVERWRITE snapshot gets no published index: the next bootstrap rebuilds it (engine/commit/overwrite.py)
-    if snapshot is not None and index_uri and not overwrite:
+    # an OVERWRITE snapshot gets no published index: the next bootstrap rebuilds it (engine/commit/overwrite.py);
+    # nor does a rebased one: its index would miss the other writers' keys (engine/commit/rebase.py)
+    if snapshot is not None and index_uri and not overwrite and not rebased_over:
         # snapshot is this run's own commit (found by its identity), so the index published for it holds
         # exactly this run's changes; also on a retry that finds the commit done: the index may not be out yet
         publish_index(index_uri, staged, staging_uri, snapshot)
@@ -58,7 +63,7 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     if spec.result_uri:
         drop_old_results(spec.result_uri, spec.staging_retention_seconds)
     return CommitResult(table=identifier, snapshot_id=snapshot_id, base_snapshot_id=staged.base_snapshot_id,
-                        already_committed=already, **_described(table, snapshot))
+                        already_committed=already, rebased_over=rebased_over, **_described(table, snapshot))
 
 
 def _described(table, snapshot) -> dict:
