@@ -12,6 +12,7 @@ bootstrap catches up from the newest index, as after any other writer (engine/in
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_values
 from airflow_paimon.engine.data_files import read_key_rows
@@ -41,7 +42,7 @@ def rebase_conflict(table, landed: list, messages: list) -> str | None:
     if not keys:  # an append table: rows, no keys
         return None
     ours = _keys(table, keys, [(m.partition, m.bucket, f) for m in messages for f in m.new_files])
-    common = ours.filter(_is_in(ours, _keys(table, keys, [(tuple(e.partition.values), e.bucket, e.file)
+    common = ours.filter(pc.is_in(ours, value_set=_keys(table, keys, [(tuple(e.partition.values), e.bucket, e.file)
                                                            for e in theirs])))
     if len(common):
         return f"{len(common)} key(s) written by both, e.g. {common[:EXAMPLES].to_pylist()}"
@@ -52,12 +53,6 @@ def _keys(table, keys: list[str], files: list[tuple]) -> pa.Array:
     """The encoded primary keys of the rows of ``files`` ((partition, bucket, DataFileMeta)), distinct."""
     parts = [encode_keys(read_key_rows(data_file_path(table, p, b, f), keys), keys) for p, b, f in files]
     return pa.concat_arrays(parts).unique() if parts else pa.array([], pa.binary())
-
-
-def _is_in(values: pa.Array, others: pa.Array) -> pa.Array:
-    import pyarrow.compute as pc
-
-    return pc.is_in(values, value_set=others)
 
 
 def _partition_types(table) -> list:
