@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_paimon.engine.codec.kinds import DELETE_TEXT, INSERT_TEXT, UPDATE_AFTER_TEXT
 from airflow_paimon.engine.codec.system_fields import key_columns
 from airflow_paimon.engine.compact.merge import merge_key_values
 from airflow_paimon.engine.errors import ValidationError
@@ -156,7 +157,8 @@ def diff_rows(before: pa.Table, after: pa.Table, keys: list[str], row_kind_colum
     old_side = joined.select(keys + values)
     parts = []
     order = [(k, "ascending") for k in keys]
-    for kind, mask, side in (("-D", deleted, old_side), ("+I", inserted, new_side), ("+U", updated, new_side)):
+    for kind, mask, side in ((DELETE_TEXT, deleted, old_side), (INSERT_TEXT, inserted, new_side),
+                             (UPDATE_AFTER_TEXT, updated, new_side)):
         rows = side.filter(mask).select(after.column_names).sort_by(order)
         kinds = pa.array(np.full(rows.num_rows, kind, dtype=object), pa.string())
         parts.append(rows.append_column(row_kind_column, kinds))

@@ -1,8 +1,10 @@
 """Every location the provider writes or deletes outside a table's own directory, built in one place.
 
-    {warehouse}/.airflow-paimon/index/{database}.{table}/snapshot-{S}/...       (engine/index/layout.py)
+    {warehouse}/.airflow-paimon/index/{database}.{table}/snapshot-{S}/manifest.json
+                                                        snapshot-{S}/shard-{i:05d}-{type}[-{writer}].sst
     {warehouse}/.airflow-paimon/staging/{database}.{table}/{commit_user}/staged.json (and planned-columns.json)
-    {warehouse}/.airflow-paimon/results/{dag}/{run}/{task}-{map}-try{n}.json
+                                                                      /index/shard-{i:05d}.json (and -{type}.sst)
+    {warehouse}/.airflow-paimon/results/{dag}/{run}/{task}-{map}-try{n}.json (a rollback: {task}-{map}-rollback.json)
 
 (each root may be set elsewhere on the connection). A path is a root plus segments, and a segment is an
 allow-list of characters: no separator, no ``.``/``..``, no ``%`` (pyarrow percent-decodes ``file://`` URIs),
@@ -24,6 +26,11 @@ PROVIDER_DIR = ".airflow-paimon"  # under the warehouse, beside the databases: n
 ROOTS = ("index", "staging", "results")
 STAGED_FILE = "staged.json"
 PLANNED_COLUMNS_FILE = "planned-columns.json"
+INDEX_MANIFEST = "manifest.json"
+STAGED_INDEX_DIR = "index"  # a run's index changes, under its staging, until its commit publishes them
+_JSON = ".json"  # results and staged shard descriptions
+
+_INDEX_SNAPSHOT_DIR = re.compile(r"^snapshot-(\d+)$")
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=-]*$")
 
@@ -83,6 +90,66 @@ def planned_columns_file(run_staging: str) -> str:
     return storage.join(run_staging, PLANNED_COLUMNS_FILE)
 
 
+def index_snapshot_dir(snapshot_id: int | None) -> str:
+    """The directory of the index of ``snapshot_id`` (0: the empty table), relative to the table's index."""
+    return f"snapshot-{snapshot_id or 0}"
+
+
+def indexed_snapshot(name: str) -> int | None:
+    """The snapshot id of an index directory named by index_snapshot_dir; None for any other name."""
+    m = _INDEX_SNAPSHOT_DIR.match(name)
+    return int(m.group(1)) if m else None
+
+
+def index_manifest(index_uri: str, snapshot_id: int | None) -> str:
+    """The manifest of the index of ``snapshot_id``, written last: an index directory without one is not read."""
+    return storage.join(index_uri, index_snapshot_dir(snapshot_id), INDEX_MANIFEST)
+
+
+def index_file(snapshot_dir: str, name: str) -> str:
+    """A file of the index as its manifest names it: relative to the table's index, inside a snapshot's directory."""
+    return f"{snapshot_dir}/{name}"
+
+
+def index_file_dir(relative: str) -> str:
+    """The snapshot directory an index_file lies in."""
+    return relative.split("/", 1)[0]
+
+
+def shard_file_name(shard: int, file_type: str, writer: str | None = None) -> str:
+    """A shard file's name; a ``writer`` keeps the files of two publishers of one snapshot apart."""
+    return f"{_shard(shard)}-{file_type}{'-' + writer if writer else ''}.sst"
+
+
+def _shard(shard: int) -> str:
+    return f"shard-{shard:05d}"
+
+
+def is_shard_file(name: str) -> bool:
+    """Whether a file in an index directory is a shard file (an SST), not its manifest."""
+    return name.endswith(".sst")
+
+
+def staged_index_dir(run_staging: str) -> str:
+    """Where a run stages its index changes for the commit to publish."""
+    return storage.join(run_staging, STAGED_INDEX_DIR)
+
+
+def staged_shard_file(run_staging: str, shard: int, file_type: str) -> str:
+    """A shard's staged SST of changes."""
+    return storage.join(staged_index_dir(run_staging), shard_file_name(shard, file_type))
+
+
+def staged_shard_meta(run_staging: str, shard: int) -> str:
+    """A shard's staged description of its changes (counts, file type, its staged SST)."""
+    return storage.join(staged_index_dir(run_staging), _shard(shard) + _JSON)
+
+
+def is_staged_shard_meta(name: str) -> bool:
+    """Whether a file in the staged index directory is a shard's description (staged_shard_meta)."""
+    return name.endswith(_JSON)
+
+
 def safe_segment(name: str) -> str:
     """A segment from a free-form name (dag id, run id, task id): unsafe characters become ``_``, and a name
     that had to change gets a short digest of the original, so two names never share a segment."""
@@ -94,5 +161,23 @@ def safe_segment(name: str) -> str:
 
 def result_file(results_root: str, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> str:
     """Where a task's Spark job writes its result: {results_root}/{dag}/{run}/{task}-{map}-try{n}.json."""
-    return under(results_root, safe_segment(dag_id), safe_segment(run_id),
-                 safe_segment(f"{task_id}-{map_index}-try{try_number}") + ".json")
+    return _dag_run_file(results_root, dag_id, run_id, f"{task_id}-{map_index}-try{try_number}")
+
+
+def rollback_marker(results_root: str, dag_id: str, run_id: str, task_id: str, map_index: int) -> str:
+    """Where a rollback task records that it ran: {results_root}/{dag}/{run}/{task}-{map}-rollback.json."""
+    return _dag_run_file(results_root, dag_id, run_id, f"{task_id}-{map_index}-rollback")
+
+
+def _dag_run_file(results_root: str, dag_id: str, run_id: str, name: str) -> str:
+    return under(results_root, safe_segment(dag_id), safe_segment(run_id), safe_segment(name) + _JSON)
+
+
+def dag_results_dir(result_uri: str) -> str:
+    """The directory of a DAG's results ({results_root}/{dag}), from the path of one of its result_file."""
+    return result_uri.rstrip("/").rsplit("/", 2)[0]
+
+
+def is_result_file(name: str) -> bool:
+    """Whether a file in a DAG run's results directory is a result (result_file, rollback_marker)."""
+    return name.endswith(_JSON)

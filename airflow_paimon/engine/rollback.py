@@ -24,7 +24,7 @@ import re
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.layout import index_dir
+from airflow_paimon.engine.layout import index_dir, indexed_snapshot
 from airflow_paimon.engine.table import get_table
 
 log = logging.getLogger(__name__)
@@ -33,17 +33,18 @@ _SNAPSHOT = re.compile(r"^snapshot-(\d+)$")
 
 
 def numbered(names: list[str]) -> list[int]:
-    """The N of every ``snapshot-N`` among ``names``, newest first."""
+    """The N of every ``snapshot-N`` (Paimon's snapshot files) among ``names``, newest first."""
     return sorted((int(m.group(1)) for m in map(_SNAPSHOT.match, names) if m), reverse=True)
 
 
 def drop_later_indexes(index_root: str, identifier: str, target_id: int) -> list[int]:
     """Delete the index directories of snapshots after ``target_id`` (confined to the table's index)."""
     table_index = index_dir(index_root, identifier)
-    later = [n for n in numbered(storage.list_dir(table_index)) if n > target_id]
-    for n in later:
-        storage.delete_dir_within(table_index, storage.join(table_index, f"snapshot-{n}"))
-    return later
+    later = sorted(((n, name) for name in storage.list_dir(table_index)
+                    if (n := indexed_snapshot(name)) is not None and n > target_id), reverse=True)
+    for _, name in later:
+        storage.delete_dir_within(table_index, storage.join(table_index, name))
+    return [n for n, _ in later]
 
 
 def target_snapshot(table, identifier: str, to_snapshot: int | None, to_tag: str | None):

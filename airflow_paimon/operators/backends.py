@@ -94,11 +94,12 @@ class SparkSubmitBackend(JobBackend):
     def kill(self) -> None:
         """SIGTERM the spark-submit's process group (its JVM, the Python driver and workers), then the hook's
         own on_kill (a driver on a cluster, YARN application, K8s pod)."""
+        from airflow_paimon.operators.spark_hook_compat import submit_process
         from airflow_paimon.spark.submit import stop_process_group
 
         if self.hook is None:
             return
-        stop_process_group(getattr(self.hook, "_submit_sp", None))
+        stop_process_group(submit_process(self.hook))
         self.hook.on_kill()
 
 

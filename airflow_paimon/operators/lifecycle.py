@@ -163,8 +163,7 @@ class PaimonRollbackOperator(PaimonTableOperator):
         from airflow_paimon.engine import layout
 
         ti = context["ti"]
-        return layout.under(hook.results_root(), layout.safe_segment(ti.dag_id), layout.safe_segment(ti.run_id),
-                            layout.safe_segment(f"{ti.task_id}-{ti.map_index}-rollback") + ".json")
+        return layout.rollback_marker(hook.results_root(), ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
 
     def run(self, context, hook: PaimonHook) -> dict:
         from airflow_paimon.engine import storage

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.codec.kinds import DELETE_TEXT, INSERT_TEXT, UPDATE_AFTER_TEXT, UPDATE_BEFORE_TEXT
 from airflow_paimon.engine.context import cached_table
 from airflow_paimon.engine.changelog_read import changelog_rows, plan_changelog
 from airflow_paimon.engine.incremental import (ROW_KIND_COLUMN, diff_partition, plan_incremental, scan_mode_of,
@@ -23,7 +24,8 @@ from airflow_paimon.engine.table import get_table
 log = logging.getLogger(__name__)
 PART = re.compile(r"^part-\d{5}\.parquet$")
 COUNTS = "file string, rows long, inserts long, update_befores long, updates long, deletes long"
-KIND_COUNTS = {"inserts": "+I", "update_befores": "-U", "updates": "+U", "deletes": "-D"}
+KIND_COUNTS = {"inserts": INSERT_TEXT, "update_befores": UPDATE_BEFORE_TEXT, "updates": UPDATE_AFTER_TEXT,
+               "deletes": DELETE_TEXT}
 
 
 def part_name(i: int) -> str:

@@ -321,11 +321,13 @@ def _corrupt_parquet(uri: str) -> str | None:
 def _refused_retractions(table, identifier: str, op: str) -> str:
     """A CASE branch failing on -U/-D rows where the table's merge engine refuses them as Paimon does
     (after ``ignore-delete`` and its fallback keys drop them), else ''."""
+    from airflow_paimon.engine.codec.kinds import RETRACT_TEXTS
     from airflow_paimon.engine.merge_engine import MergeRules
 
     rules = MergeRules.of(table.table_schema.options, identifier)
     if not rules.refuses_retractions:
         return ""
-    return (f"WHEN {op} IN ('-U', '-D') THEN " + _fail(
-        "merge-engine", _text(rules.name), f"merge-engine {rules.name} cannot take -U/-D rows; "
+    retractions = "/".join(RETRACT_TEXTS)
+    return (f"WHEN {op} IN ({', '.join(map(_text, RETRACT_TEXTS))}) THEN " + _fail(
+        "merge-engine", _text(rules.name), f"merge-engine {rules.name} cannot take {retractions} rows; "
         f"{rules.retraction_advice}") + " ")

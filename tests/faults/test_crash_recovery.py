@@ -14,7 +14,7 @@ from airflow_paimon.engine import layout
 from airflow_paimon.engine.index.bootstrap import CATCH_UP, REBUILD, REUSE
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.compact.run import compaction_identity
-from airflow_paimon.engine.index.layout import snapshot_dir
+from airflow_paimon.engine.layout import index_snapshot_dir
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.table import get_table
 from compaction_tables import assert_reads
@@ -93,7 +93,7 @@ def test_kill_then_retry_converges(spark, base, tmp_path, job, point, index):
         shutil.rmtree(index_uri)
     elif index == "catch_up":  # a run committed, its index never published: the bootstrap catches up
         committed = p.dag_run(str(root / "batch-1.parquet"), "run-1", jobs=JOBS[:3])["commit"]
-        shutil.rmtree(f"{index_uri}/{snapshot_dir(committed['snapshot_id'])}")
+        shutil.rmtree(f"{index_uri}/{index_snapshot_dir(committed['snapshot_id'])}")
         done = batches[:2]
     n = len(done)
     before_id = latest_snapshot(get_table(p.options, p.table)).id

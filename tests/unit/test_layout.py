@@ -72,6 +72,21 @@ def test_result_file_layout():
     uri = layout.result_file("/r", "dag", "manual__2026-11-23T00:00:00+00:00", "commit", -1, 2)
     dag, run, name = uri.split("/")[-3:]
     assert (uri.startswith("/r/dag/"), name) == (True, "commit--1-try2.json") and run.startswith("manual__2026")
+    assert layout.dag_results_dir(uri) == "/r/dag" and layout.is_result_file(name)
+    marker = layout.rollback_marker("/r", "dag", "r1", "rollback", 3)
+    assert marker == "/r/dag/r1/rollback-3-rollback.json" and layout.dag_results_dir(marker) == "/r/dag"
+
+
+def test_index_and_staged_index_names():
+    assert [layout.indexed_snapshot(layout.index_snapshot_dir(s)) for s in (None, 0, 7)] == [0, 0, 7]
+    assert [layout.indexed_snapshot(n) for n in ("snapshot-x", "manifest.json", "snapshot-3.tmp")] == [None] * 3
+    assert layout.index_manifest("/i/db.t", 7) == "/i/db.t/snapshot-7/manifest.json"
+    published = layout.index_file(layout.index_snapshot_dir(7), layout.shard_file_name(3, "delta", "user-1"))
+    assert published == "snapshot-7/shard-00003-delta-user-1.sst" and layout.index_file_dir(published) == "snapshot-7"
+    assert layout.is_shard_file(published) and not layout.is_shard_file(layout.INDEX_MANIFEST)
+    staged = [layout.staged_shard_file("/s/db.t/u", 3, "full"), layout.staged_shard_meta("/s/db.t/u", 3)]
+    assert staged == ["/s/db.t/u/index/shard-00003-full.sst", "/s/db.t/u/index/shard-00003.json"]
+    assert [layout.is_staged_shard_meta(p.rsplit("/", 1)[1]) for p in staged] == [False, True]
 
 
 def test_crafted_table_on_a_file_warehouse_is_refused_before_anything(tmp_path):

@@ -1,11 +1,14 @@
 """Operation column and in-batch merging against a pandas oracle of Paimon's merge functions."""
+import ast
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.assign.rowkind import occurrence_rounds, resolve_duplicates, row_kinds
-from airflow_paimon.engine.codec.kinds import DELETE, INSERT
+from airflow_paimon.engine.codec.kinds import DELETE, INSERT, ROW_KINDS
 from airflow_paimon.engine.merge_engine import MergeRules
 
 FIRST_ROW = MergeRules.of({"merge-engine": "first-row"})
@@ -19,6 +22,17 @@ def test_operation_column_to_row_kind_bytes():
         row_kinds(pa.array(["+I", "U"]), identifier="db.t", column="op")
     with pytest.raises(ValueError, match="value None"):
         row_kinds(pa.array(["+I", None]), identifier="db.t")
+
+
+def test_row_kind_text_only_in_the_codec():
+    """The row kinds as text ("+I", "-U", "+U", "-D") are spelled in engine/codec/kinds.py alone; code elsewhere
+    imports them from there (prose in docstrings and messages aside)."""
+    root = Path(__file__).resolve().parents[2]
+    stray = [f"{path.relative_to(root)}:{node.lineno} {node.value!r}"
+             for path in sorted((root / "airflow_paimon").rglob("*.py")) if path.name != "kinds.py"
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in ROW_KINDS]
+    assert not stray, f"row kinds spelled outside airflow_paimon/engine/codec/kinds.py: {stray}"
 
 
 def _batch(n=3000, keys=400, with_seq=True, null_share=0.3):

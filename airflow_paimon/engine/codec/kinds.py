@@ -1,7 +1,8 @@
 """The two kinds Paimon writes as small integers, named once. They are different things:
 
-- RowKind, a record's change: the ``_VALUE_KIND`` byte of a data file row and the operation column of a batch.
-  Taken from pypaimon's own ``RowKind``: +I = 0, -U = 1, +U = 2, -D = 3; -U and -D retract their key.
+- RowKind, a record's change: the ``_VALUE_KIND`` byte of a data file row, and as text ("+I", "-U", "+U", "-D")
+  the operation column of a batch and the row-kind column of an incremental read. Taken from pypaimon's own
+  ``RowKind``: +I = 0, -U = 1, +U = 2, -D = 3; -U and -D retract their key. No other module spells them.
 - FileKind, a manifest entry's change to the table's files: ADD = 0, DELETE = 1 (Java Paimon's FileKind;
   pypaimon writes the bare integers).
 """
@@ -18,6 +19,12 @@ UPDATE_AFTER = RowKind.UPDATE_AFTER.value
 DELETE = RowKind.DELETE.value
 ROW_KINDS = {kind.to_string(): kind.value for kind in RowKind}  # "+I" -> 0, "-U" -> 1, "+U" -> 2, "-D" -> 3
 RETRACT_KINDS = (UPDATE_BEFORE, DELETE)  # the row removes its key
+# the same kinds as text
+INSERT_TEXT = RowKind.INSERT.to_string()
+UPDATE_BEFORE_TEXT = RowKind.UPDATE_BEFORE.to_string()
+UPDATE_AFTER_TEXT = RowKind.UPDATE_AFTER.to_string()
+DELETE_TEXT = RowKind.DELETE.to_string()
+RETRACT_TEXTS = (UPDATE_BEFORE_TEXT, DELETE_TEXT)
 _RETRACT_ARRAY = pa.array(RETRACT_KINDS, pa.int8())
 
 

@@ -127,7 +127,7 @@ def _drop_abandoned_staging(table_staging: str, retention_seconds: float) -> Non
 def drop_old_results(result_uri: str, retention_seconds: float) -> None:
     """Result files of this DAG's runs ({results_root}/{dag}/{run}/{task}.json) older than the retention:
     XCom holds what the tasks returned, the files only served the hand-over."""
-    dag_results = result_uri.rstrip("/").rsplit("/", 2)[0]
+    dag_results = layout.dag_results_dir(result_uri)
     cutoff = time.time() - retention_seconds
     # Only that layout is touched: run directories holding nothing but result JSON files (a job run by hand
     # with a result URI elsewhere must not clean up that folder).
@@ -136,7 +136,7 @@ def drop_old_results(result_uri: str, retention_seconds: float) -> None:
         if not storage.is_dir(run_uri):
             continue
         files = storage.list_dir(run_uri)
-        if any(not f.endswith(".json") for f in files):
+        if any(not layout.is_result_file(f) for f in files):
             continue
         old = [f for f in files if storage.mtime(storage.join(run_uri, f)) < cutoff]
         for f in old:

@@ -6,24 +6,22 @@
 A shard is a list of SST files applied in order — a base file, then deltas — which may live in the
 directories of earlier snapshots; the manifest names them relative to the table's index directory, with
 size and checksum. The manifest is written last and atomically, so an index without one is never read.
+The names themselves are engine/layout.py's.
 """
 from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import asdict, dataclass, field
 
 import pyarrow.fs as pafs
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
 MAX_SHARD_FILES = 8  # past this many deltas a shard is rewritten as one file
-_SNAPSHOT_DIR = re.compile(r"^snapshot-(\d+)$")
 
 
 @dataclass
@@ -77,10 +75,6 @@ class IndexManifest:
                    for bucket, n in counts.items() if n > 0)
 
 
-def snapshot_dir(snapshot_id: int | None) -> str:
-    return f"snapshot-{snapshot_id or 0}"
-
-
 def manifest_to_json(manifest: IndexManifest) -> str:
     return json.dumps(asdict(manifest), sort_keys=True)
 
@@ -115,7 +109,7 @@ def manifest_from_json(text: str) -> IndexManifest:
 
 
 def write_manifest(index_uri: str, manifest: IndexManifest) -> None:
-    uri = storage.join(index_uri, snapshot_dir(manifest.snapshot_id), MANIFEST)
+    uri = layout.index_manifest(index_uri, manifest.snapshot_id)
     storage.write_bytes_atomic(uri, manifest_to_json(manifest).encode())
 
 
@@ -125,7 +119,7 @@ def publish_manifest(index_uri: str, manifest: IndexManifest) -> IndexManifest:
     up on it) race: the first manifest stays, so the files it names are the ones every clean-up keeps — the loser
     never replaces it with one naming files a clean-up may have judged unreferenced. A corrupt or incompatible
     manifest (other shard count, schema or hash scheme) is replaced."""
-    uri = storage.join(index_uri, snapshot_dir(manifest.snapshot_id), MANIFEST)
+    uri = layout.index_manifest(index_uri, manifest.snapshot_id)
     if storage.write_bytes_if_absent(uri, manifest_to_json(manifest).encode()):
         return manifest
     existing = read_manifest(index_uri, manifest.snapshot_id)
@@ -138,7 +132,7 @@ def publish_manifest(index_uri: str, manifest: IndexManifest) -> IndexManifest:
 
 
 def read_manifest(index_uri: str, snapshot_id: int | None) -> IndexManifest | None:
-    uri = storage.join(index_uri, snapshot_dir(snapshot_id), MANIFEST)
+    uri = layout.index_manifest(index_uri, snapshot_id)
     if not storage.exists(uri):
         return None
     try:
@@ -152,9 +146,9 @@ def published_snapshots(index_uri: str) -> list[int]:
     """Snapshot ids with a published index, ascending."""
     ids = []
     for name in storage.list_dir(index_uri):
-        m = _SNAPSHOT_DIR.match(name)
-        if m and storage.exists(storage.join(index_uri, name, MANIFEST)):
-            ids.append(int(m.group(1)))
+        snapshot_id = layout.indexed_snapshot(name)
+        if snapshot_id is not None and storage.exists(storage.join(index_uri, name, layout.INDEX_MANIFEST)):
+            ids.append(snapshot_id)
     return sorted(ids)
 
 

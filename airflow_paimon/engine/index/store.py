@@ -9,10 +9,9 @@ from dataclasses import replace
 
 import pyarrow.fs as pafs
 
-from airflow_paimon.engine import storage
-from airflow_paimon.engine.index.layout import (_SNAPSHOT_DIR, MANIFEST, MAX_SHARD_FILES, IndexFile, IndexManifest, ShardMeta,
-                                                describe_file, published_snapshots, read_manifest, snapshot_dir,
-                                                publish_manifest)
+from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.index.layout import (MAX_SHARD_FILES, IndexFile, IndexManifest, ShardMeta, describe_file,
+                                                published_snapshots, read_manifest, publish_manifest)
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex
 
 log = logging.getLogger(__name__)
@@ -62,15 +61,12 @@ def export_changes(index: ShardIndex, base: ShardMeta, workdir: str) -> tuple[st
     return (path if entries else None), file_type, entries
 
 
-def shard_file_name(shard: int, file_type: str, writer: str | None = None) -> str:
-    return f"shard-{shard:05d}-{file_type}{'-' + writer if writer else ''}.sst"
-
-
 def publish_file(index_uri: str, snapshot_id: int | None, shard: int, file_type: str, source: str,
                  entries: int, writer: str | None = None) -> IndexFile:
     """Copy a shard file (a local path or a staged URI) into the snapshot's directory; describe it. A
     ``writer`` in the name keeps the files of two publishers of one snapshot apart."""
-    relative = f"{snapshot_dir(snapshot_id)}/{shard_file_name(shard, file_type, writer)}"
+    relative = layout.index_file(layout.index_snapshot_dir(snapshot_id),
+                                 layout.shard_file_name(shard, file_type, writer))
     target = storage.join(index_uri, relative)
     if "://" in source or not os.path.exists(source):
         storage.write_bytes_atomic(target, storage.read_bytes(source))
@@ -93,16 +89,17 @@ def stage_shard(staging_uri: str, shard: int, local_path: str | None, file_type:
     doc = {"shard": shard, "file_type": file_type, "entries": entries, "keys": keys, "bucket_counts": bucket_counts,
            "file": None, "counters": counters or {}}
     if local_path is not None:
-        doc["file"] = storage.join(staging_uri, "index", shard_file_name(shard, file_type))
+        doc["file"] = layout.staged_shard_file(staging_uri, shard, file_type)
         storage.upload(local_path, doc["file"])
-    storage.write_bytes_atomic(storage.join(staging_uri, "index", f"shard-{shard:05d}.json"), json.dumps(doc).encode())
+    storage.write_bytes_atomic(layout.staged_shard_meta(staging_uri, shard), json.dumps(doc).encode())
 
 
 def staged_shards(staging_uri: str) -> dict[int, dict]:
     out = {}
-    for name in storage.list_dir(storage.join(staging_uri, "index")):
-        if name.endswith(".json"):
-            doc = json.loads(storage.read_bytes(storage.join(staging_uri, "index", name)))
+    staged_index = layout.staged_index_dir(staging_uri)
+    for name in storage.list_dir(staged_index):
+        if layout.is_staged_shard_meta(name):
+            doc = json.loads(storage.read_bytes(storage.join(staged_index, name)))
             out[doc["shard"]] = doc
     return out
 
@@ -134,14 +131,14 @@ def clean_up(index_uri: str, keep: int = 2) -> list[str]:
     published = published_snapshots(index_uri)
     # a corrupt manifest reads as None: its directory is garbage unless a readable index uses its files
     kept = [m for m in (read_manifest(index_uri, s) for s in published[-keep:]) if m is not None]
-    kept_dirs = {snapshot_dir(m.snapshot_id) for m in kept}
-    needed_dirs = kept_dirs | {f.path.split("/", 1)[0] for m in kept for f in m.files()}
+    kept_dirs = {layout.index_snapshot_dir(m.snapshot_id) for m in kept}
+    needed_dirs = kept_dirs | {layout.index_file_dir(f.path) for m in kept for f in m.files()}
     needed_files = {f.path for m in kept for f in m.files()}
     newest = published[-1] if published else -1
     deleted = []
     for name in storage.list_dir(index_uri):
-        m = _SNAPSHOT_DIR.match(name)
-        if not m or int(m.group(1)) > newest:
+        snapshot_id = layout.indexed_snapshot(name)
+        if snapshot_id is None or snapshot_id > newest:
             continue
         uri = storage.join(index_uri, name)
         if name not in needed_dirs:
@@ -149,9 +146,10 @@ def clean_up(index_uri: str, keep: int = 2) -> list[str]:
             deleted.append(name)
             continue
         for f in storage.list_dir(uri):
-            rel = f"{name}/{f}"
+            rel = layout.index_file(name, f)
             # a directory kept only for files a newer index still uses loses its own (stale) manifest
-            if (f.endswith(".sst") and rel not in needed_files) or (f == MANIFEST and name not in kept_dirs):
+            if ((layout.is_shard_file(f) and rel not in needed_files)
+                    or (f == layout.INDEX_MANIFEST and name not in kept_dirs)):
                 storage.delete_file_within(index_uri, storage.join(uri, f))
                 deleted.append(rel)
     return deleted
