@@ -22,6 +22,7 @@ from pypaimon.schema.data_types import PyarrowFieldParser
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.assign.assigner import BUCKET, ORDER, ROW_KIND
 from airflow_paimon.engine.assign.fixed import fixed_buckets
+from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.compact.run import compact as compact_job, compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.context import WriteContext
@@ -129,7 +130,7 @@ def in_process(job: str, spec: JobSpec, rows: pa.Table | None = None, row_kinds=
         if rows is None:
             raise ValueError("in_process writes rows in memory; in_spark reads spec.source")
         return assign_and_write(spec, read=_prepared(rows, row_kinds), write=write or _assign_then_write,
-                                source_schema=lambda: rows.schema)
+                                source_schema=lambda: rows.schema, leave_out=_without_keys)
     if job == "commit":
         return run_commit(spec)
     if job == "compact":
@@ -153,6 +154,12 @@ class LocalIndexTasks:
 def _rewrite(table, work) -> list[bytes]:
     """The compaction's bucket rewrites, one after another (Spark: a task each)."""
     return [compact_task(table, w) for w in work]
+
+
+def _without_keys(source: pa.Table, keys: pa.Table) -> pa.Table:
+    """The rows of ``source`` whose primary key is not a row of ``keys``, as spark/assign_write.py leaves them out."""
+    names = keys.column_names
+    return source.filter(pc.invert(pc.is_in(encode_keys(source, names), value_set=encode_keys(keys, names))))
 
 
 def _prepared(rows: pa.Table, row_kinds):
@@ -262,25 +269,31 @@ def bootstrap(catalog_options, table: str, index_root: str, shards: int) -> Boot
 
 
 def write_run(run: Bootstrapped, source: pa.Table, run_id: str = "run", row_kinds=None,
-              write_mode: str = "upsert", schema_evolution: str = "none", write=None) -> AssignWriteResult:
-    """The assign-and-write job on ``source``; its result. ``write``: instead of the in-process pipeline."""
+              write_mode: str = "upsert", schema_evolution: str = "none", write=None,
+              logical_date_ms: int | None = None) -> AssignWriteResult:
+    """The assign-and-write job on ``source``; its result. ``write``: instead of the in-process pipeline;
+    ``logical_date_ms``: the DAG run's logical date (engine/commit/ordering.py)."""
     spec = run.pipeline.spec("assign_and_write", {"bootstrap_index": run.result.to_dict()}, run_id=run_id,
-                             write_mode=write_mode, schema_evolution=schema_evolution)
+                             write_mode=write_mode, schema_evolution=schema_evolution,
+                             logical_date_ms=logical_date_ms)
     return in_process("assign_and_write", spec, rows=source, row_kinds=row_kinds, write=write)
 
 
 def stage_run(run: Bootstrapped, source: pa.Table, run_id: str = "run", row_kinds=None,
-              write_mode: str = "upsert", schema_evolution: str = "none") -> CommitSpec:
+              write_mode: str = "upsert", schema_evolution: str = "none",
+              logical_date_ms: int | None = None) -> CommitSpec:
     """The assign-and-write job on ``source`` (row kinds: ``row_kinds``, default all +I); returns the commit
     job's spec."""
-    written = write_run(run, source, run_id, row_kinds, write_mode, schema_evolution)
+    written = write_run(run, source, run_id, row_kinds, write_mode, schema_evolution,
+                        logical_date_ms=logical_date_ms)
     return run.pipeline.spec("commit", {"assign_and_write": written.to_dict()})
 
 
 def upsert(run: Bootstrapped, source: pa.Table, run_id: str = "run", row_kinds=None, write_mode: str = "upsert",
-           schema_evolution: str = "none"):
+           schema_evolution: str = "none", logical_date_ms: int | None = None):
     """Stage and commit one run; (snapshot id, already committed)."""
-    result = in_process("commit", stage_run(run, source, run_id, row_kinds, write_mode, schema_evolution))
+    result = in_process("commit", stage_run(run, source, run_id, row_kinds, write_mode, schema_evolution,
+                                            logical_date_ms))
     return result.snapshot_id, result.already_committed
 
 

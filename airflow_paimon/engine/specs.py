@@ -117,6 +117,9 @@ class AssignWriteSpec(JobSpec):
     base_snapshot_fingerprint: str | None = None  # engine/history.py
     generation: int = 0  # the DAG run's clear_number: part of the commit identity (engine/commit/identity.py)
     reprocess_on_clear: str = "upsert"  # one of REPROCESS_ON_CLEAR
+    # the DAG run's logical date (epoch ms; a run without one: its run_after): the order of days in a deduplicate
+    # table, whatever order their runs commit in (engine/commit/ordering.py); None: commit order
+    logical_date_ms: int | None = None
 
     @classmethod
     def after(cls, boot: BootstrapResult, **fields) -> "AssignWriteSpec":
@@ -154,6 +157,8 @@ class AssignWriteResult(Wire):
     generation: int = 0  # the DAG run's clear_number this write ran as
     # a cleared run's write: the snapshot an earlier generation of the run committed (None: not a reprocess)
     reprocessed_snapshot_id: int | None = None
+    # keys runs of a later logical date wrote, whose rows this run left out (engine/commit/ordering.py)
+    superseded_keys: int = 0
 
 
 # --- commit ----------------------------------------------------------------------------------------------------
@@ -192,6 +197,9 @@ class CommitResult(Wire):
     snapshot_fingerprint: str | None = None  # which snapshot snapshot_id is (engine/history.py)
     # snapshots of other writers that landed after the base and the commit went on top of (engine/commit/rebase.py)
     rebased_over: list[int] = field(default_factory=list)
+    # times the commit task re-ran this run's bootstrap-index and assign-and-write after other writers' commits
+    # conflicted with its staged write (operators/paimon.py PaimonCommitOperator)
+    rewrites: int = 0
 
 
 # --- compact ---------------------------------------------------------------------------------------------------

@@ -27,4 +27,15 @@ def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
         with validation_errors(identifier, spec.source):
             return arrow_schema(frame())
 
-    return assign_and_write(spec, read=read, write=write, source_schema=source_schema)
+    def leave_out(source, keys):
+        return without_keys(spark, source, keys)
+
+    return assign_and_write(spec, read=read, write=write, source_schema=source_schema, leave_out=leave_out)
+
+
+def without_keys(spark, source, keys):
+    """``source`` (a DataFrame) without the rows whose primary key is a row of ``keys`` (an Arrow table of the key
+    columns): a left anti join (Spark broadcasts the keys when they are few)."""
+    names = keys.column_names
+    typed = source.select(*names).schema  # the source's key types, so the join compares like with like
+    return source.join(spark.createDataFrame(keys.to_pandas(), typed), on=names, how="left_anti")

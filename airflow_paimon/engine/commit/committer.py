@@ -77,10 +77,11 @@ def check_not_moved(table, base_snapshot_id: int | None, latest=None, base_finge
 
 def commit_once(table, messages, commit_user: str, commit_identifier: int,
                 base_snapshot_id: int | None, overwrite: bool = False, base_fingerprint: str | None = None,
-                planned: dict | None = None) -> tuple[int | None, bool, list[int]]:
+                planned: dict | None = None, properties: dict[str, str] | None = None) -> tuple[int | None, bool, list[int]]:
     """Commit ``messages`` as one snapshot unless this identity already did; returns (snapshot id, already,
     the ids of other writers' snapshots it was committed on top of). ``overwrite``: an OVERWRITE snapshot
-    replacing the partitions the messages write rows into (engine/commit/overwrite.py).
+    replacing the partitions the messages write rows into (engine/commit/overwrite.py). ``properties``: the
+    snapshot's properties (engine/commit/ordering.py).
 
     Raises StaleIndexError, with nothing committed, if a non-COMPACT snapshot of another commit landed after
     ``base_snapshot_id`` that this write conflicts with (engine/commit/rebase.py: an overwrite or a
@@ -110,9 +111,9 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
     committer = GuardedCommit(table, commit_user, guard)
     try:
         if overwrite:
-            commit_overwrite(committer, table, messages, commit_identifier)
+            commit_overwrite(committer, table, messages, commit_identifier, properties)
         else:
-            committer.commit(messages, commit_identifier)
+            committer.commit(messages, commit_identifier, properties)
     except StaleIndexError:
         existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
         if existing is None:  # not a concurrent attempt of this same run: someone else's commit

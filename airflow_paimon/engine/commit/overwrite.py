@@ -61,13 +61,14 @@ def partition_filter(table, partitions: list[tuple]):
     return builder.or_predicates(ors)
 
 
-def commit_overwrite(committer, table, messages, commit_identifier: int) -> None:
+def commit_overwrite(committer, table, messages, commit_identifier: int,
+                     properties: dict[str, str] | None = None) -> None:
     """One OVERWRITE snapshot through ``committer`` (a FileStoreCommit, e.g. GuardedCommit): the live files of
     the overwritten partitions deleted, the files of ``messages`` added; retried on top of the latest snapshot
     by pypaimon like its own overwrite, with the conflict check on."""
     partitions = overwritten_partitions(messages)
     if not partitions:  # only deletes: nothing to replace, an ordinary commit
-        committer.commit(messages, commit_identifier)
+        committer.commit(messages, commit_identifier, properties)
         return
     where = partition_filter(table, partitions)
     try_commit(committer, commit_kind="OVERWRITE", commit_identifier=commit_identifier,
@@ -75,5 +76,5 @@ def commit_overwrite(committer, table, messages, commit_identifier: int) -> None
                changelog_entries=[], detect_conflicts=True, allow_rollback=False,
                index_deletes=[*overwrite_hash_index_deletes(committer, where),
                               *partition_index_deletes(table, latest_snapshot(table), partitions)],
-               index_adds=[e for m in messages for e in m.index_adds], snapshot_properties=None,
+               index_adds=[e for m in messages for e in m.index_adds], snapshot_properties=properties,
                allow_empty_commit=True)

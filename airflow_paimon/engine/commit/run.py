@@ -12,6 +12,7 @@ import time
 
 from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
+from airflow_paimon.engine.commit.ordering import snapshot_properties
 from airflow_paimon.engine.commit.staging import abandoned, load, runs
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
@@ -41,7 +42,8 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     overwrite = staged.extra.get("write_mode") == "overwrite"
     snapshot_id, already, rebased_over = commit_once(
         table, staged.messages, staged.commit_user, staged.commit_identifier, staged.base_snapshot_id,
-        overwrite=overwrite, base_fingerprint=staged.base_snapshot_fingerprint, planned=staged.planned)
+        overwrite=overwrite, base_fingerprint=staged.base_snapshot_fingerprint, planned=staged.planned,
+        properties=snapshot_properties(staged.extra.get("logical_date_ms")))
     log.debug("%s: snapshot %s (already committed: %s%s)", identifier, snapshot_id, already,
               ", partition overwrite" if overwrite else "")
     if rebased_over:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.committer import find_commit, find_commits
 from airflow_paimon.engine.commit.identity import CommitIdentity
+from airflow_paimon.engine.commit.ordering import superseded_keys
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.commit.table_state import planned_state
@@ -42,12 +43,14 @@ WRITE_COUNTERS = ("rows_written", "deletes", "files")
 
 def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, tuple[str, ...]], Any],
                      write: Callable[[Any, WriteContext, TableShape], Sequence[Written]],
-                     source_schema: Callable[[], Any] | None = None) -> AssignWriteResult:
+                     source_schema: Callable[[], Any] | None = None,
+                     leave_out: Callable[[Any, Any], Any] | None = None) -> AssignWriteResult:
     """``read(table, row_kind_column, absent)``: the validated source, with the table columns ``absent`` (added
     by another writer since this run planned: engine/schema_evolution.py) as nulls; ``write(source, ctx,
     shape)``: assign and write it (the executor's pipeline for ``shape.name``), one Written per write task;
-    ``source_schema()``: the source's Arrow schema, for schema evolution. Nothing is staged before both
-    succeeded."""
+    ``source_schema()``: the source's Arrow schema, for schema evolution; ``leave_out(source, keys)``: the source
+    without the rows whose primary key is a row of ``keys`` (an Arrow table of the key columns: keys runs of a
+    later logical date wrote, engine/commit/ordering.py). Nothing is staged before all succeeded."""
     identifier = spec.table
     table = get_table(spec.catalog_options, identifier)
     shape = shape_of(table)
@@ -78,6 +81,11 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     table, absent = evolve_for_source(spec, table, source_schema, planned,
                                       lambda columns: planned_columns.record(staged_at, columns))
     source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"), absent)
+    superseded = superseded_keys(table, spec.logical_date_ms) if write_mode != "overwrite" else None
+    if superseded is not None:
+        if leave_out is None:
+            raise ValueError("this executor cannot leave out the keys of runs with a later logical date")
+        source = leave_out(source, superseded)
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
                        staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
     if shape.needs_index:
@@ -102,12 +110,14 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
                 "new_keys": (sum(c.get("new_keys", 0) for c in shard_counters)
                              if shape.needs_index else None)}
     stage(table, staged_at, Staged(identifier, spec.base_snapshot_id, ident.commit_user, ident.commit_identifier,
-                                   [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode},
+                                   [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode,
+                                              "logical_date_ms": spec.logical_date_ms},
                                    base_snapshot_fingerprint=spec.base_snapshot_fingerprint,
                                    planned=planned_state(table)), messages)
     crash_point("assign_write.after_stage")
     log.debug("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
-    return AssignWriteResult(**result, **counters, already_committed=False)
+    return AssignWriteResult(**result, **counters, already_committed=False,
+                             superseded_keys=0 if superseded is None else superseded.num_rows)
 
 
 def earlier_commit(table, spec: AssignWriteSpec):
