@@ -17,6 +17,13 @@ def is_retryable(error: BaseException) -> bool:
     return flag if isinstance(flag, bool) else True
 
 
+def heals_by_rewrite(error: BaseException) -> bool:
+    """Whether writing the DAG run's batch again from its bootstrap-index gets past the error (``rewrite_heals``
+    its class declares): the table moved under the staged write (another writer's conflicting commit, a rollback,
+    a schema change, a removed file); the commit task does that itself (operators/paimon.py)."""
+    return getattr(type(error), "rewrite_heals", False) is True
+
+
 class PaimonJobError(Exception):
     """A write cannot go on; nothing has been staged or committed."""
 
@@ -47,6 +54,7 @@ class StaleIndexError(PaimonJobError):
 
     # retrying this task alone meets the same moved table: the run is cleared from its bootstrap-index task
     retryable: bool = False
+    rewrite_heals: bool = True  # bootstrap-index and assign-and-write again, against the table as it is now
 
 
 class RolledBackError(StaleIndexError):
@@ -67,3 +75,4 @@ class MissingFileError(PaimonJobError):
     """A file a commit would add is gone (orphan removal with too short an ``older_than``): nothing committed."""
 
     retryable: bool = False  # the file stays gone: the files are written again by a re-run from bootstrap
+    rewrite_heals: bool = True

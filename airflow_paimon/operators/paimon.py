@@ -30,6 +30,7 @@ from airflow_paimon.engine.specs import (REPROCESS_ON_CLEAR, SCHEMA_EVOLUTIONS, 
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.lineage import DatasetRef, TableLineageMixin, source_dataset, spark_openlineage_conf
 from airflow_paimon.links import PaimonTableLink
+from airflow_paimon.operators.rewrite import StaleWriteError, write_again
 
 
 @contextmanager
@@ -56,6 +57,14 @@ def templated_count(table: str, name: str, value, what: str = "a whole number") 
     if number < 1:
         raise ValidationError(table, f"{name} must be at least 1", value=value)
     return number
+
+
+def run_logical_date_ms(context) -> int | None:
+    """The DAG run's logical date in epoch milliseconds (a run without one, e.g. triggered without a date: its
+    ``run_after``): the order of days in the table (engine/commit/ordering.py)."""
+    run = context["dag_run"]
+    when = getattr(run, "logical_date", None) or getattr(run, "run_after", None)
+    return None if when is None else int(when.timestamp() * 1000)
 
 
 def run_generation(context) -> int:
@@ -112,6 +121,15 @@ class UpstreamResultMixin:
                 f"{upstream_table}; chain each table's tasks together")
         return value
 
+    def upstream_task(self, operator_class: type) -> BaseOperator:
+        """The task this one continues from: the one ``upstream_output`` names, else the nearest upstream task of
+        ``operator_class``."""
+        task = (self.dag.get_task(self._upstream_task_id) if self._upstream_task_id
+                else self._nearest_upstream(operator_class))
+        if task is None:
+            raise AirflowFailException(f"{self.task_id} (table {self.table}): no upstream {operator_class.__name__}")
+        return task
+
     def _nearest_upstream(self, operator_class: type) -> BaseOperator | None:
         seen, frontier = set(), list(self.upstream_list)
         while frontier:
@@ -163,7 +181,8 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         with retried_by_flag(f"{self.job} for table {self.table} failed"):
             return self._execute(context)
 
-    def _execute(self, context) -> dict:
+    def _execute(self, context, result_task_id: str | None = None) -> dict:
+        """The job's result; ``result_task_id``: the name its result file goes by (default: this task's id)."""
         from airflow_paimon.engine import layout, storage
 
         validate_identifier(self.table)  # templated: checked here, before anything is submitted
@@ -175,8 +194,8 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
                             f"{JOBS[self.job].spec.__name__} of job {self.job}")
         spec = spec.to_dict()
         ti = context["ti"]
-        result_uri = layout.result_file(hook.results_root(), ti.dag_id, ti.run_id, ti.task_id, ti.map_index,
-                                        ti.try_number)
+        result_uri = layout.result_file(hook.results_root(), ti.dag_id, ti.run_id, result_task_id or ti.task_id,
+                                        ti.map_index, ti.try_number)
         started = time.monotonic()
         result = self.decide_from_metadata(spec)
         if result is None:
@@ -235,6 +254,8 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
 
         failed = json.loads(storage.read_bytes(result_uri)) if storage.exists(result_uri) else {}
         message = f"{self.job} for table {self.table} failed: {failed.get('error') or cause}"
+        if failed.get("rewrite") is True:
+            raise StaleWriteError(message) from None
         if failed.get("retryable") is False:
             raise AirflowFailException(message) from None
         raise AirflowException(message) from None
@@ -348,7 +369,8 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
                                      staging_root=hook.staging_root(), dag_id=dag_run.dag_id, run_id=dag_run.run_id,
                                      row_kind_column=self.row_kind_column, write_mode=self.write_mode or "upsert",
                                      schema_evolution=self.schema_evolution, generation=run_generation(context),
-                                     reprocess_on_clear=self.reprocess_on_clear)
+                                     reprocess_on_clear=self.reprocess_on_clear,
+                                     logical_date_ms=run_logical_date_ms(context))
 
     def lineage_inputs(self) -> list[DatasetRef]:
         source = source_dataset(self.source)
@@ -362,23 +384,50 @@ class PaimonCommitOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOpe
     ``emit_asset`` (default True): the table's ``paimon://`` asset (airflow_paimon/assets.py) is an outlet,
     and the commit's asset event carries ``extra`` = {snapshot_id, base_snapshot_id, commit_kind,
     delta_record_count, total_record_count}; a retry that finds the commit done reports the same snapshot.
-    A run that staged nothing commits no snapshot and emits no event."""
+    A run that staged nothing commits no snapshot and emits no event.
+
+    ``max_rewrites`` (default 3): when other writers' commits since the run's base conflict with its staged write
+    (the same keys, a partition's bucket index, an overwrite; engine/commit/rebase.py), or the table was rolled
+    back or changed its schema, the commit runs the run's bootstrap-index and assign-and-write again against the
+    table as it is now (logged, counted in ``rewrites``) and commits that, up to this many times; 0: fail
+    instead (the run is then cleared from bootstrap-index by hand)."""
 
     job = "commit"
     template_fields: Sequence[str] = (*PaimonSparkJobOperator.template_fields, "upstream_output")
 
-    def __init__(self, *, emit_asset: bool = True, upstream_output: XComArg | dict | None = None, **kwargs) -> None:
+    def __init__(self, *, emit_asset: bool = True, upstream_output: XComArg | dict | None = None,
+                 max_rewrites: int = 3, **kwargs) -> None:
         super().__init__(**kwargs)
         self.declare_table_asset(emit_asset)
         self.upstream_output = self.upstream_output_of(upstream_output, PaimonAssignAndWriteOperator)
+        if max_rewrites < 0:
+            raise ValueError("max_rewrites must be at least 0")
+        self.max_rewrites = max_rewrites
 
     def job_spec(self, context, hook: PaimonHook) -> CommitSpec:
         written = AssignWriteResult.from_dict(self.upstream_result(context, PaimonAssignAndWriteOperator))
         return CommitSpec.after(written, **self.common_spec(hook), staging_root=hook.staging_root())
 
     def execute(self, context) -> dict:
-        result = super().execute(context)
+        rewrites = 0
+        while True:
+            try:
+                result = super().execute(context)
+                break
+            except StaleWriteError as e:
+                if rewrites >= self.max_rewrites:
+                    raise StaleWriteError(f"{e} (after {rewrites} rewrite(s) of this run's batch; max_rewrites="
+                                          f"{self.max_rewrites})") from None
+                rewrites += 1
+                self.log.warning("%s; writing this run's batch again from bootstrap-index (rewrite %s of at most "
+                                 "%s)", e, rewrites, self.max_rewrites)
+                write_task = self.upstream_task(PaimonAssignAndWriteOperator)
+                boot_task = write_task.upstream_task(PaimonBootstrapIndexOperator)
+                self.upstream_output = write_again(boot_task, write_task, context, f"{self.task_id}.rewrite-{rewrites}")
+                self._upstream_task_id = None
+        result["rewrites"] = rewrites
         committed = CommitResult.from_dict(result)
         self.record_snapshot(context, committed.snapshot_id, committed.base_snapshot_id,
                              new=committed.snapshot_id != committed.base_snapshot_id)
         return result
+

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.errors import is_retryable
+from airflow_paimon.engine.errors import heals_by_rewrite, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.jobs import JOBS
 from airflow_paimon.engine.specs import JobSpec, Wire
@@ -173,7 +173,8 @@ def job_running(run: JobRun) -> Iterator[JobRun]:
 
 def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: dict, run: JobRun) -> bool:
     """Run ``job`` (a Job's spark_function, engine/jobs.py) on the spec ``raw`` read as ``spec_type``; write its
-    result, or its error (``{"error", "retryable"}``: whether a retry can help, engine/errors.py is_retryable),
+    result, or its error (``{"error", "retryable", "rewrite"}``: whether a retry, or writing the run's batch again,
+    can help: engine/errors.py),
     to ``run.result_uri``; True when it succeeded. A secret catalog option's value
     reaches neither the log nor the error (both redacted); the result is written as the job returned it: its
     fields (paths, names) are no place for a secret, and redacting them would corrupt them."""
@@ -190,7 +191,7 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
             e = JobKilled(f"the task was killed ({type(e).__name__} in the job)")
         error = redact(f"{type(e).__name__}: {e}", secrets)
         # the error's own flag, across the process boundary: the operator decides from it, not from the name
-        failed = {"error": error, "retryable": is_retryable(e)}
+        failed = {"error": error, "retryable": is_retryable(e), "rewrite": heals_by_rewrite(e)}
         storage.write_bytes_atomic(run.result_uri, json.dumps(failed).encode())
         return False
     text = json.dumps(result)

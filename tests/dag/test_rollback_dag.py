@@ -1,6 +1,7 @@
 """Rollbacks through the real operators (spark-submit jobs, dag.test on SQLite): a DAG run's table is rolled back
 by PaimonRollbackOperator between its assign-and-write and its commit, and other writers take the rolled-back
-snapshot ids again before the commit runs. The commit is refused without retries, nothing of the run lands, its
+snapshot ids again before the commit runs. By default the commit writes the run's batch again against the table as
+it is now and lands it once; with ``max_rewrites=0`` it is refused without retries, nothing of the run lands, its
 re-run lands once; pypaimon and Java Paimon read the pandas oracle's table, no key twice. A rollback to the APPEND
 half of a deletion-vector write is refused by the operator."""
 from __future__ import annotations
@@ -48,7 +49,32 @@ def seed(warehouse, options) -> tuple[TableSpec, list[int]]:
 
 
 @pytest.mark.parametrize("mode", list(OPTIONS))
-def test_a_rollback_between_write_and_commit_lands_nothing_of_the_run(airflow_home, warehouse, monkeypatch,
+def test_a_rollback_between_write_and_commit_is_healed_by_the_commit_writing_the_batch_again(
+        airflow_home, warehouse, monkeypatch, tmp_path, mode):
+    from paimon_history_dags import rollback_healed
+
+    use_warehouse(monkeypatch, warehouse)
+    _, seeded = seed(warehouse, OPTIONS[mode])
+    source = tmp_path / "stale.parquet"
+    STALE.to_parquet(source, index=False)
+    conf = {"table": "db.t", "source": str(source), "to_snapshot": seeded[0],
+            "batches": [df.to_dict("records") for df in OTHERS]}
+    run, states, xcoms = run_dag(rollback_healed, conf=conf)
+    assert run.state == "success", states
+    assert run.get_task_instance("commit").try_number == 1  # healed inside the task, not by Airflow's retries
+    committed, written = xcoms["commit"], xcoms["assign_and_write"]
+    assert committed["rewrites"] == 1 and not committed["already_committed"], committed
+    # the batch went again against the table as it is now: its base is the other writers' last snapshot (which
+    # reuses the id of the base the first write had, after the rollback)
+    assert committed["base_snapshot_id"] == xcoms["other_writers"][-1], committed
+    table = get_table({"warehouse": warehouse}, "db.t")
+    assert table.snapshot_manager().get_latest_snapshot().commit_user == written["commit_user"]  # the run's own
+    assert_table_equals(table, expected_upsert([SEED[0], *OTHERS, STALE], "id"), "id")
+    java_reads(warehouse)
+
+
+@pytest.mark.parametrize("mode", list(OPTIONS))
+def test_without_rewrites_a_rollback_between_write_and_commit_lands_nothing_of_the_run(airflow_home, warehouse, monkeypatch,
                                                                        tmp_path, mode):
     from paimon_history_dags import rollback_between
     from paimon_test_dags import write

@@ -37,16 +37,25 @@ class InProcessWritesOperator(BaseOperator):
         return done
 
 
-# retries 2: a refused commit must fail at once, not be retried into the same refusal
-with DAG("test_rollback_between_write_and_commit", schedule=None, start_date=START,
-         params={"table": "db.t", "source": "", "to_snapshot": 1, "batches": []},
-         default_args={"retries": 2}) as rollback_between:
-    (PaimonBootstrapIndexOperator(task_id="bootstrap_index", table="{{ params.table }}", shards=2)
-     >> PaimonAssignAndWriteOperator(task_id="assign_and_write", table="{{ params.table }}",
-                                     source="{{ params.source }}")
-     >> PaimonRollbackOperator(task_id="rollback", table="{{ params.table }}", to_snapshot="{{ params.to_snapshot }}")
-     >> InProcessWritesOperator(task_id="other_writers")
-     >> PaimonCommitOperator(task_id="commit", table="{{ params.table }}"))
+def rollback_between_dag(dag_id: str, max_rewrites: int) -> DAG:
+    """The write, its table rolled back and written by others between its assign-and-write and its commit; the
+    commit with ``max_rewrites``. Retries 2: a refused commit must fail at once, not be retried into the same
+    refusal."""
+    with DAG(dag_id, schedule=None, start_date=START,
+             params={"table": "db.t", "source": "", "to_snapshot": 1, "batches": []},
+             default_args={"retries": 2}) as dag:
+        (PaimonBootstrapIndexOperator(task_id="bootstrap_index", table="{{ params.table }}", shards=2)
+         >> PaimonAssignAndWriteOperator(task_id="assign_and_write", table="{{ params.table }}",
+                                         source="{{ params.source }}")
+         >> PaimonRollbackOperator(task_id="rollback", table="{{ params.table }}",
+                                   to_snapshot="{{ params.to_snapshot }}")
+         >> InProcessWritesOperator(task_id="other_writers")
+         >> PaimonCommitOperator(task_id="commit", table="{{ params.table }}", max_rewrites=max_rewrites))
+    return dag
+
+
+rollback_between = rollback_between_dag("test_rollback_between_write_and_commit", max_rewrites=0)
+rollback_healed = rollback_between_dag("test_rollback_between_write_and_commit_healed", max_rewrites=3)
 
 with DAG("test_rollback_to", schedule=None, start_date=START, params={"table": "db.t", "to_snapshot": 1},
          default_args={"retries": 2}) as rollback_to:
