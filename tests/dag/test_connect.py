@@ -25,33 +25,13 @@ from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
 from airflow_paimon.spark.bootstrap import run_bootstrap
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.connect_server import TOKEN_ENV
-from airflow_paimon.spark.submit import stop_process_group
 from compaction_tables import batches, cross_partition_table
 from dag.dagrun import run_dag, use_warehouse
 from dag.test_kill import SLOW_SOURCE, processes_with, slow_write, wait_for
 from oracle import assert_table_equals, expected_upsert
-from spark_cluster import free_port
+from spark_connect import classic_again, connect, connection, running_connect_server
 
 pytestmark = [pytest.mark.connect, pytest.mark.dag]
-
-IDLE_SECONDS = 3  # the server's Python daemons quit this soon after their session's last task (connect_daemon.py)
-
-
-CONNECT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
-
-
-def connect(url: str):
-    from pyspark.sql import SparkSession
-
-    return SparkSession.builder.remote(url).create()
-
-
-def classic_again() -> None:
-    """pyspark marks the process as in Connect mode when a test opens a remote session; later tests in this
-    process (pytest-xdist runs other files in it) need classic sessions."""
-    for name in CONNECT_ENV:
-        os.environ.pop(name, None)
-
 
 @pytest.fixture(autouse=True)
 def _classic_after_each_test():
@@ -73,54 +53,15 @@ def server_children(pid: int) -> list[str]:
     return [args for p, _, args in rows if under(int(p)) and "connect_daemon" in args]
 
 
-def start_server(port: int, log, *args: str) -> subprocess.Popen:
-    """The server as a user starts it (python -m airflow_paimon.spark.connect_server), local[2] on loopback."""
-    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
-    env["AIRFLOW_PAIMON_DAEMON_IDLE_SECONDS"] = str(IDLE_SECONDS)
-    command = [sys.executable, "-m", "airflow_paimon.spark.connect_server", "--host", "127.0.0.1", "--port",
-               str(port), "--master", "local[2]", "--python", sys.executable, *args]
-    with open(log, "wb") as out:
-        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def wait_until_serving(server: subprocess.Popen, url: str, log) -> None:
-    deadline = time.monotonic() + 180
-    while True:
-        assert server.poll() is None, log.read_text()[-3000:]
-        try:
-            connect(url).stop()
-            classic_again()
-            return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1)
-
-
 @pytest.fixture(scope="session")
 def connect_server(tmp_path_factory):
-    """A Spark Connect server (local[2]) on a free loopback port with a generated token, up until it accepts a
-    session; stopped with everything under it at the end. pyspark sends a token only over TLS or to
-    ``localhost``: clients name it so."""
-    port = free_port()
-    home = tmp_path_factory.mktemp("connect")
-    log, token_file = home / "server.log", home / "token"
-    server = start_server(port, log, "--token-file", str(token_file))
-    try:
-        deadline = time.monotonic() + 30
-        while not token_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        token = token_file.read_text().strip()
-        url = f"sc://localhost:{port}/;token={token}"
-        wait_until_serving(server, url, log)
-        yield {"url": url, "port": port, "pid": server.pid, "token": token, "token_file": token_file, "log": log}
-    finally:
-        stop_process_group(server, grace_seconds=30)
+    """A Spark Connect server (local[2]) on 127.0.0.1 with a generated token (tests/spark_connect.py)."""
+    with running_connect_server(tmp_path_factory.mktemp("connect")) as server:
+        yield server
 
 
 def use_connect(monkeypatch, server: dict) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark_connect", "host": "localhost",
-                                                                 "port": server["port"], "password": server["token"]}))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(connection(server)))
 
 
 class ProcessWatch:

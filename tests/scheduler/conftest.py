@@ -7,6 +7,7 @@ PostgreSQL comes from the machine (Debian: ``apt-get install -y postgresql``; it
 they fail, with its log."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from spark_connect import connection, running_connect_server
 
 HERE = Path(__file__).resolve().parent
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
@@ -204,6 +207,27 @@ class Airflow:
         run = self.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": logical_date, "conf": conf})
         return run["dag_run_id"]
 
+    def backfill(self, dag_id: str, from_date: str, to_date: str, max_active_runs: int, run_backwards: bool = False,
+                 conf: dict | None = None) -> int:
+        """A backfill as the UI's dialog creates it (``POST /api/v2/backfills``); its id."""
+        return self.call("POST", "/api/v2/backfills", {
+            "dag_id": dag_id, "from_date": from_date, "to_date": to_date, "run_backwards": run_backwards,
+            "max_active_runs": max_active_runs, "dag_run_conf": conf or {}, "reprocess_behavior": "none"})["id"]
+
+    def runs(self, dag_id: str) -> list[dict]:
+        """Every run of the DAG, oldest logical date first."""
+        return self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?limit=100&order_by=logical_date")["dag_runs"]
+
+    def wait_backfill(self, backfill_id: int, dag_id: str, runs: int, timeout: float) -> list[dict]:
+        """Until the backfill completed and its ``runs`` runs finished; the DAG's runs."""
+        def done():
+            if self.call("GET", f"/api/v2/backfills/{backfill_id}").get("completed_at") is None:
+                return None
+            found = self.runs(dag_id)
+            return found if len(found) == runs and all(r["state"] in FINISHED for r in found) else None
+
+        return self.wait_for(f"backfill {backfill_id} of {dag_id}", done, timeout, dag_id)
+
     def run(self, dag_id: str, run_id: str) -> dict:
         return self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}")
 
@@ -255,11 +279,21 @@ def wait_healthy(airflow: Airflow, timeout: float = 180) -> None:
 def scheduler(tmp_path_factory, request):
     """PostgreSQL, then a migrated Airflow on it with api-server, scheduler (LocalExecutor) and dag-processor
     over a DAGs folder of the test module's ``DAG_FILES`` (paths); ``paimon_default`` is a fresh warehouse
-    (``airflow.warehouse``), ``spark_default`` local[2] (tests/conftest.py). Yields an Airflow logged in as an
+    (``airflow.warehouse``), ``spark_default`` local[2] (tests/conftest.py), or a Spark Connect server's
+    (tests/spark_connect.py) when the module's ``SPARK`` is ``"connect"``. Yields an Airflow logged in as an
     admin; stops everything after."""
+    with contextlib.ExitStack() as stack:
+        yield from _scheduler(tmp_path_factory, request, stack)
+
+
+def _scheduler(tmp_path_factory, request, stack):
     started = time.monotonic()
+    spark_conn = {}
+    if getattr(request.module, "SPARK", "local") == "connect":
+        server = stack.enter_context(running_connect_server(tmp_path_factory.mktemp("connect")))
+        spark_conn = {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(connection(server))}
     postgres = start_postgres()
-    took = {"postgres": time.monotonic() - started}
+    took = {"spark and postgres": time.monotonic() - started}
     home = tmp_path_factory.mktemp("scheduler")
     dags = home / "dags"
     dags.mkdir()
@@ -276,7 +310,7 @@ def scheduler(tmp_path_factory, request):
            "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-           "AIRFLOW__CORE__PARALLELISM": "4",
+           "AIRFLOW__CORE__PARALLELISM": str(getattr(request.module, "PARALLELISM", 4)),
            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
            # the executor signs each task's token, the api-server checks it: one secret for both
            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
@@ -288,7 +322,8 @@ def scheduler(tmp_path_factory, request):
            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
            "SPARK_LOCAL_IP": "127.0.0.1",
-           "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "extra": {"warehouse": str(warehouse)}})}
+           "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "extra": {"warehouse": str(warehouse)}}),
+           **spark_conn}
     airflow = Airflow(url, home, env, warehouse, home / "sources")
     airflow.sources.mkdir()
     try:

@@ -1,0 +1,65 @@
+"""The DAGs the backfill and concurrency tests run on a real scheduler (tests/scheduler/test_backfills.py).
+
+- ``daily_forward``, ``daily_wide``, ``daily_backwards``: the daily upsert, each into a table of its own, a
+  cross-partition table (primary key ``id``, partitioned by ``dt``) with a row-kind column ``op``; a day's source
+  is ``<params.sources>/<dag_id>/<ds>.parquet``. The tests backfill them.
+- ``race_a``, ``race_b``: two DAGs upserting one table. Between assign-and-write and commit each run waits until
+  the other DAG's run of the same round has staged its write too (``params.barrier``), so both always write from
+  the same base and one of them always finds the other's commit in its way."""
+from __future__ import annotations
+
+import os
+import time
+
+import pendulum
+from airflow.sdk import DAG, task
+
+from airflow_paimon.operators.paimon import (PaimonAssignAndWriteOperator, PaimonBootstrapIndexOperator,
+                                             PaimonCommitOperator)
+
+SPEC = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
+        "partition_keys": ["dt"], "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "4"}}
+START = pendulum.datetime(2026, 3, 1, tz="UTC")
+LAST = START.add(days=7)  # the 8 days tests/scheduler/test_backfills.py backfills
+# bootstrap-index of a backfill's first runs may race to create the table: a retry finds it created
+RETRIES = {"retries": 2, "retry_delay": pendulum.duration(seconds=2)}
+
+
+def write(dag_id: str, table: str, source: str, between=None) -> DAG:
+    daily = "daily" in dag_id
+    # the daily DAGs end with the backfilled days: unpaused (a backfill runs only then), the scheduler starts no
+    # run of its own (catchup off and the latest day past the end)
+    with DAG(dag_id, schedule="@daily" if daily else None, start_date=START, end_date=LAST if daily else None,
+             catchup=False, max_active_runs=16, params={"sources": "", "source": "", "barrier": ""}, default_args=RETRIES) as dag:
+        steps = [PaimonBootstrapIndexOperator(task_id="bootstrap_index", table=table, table_schema=SPEC, shards=2),
+                 PaimonAssignAndWriteOperator(task_id="assign_and_write", table=table, source=source,
+                                              row_kind_column="op")]
+        if between is not None:
+            steps.append(between())
+        steps.append(PaimonCommitOperator(task_id="commit", table=table))
+        for upstream, downstream in zip(steps, steps[1:]):
+            upstream >> downstream
+    return dag
+
+
+for name in ("daily_forward", "daily_wide", "daily_backwards"):
+    globals()[name] = write(name, f"db.{name}", "{{ params.sources }}/" + name + "/{{ ds }}.parquet")
+
+
+def barrier(peer: str):
+    @task(task_id="wait_for_peer")
+    def wait_for_peer(**context) -> None:
+        """Mark this run's write staged; wait (≤ 120 s) until the peer DAG's run marked its own."""
+        folder = context["params"]["barrier"]
+        open(os.path.join(folder, context["dag"].dag_id), "w").close()
+        deadline = time.monotonic() + 120
+        while not os.path.exists(os.path.join(folder, peer)):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{peer} did not stage its write within 120 s")
+            time.sleep(0.5)
+
+    return wait_for_peer
+
+
+race_a = write("race_a", "db.raced", "{{ params.source }}", lambda: barrier("race_b")())
+race_b = write("race_b", "db.raced", "{{ params.source }}", lambda: barrier("race_a")())
