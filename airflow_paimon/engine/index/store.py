@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from dataclasses import replace
 
 import pyarrow.fs as pafs
@@ -124,13 +125,21 @@ def publish_committed(index_uri: str, base: IndexManifest, staged: dict[int, dic
     return publish_manifest(index_uri, manifest)
 
 
-def clean_up(index_uri: str, keep: int = 2) -> list[str]:
-    """Delete index directories no longer needed: all but the newest ``keep`` manifests and the files they
-    reference; never a directory of a newer snapshot (an index being published, its manifest not out yet).
-    Deletes only inside ``index_uri``. Returns what was deleted."""
+# How long a published index stays after newer ones: a run bootstrapped at it writes against it until its commit (a
+# backfill's concurrent runs, two DAGs on one table), as Paimon keeps snapshots for snapshot.time-retained (1 h)
+KEEP_SECONDS = 3600
+
+
+def clean_up(index_uri: str, keep: int = 2, keep_seconds: float = KEEP_SECONDS) -> list[str]:
+    """Delete index directories no longer needed: all but the newest ``keep`` manifests, those published less than
+    ``keep_seconds`` ago (runs racing on the table still write against them) and the files they reference; never a
+    directory of a newer snapshot (an index being published, its manifest not out yet). Deletes only inside
+    ``index_uri``. Returns what was deleted."""
     published = published_snapshots(index_uri)
+    recent = time.time() - keep_seconds
+    in_use = [s for s in published[:-keep] if storage.mtime(layout.index_manifest(index_uri, s)) > recent]
     # a corrupt manifest reads as None: its directory is garbage unless a readable index uses its files
-    kept = [m for m in (read_manifest(index_uri, s) for s in published[-keep:]) if m is not None]
+    kept = [m for m in (read_manifest(index_uri, s) for s in [*in_use, *published[-keep:]]) if m is not None]
     kept_dirs = {layout.index_snapshot_dir(m.snapshot_id) for m in kept}
     needed_dirs = kept_dirs | {layout.index_file_dir(f.path) for m in kept for f in m.files()}
     needed_files = {f.path for m in kept for f in m.files()}
