@@ -32,12 +32,13 @@ def paimon_upsert(group_id: str | None = None, *, table: str, source: str | dict
                   schema_evolution: str = "none", compact: bool = True, compact_kwargs: dict[str, Any] | None = None,
                   bootstrap_kwargs: dict[str, Any] | None = None,
                   paimon_conn_id: str = PaimonHook.default_conn_name, spark_conn_id: str = "spark_default",
-                  spark_conf: dict[str, Any] | None = None, **write_kwargs) -> TaskGroup:
+                  spark_conf: dict[str, Any] | None = None, max_rewrites: int = 3, **write_kwargs) -> TaskGroup:
     """A TaskGroup (id ``group_id``, default from the table name) upserting ``source`` into ``table``: tasks
     ``bootstrap_index`` (creating the table from ``table_schema`` if it does not exist; ``bootstrap_kwargs``
     such as ``shards``; ``schema_evolution`` lets both it and the write grow the table: ``"add_columns"`` or
     ``"widen"``), ``assign_and_write`` (``source`` and ``write_kwargs``: ``source_format``,
-    ``row_kind_column``, ``write_mode``, ``reprocess_on_clear``, ...), ``commit`` and, with ``compact``, ``compact``
+    ``row_kind_column``, ``write_mode``, ``reprocess_on_clear``, ...), ``commit`` (``max_rewrites``: how often it writes
+    the batch again when the table moved under it) and, with ``compact``, ``compact``
     (``compact_kwargs``: ``full``, ``scope``, ``every_n_runs``, ...). Use it inside ``with DAG(...)``; it chains
     like a task. A task downstream of the group runs after compaction; when ``every_n_runs`` skips the
     compaction, give that task ``trigger_rule="none_failed"``.
@@ -50,7 +51,8 @@ def paimon_upsert(group_id: str | None = None, *, table: str, source: str | dict
         write = PaimonAssignAndWriteOperator(task_id="assign_and_write", source=source,
                                              upstream_output=bootstrap.output, schema_evolution=schema_evolution,
                                              **common, **write_kwargs)
-        commit = PaimonCommitOperator(task_id="commit", upstream_output=write.output, **common)
+        commit = PaimonCommitOperator(task_id="commit", upstream_output=write.output, max_rewrites=max_rewrites,
+                                      **common)
         if compact:
             PaimonCompactOperator(task_id="compact", upstream_output=commit.output, **common,
                                   **(compact_kwargs or {}))
