@@ -30,8 +30,10 @@ def describe_assign_write(r: AssignWriteResult) -> str:
     if r.already_committed:
         return "already committed by an earlier try, nothing written"
     keys = f", {r.new_keys:,} new keys, {r.moved_keys:,} moved" if r.new_keys is not None else ""
+    later = (f", {r.superseded_keys:,} keys left out (runs of a later logical date wrote them)"
+             if r.superseded_keys else "")
     return (f"{r.rows_in:,} rows in{keys}, {r.rows_written:,} rows and {r.deletes:,} deletes written, "
-            f"{r.files:,} files staged")
+            f"{r.files:,} files staged{later}")
 
 
 def describe_commit(r: CommitResult) -> str:
@@ -42,6 +44,10 @@ def describe_commit(r: CommitResult) -> str:
         parts.append(f"{r.delta_record_count:,} records")
     if r.files is not None:
         parts.append(f"{r.files:,} files")
+    if r.rebased_over:
+        parts.append(f"on top of other writers' snapshots {', '.join(map(str, r.rebased_over))} (rebased)")
+    if r.rewrites:
+        parts.append(f"the batch written again {r.rewrites} time(s) first (the table moved under it)")
     return ", ".join(parts) + (" (committed by an earlier try)" if r.already_committed else "")
 
 

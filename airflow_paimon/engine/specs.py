@@ -174,6 +174,7 @@ class CommitSpec(JobSpec):
     staging_retention_seconds: float = STAGING_RETENTION_SECONDS
     result_uri: str | None = None  # this job's result file: older ones of the DAG are dropped next to it
     base_snapshot_fingerprint: str | None = None  # engine/history.py
+    rewrites: int = 0  # times the commit task wrote the run's batch again before this commit (a snapshot property)
 
     @classmethod
     def after(cls, written: AssignWriteResult, **common) -> "CommitSpec":

@@ -406,10 +406,13 @@ class PaimonCommitOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOpe
 
     def job_spec(self, context, hook: PaimonHook) -> CommitSpec:
         written = AssignWriteResult.from_dict(self.upstream_result(context, PaimonAssignAndWriteOperator))
-        return CommitSpec.after(written, **self.common_spec(hook), staging_root=hook.staging_root())
+        return CommitSpec.after(written, **self.common_spec(hook), staging_root=hook.staging_root(),
+                                rewrites=self._rewrites)
+
+    _rewrites = 0  # of this execution: the batch written again this many times (execute)
 
     def execute(self, context) -> dict:
-        rewrites = 0
+        self._rewrites = rewrites = 0
         while True:
             try:
                 result = super().execute(context)
@@ -418,14 +421,13 @@ class PaimonCommitOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOpe
                 if rewrites >= self.max_rewrites:
                     raise StaleWriteError(f"{e} (after {rewrites} rewrite(s) of this run's batch; max_rewrites="
                                           f"{self.max_rewrites})") from None
-                rewrites += 1
+                self._rewrites = rewrites = rewrites + 1
                 self.log.warning("%s; writing this run's batch again from bootstrap-index (rewrite %s of at most "
                                  "%s)", e, rewrites, self.max_rewrites)
                 write_task = self.upstream_task(PaimonAssignAndWriteOperator)
                 boot_task = write_task.upstream_task(PaimonBootstrapIndexOperator)
                 self.upstream_output = write_again(boot_task, write_task, context, f"{self.task_id}.rewrite-{rewrites}")
                 self._upstream_task_id = None
-        result["rewrites"] = rewrites
         committed = CommitResult.from_dict(result)
         self.record_snapshot(context, committed.snapshot_id, committed.base_snapshot_id,
                              new=committed.snapshot_id != committed.base_snapshot_id)

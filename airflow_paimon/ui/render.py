@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from html import escape
 from urllib.parse import quote
 
+from airflow_paimon.engine.commit.properties import LOGICAL_DATE, REBASED_OVER, REWRITES
 from airflow_paimon.ui.runs import dag_run_url, run_label
 from typing import TYPE_CHECKING
 
@@ -123,6 +124,19 @@ def _run_link(dag_run: tuple) -> str:
     return f"<a target='_top' href='{escape(dag_run_url(dag_run[0], dag_run[1]))}'>{_text(run_label(dag_run))}</a>"
 
 
+def _how_committed(properties: dict) -> str:
+    """What the snapshot's properties say of its run (engine/commit/ordering.py): the logical date it wrote as, the
+    snapshots it was rebased over, how often its batch was written again first."""
+    notes = []
+    if LOGICAL_DATE in properties:
+        notes.append(f"logical date {_time(int(properties[LOGICAL_DATE]))}")
+    if properties.get(REBASED_OVER):
+        notes.append(f"rebased over {properties[REBASED_OVER].replace(',', ', ')}")
+    if properties.get(REWRITES):
+        notes.append(f"written again {properties[REWRITES]}×")
+    return "".join(f"<br><span class='muted'>{_text(n)}</span>" for n in notes)
+
+
 def _snapshots(v: TableView) -> str:
     rows = []
     for s in v.snapshots:
@@ -130,7 +144,7 @@ def _snapshots(v: TableView) -> str:
         if s.dag_run:
             run = _run_link(s.dag_run)
         rows.append(f"<tr><td class='n'>{_n(s.id)}</td><td>{_kind(s.commit_kind)}</td><td>{_time(s.time_millis)}</td>"
-                    f"<td>{run}<br><code class='muted'>{_text(s.commit_user)}</code></td>"
+                    f"<td>{run}{_how_committed(s.properties)}<br><code class='muted'>{_text(s.commit_user)}</code></td>"
                     f"<td class='n'>{_n(s.delta_records)}</td><td class='n'>{_n(s.total_records)}</td></tr>")
     return ("<div class='card'><h2>Snapshots</h2><table id='snapshots'><tr><th class='n'>id</th><th>kind</th>"
             "<th>time (UTC)</th><th>written by</th><th class='n'>delta records</th><th class='n'>total records</th></tr>"

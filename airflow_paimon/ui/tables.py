@@ -31,6 +31,7 @@ class SnapshotRow:
     delta_records: int | None
     total_records: int | None
     dag_run: tuple[str, str, int] | None = None  # (dag_id, run_id, generation) that made it, when one of ours did
+    properties: dict[str, str] = field(default_factory=dict)  # Paimon's snapshot properties (engine/commit/ordering.py)
 
 
 @dataclass
@@ -147,7 +148,8 @@ def _snapshots(table, latest, runs_by_commit_user) -> list[SnapshotRow]:
         if s is None:  # expired
             break
         rows.append(SnapshotRow(s.id, s.commit_kind, s.time_millis, s.commit_user, s.commit_identifier,
-                                s.delta_record_count, s.total_record_count, runs_by_commit_user.get(s.commit_user)))
+                                s.delta_record_count, s.total_record_count, runs_by_commit_user.get(s.commit_user),
+                                dict(s.properties or {})))
     return rows
 
 

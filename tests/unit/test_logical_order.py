@@ -6,7 +6,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.commit.ordering import LOGICAL_DATE, logical_date_of
+from airflow_paimon.engine.commit.properties import LOGICAL_DATE, logical_date_of
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, in_process, stage_run, upsert, write_run
 from oracle import assert_table_equals, expected_upsert

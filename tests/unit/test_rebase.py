@@ -7,6 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from airflow_paimon.engine.commit.properties import REBASED_OVER
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.index.layout import read_manifest
@@ -55,6 +56,7 @@ def test_a_cross_partition_write_of_other_keys_goes_on_top_and_the_index_catches
     result = in_process("commit", race(opts, index_root, CROSS, a, b))
     assert (result.snapshot_id, result.already_committed, result.rebased_over) == (3, False, [2])
     table = get_table(opts, "db.t")
+    assert table.snapshot_manager().get_snapshot_by_id(3).properties == {REBASED_OVER: "2"}  # for the UI page
     assert_table_equals(table, expected_upsert([a, b], "id", START), "id")
     assert read_manifest(f"{index_root}/db.t", 3) is None  # its index would miss A's keys: not published
     # the next bootstrap catches up from A's index over B's snapshot; moving every key again converges

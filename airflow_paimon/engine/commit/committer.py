@@ -6,6 +6,7 @@ from typing import Callable
 
 from airflow_paimon.engine.commit.compact_increment import (COMPACT, append_part, commit_compact_increment,
                                                            has_compact_increment)
+from airflow_paimon.engine.commit.properties import REBASED_OVER
 from airflow_paimon.engine.commit.overwrite import commit_overwrite, without_replaced_deletes
 from airflow_paimon.engine.commit.rebase import rebase_conflict
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
@@ -100,8 +101,13 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
     rebase = None if overwrite or compact else (lambda landed: rebase_conflict(table, landed, messages))
     rebased: list[int] = []
 
+    properties = dict(properties or {})  # the snapshot is built from it after the guard: it names the rebase
+
     def guard(latest) -> None:
         rebased[:] = check_not_moved(table, base_snapshot_id, latest, base_fingerprint, rebase)
+        properties.pop(REBASED_OVER, None)
+        if rebased:
+            properties[REBASED_OVER] = ",".join(map(str, rebased))
         check_unchanged(table, planned)
         check_files_exist(table, [*messages, *compact])
 

@@ -16,28 +16,14 @@ import logging
 
 import pyarrow as pa
 
+from airflow_paimon.engine.commit.properties import logical_date_of
 from airflow_paimon.engine.data_files import read_key_rows
 from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.scan import added_entries, data_file_path
 
 log = logging.getLogger(__name__)
 
-LOGICAL_DATE = "airflow-paimon.logical-date"  # snapshot property: the committing DAG run's logical date, epoch ms
 WRITES = ("APPEND", "OVERWRITE")  # the commit kinds that change rows (COMPACT rewrites them as they are)
-
-
-def snapshot_properties(logical_date_ms: int | None) -> dict[str, str] | None:
-    """The properties a run's snapshot carries (Paimon's snapshot ``properties``: string to string)."""
-    return None if logical_date_ms is None else {LOGICAL_DATE: str(int(logical_date_ms))}
-
-
-def logical_date_of(snapshot) -> int | None:
-    """The logical date (epoch ms) of the DAG run that committed ``snapshot``; None: not recorded."""
-    value = (getattr(snapshot, "properties", None) or {}).get(LOGICAL_DATE)
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def ordered_by_logical_date(table) -> bool:

@@ -12,7 +12,7 @@ import time
 
 from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
-from airflow_paimon.engine.commit.ordering import snapshot_properties
+from airflow_paimon.engine.commit.properties import snapshot_properties
 from airflow_paimon.engine.commit.staging import abandoned, load, runs
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
@@ -43,7 +43,7 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     snapshot_id, already, rebased_over = commit_once(
         table, staged.messages, staged.commit_user, staged.commit_identifier, staged.base_snapshot_id,
         overwrite=overwrite, base_fingerprint=staged.base_snapshot_fingerprint, planned=staged.planned,
-        properties=snapshot_properties(staged.extra.get("logical_date_ms")))
+        properties=snapshot_properties(staged.extra.get("logical_date_ms"), spec.rewrites))
     log.debug("%s: snapshot %s (already committed: %s%s)", identifier, snapshot_id, already,
               ", partition overwrite" if overwrite else "")
     if rebased_over:
@@ -65,7 +65,8 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     if spec.result_uri:
         drop_old_results(spec.result_uri, spec.staging_retention_seconds)
     return CommitResult(table=identifier, snapshot_id=snapshot_id, base_snapshot_id=staged.base_snapshot_id,
-                        already_committed=already, rebased_over=rebased_over, **_described(table, snapshot))
+                        already_committed=already, rebased_over=rebased_over, rewrites=spec.rewrites,
+                        **_described(table, snapshot))
 
 
 def _described(table, snapshot) -> dict:
@@ -97,7 +98,7 @@ def _already_done(table, spec: CommitSpec) -> CommitResult:
         raise PaimonJobError(f"table {spec.table}: nothing staged at {spec.staging_uri} and no snapshot "
                              "of this run; re-run from bootstrap-index")
     return CommitResult(table=spec.table, snapshot_id=snap.id, base_snapshot_id=spec.base_snapshot_id,
-                        already_committed=True, **_described(table, snap))
+                        already_committed=True, rewrites=spec.rewrites, **_described(table, snap))
 
 
 def publish_index(index_uri: str, staged, staging_uri: str, snapshot) -> None:
