@@ -6,7 +6,9 @@ applies the days in logical-date order, whatever order the runs committed in; no
   ``max_active_runs`` 1, forwards with 3 (runs race: a commit that finds another day's commit in its way goes on
   top of it or writes its batch again), and backwards (every day commits before the day it follows).
 - Two DAGs upserting one table, 10 rounds, each round's two runs made to stage from the same base: one commit of
-  each round always meets the other's, and both succeed."""
+  each round always meets the other's, and both succeed.
+- A daily upsert into a deletion-vector table beside a compaction DAG whose full compaction commits between the
+  upsert's write and its commit: the upsert writes its batch again and succeeds."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -116,3 +118,33 @@ def test_two_dags_upserting_one_table_both_always_succeed(scheduler, tmp_path):
         assert_table_equals(airflow.table("db.raced"), in_logical_order(applied), "id")
     print(f"{ROUNDS} rounds, {rewrites} commits written again")
     assert rewrites >= ROUNDS, "each round one commit meets the other's (the same keys): it writes its batch again"
+
+
+def test_a_daily_upsert_beside_a_compaction_dag_always_succeeds(scheduler, tmp_path):
+    """Deletion vectors: each round the compaction commits between the upsert's write and its commit."""
+    airflow = scheduler
+    for dag_id in ("daily_vectors", "compaction"):
+        airflow.wait_for_dag(dag_id)
+    rng = np.random.default_rng(7)
+    applied, rewrites, compactions = [], 0, 0
+    for r in range(4):
+        barrier = tmp_path / f"compaction-round-{r}"
+        barrier.mkdir()
+        batch = day_batch(rng, r)
+        source = airflow.sources / f"vectors-{r}.parquet"
+        batch.to_parquet(source, index=False)
+        when = FIRST.add(days=r).isoformat()
+        write_run = airflow.trigger("daily_vectors", {"source": str(source), "barrier": str(barrier)}, when)
+        compaction_run = airflow.trigger("compaction", {"barrier": str(barrier)}, when)
+        for dag_id, run_id in (("compaction", compaction_run), ("daily_vectors", write_run)):
+            state, tasks = airflow.wait_finished(dag_id, run_id, timeout=300)
+            assert state == "success", (r, dag_id, tasks, airflow.diagnostics(dag_id, run_id))
+        committed = airflow.xcom("daily_vectors", write_run, "commit")
+        compacted = airflow.xcom("compaction", compaction_run, "compact")["compacted_buckets"] > 0
+        # a COMPACT snapshot between the write and its commit: the write was written again, once
+        assert committed["rewrites"] == int(compacted), (r, committed, compacted)
+        rewrites, compactions = rewrites + committed["rewrites"], compactions + compacted
+        applied.append(batch)
+        assert_table_equals(airflow.table("db.vectors"), in_logical_order(applied), "id")
+    print(f"4 rounds: {compactions} compactions in the way, {rewrites} writes written again")
+    assert compactions >= 1

@@ -5,7 +5,10 @@
   is ``<params.sources>/<dag_id>/<ds>.parquet``. The tests backfill them.
 - ``race_a``, ``race_b``: two DAGs upserting one table. Between assign-and-write and commit each run waits until
   the other DAG's run of the same round has staged its write too (``params.barrier``), so both always write from
-  the same base and one of them always finds the other's commit in its way."""
+  the same base and one of them always finds the other's commit in its way.
+- ``daily_vectors`` and ``compaction``: a daily upsert into a deletion-vector table and a full compaction of it;
+  the compaction runs after the upsert staged and before it commits, so the upsert always finds a COMPACT
+  snapshot in its way (a deletion-vector write marks its base's files: it is written again)."""
 from __future__ import annotations
 
 import os
@@ -14,6 +17,7 @@ import time
 import pendulum
 from airflow.sdk import DAG, task
 
+from airflow_paimon.operators.compact import PaimonCompactOperator
 from airflow_paimon.operators.paimon import (PaimonAssignAndWriteOperator, PaimonBootstrapIndexOperator,
                                              PaimonCommitOperator)
 
@@ -25,13 +29,17 @@ LAST = START.add(days=7)  # the 8 days tests/scheduler/test_backfills.py backfil
 RETRIES = {"retries": 2, "retry_delay": pendulum.duration(seconds=2)}
 
 
-def write(dag_id: str, table: str, source: str, between=None) -> DAG:
+VECTORS = {"columns": SPEC["columns"], "primary_keys": ["id"],
+           "options": {"bucket": "2", "deletion-vectors.enabled": "true"}}
+
+
+def write(dag_id: str, table: str, source: str, between=None, spec: dict = SPEC) -> DAG:
     daily = "daily" in dag_id
     # the daily DAGs end with the backfilled days: unpaused (a backfill runs only then), the scheduler starts no
     # run of its own (catchup off and the latest day past the end)
     with DAG(dag_id, schedule="@daily" if daily else None, start_date=START, end_date=LAST if daily else None,
              catchup=False, max_active_runs=16, params={"sources": "", "source": "", "barrier": ""}, default_args=RETRIES) as dag:
-        steps = [PaimonBootstrapIndexOperator(task_id="bootstrap_index", table=table, table_schema=SPEC, shards=2),
+        steps = [PaimonBootstrapIndexOperator(task_id="bootstrap_index", table=table, table_schema=spec, shards=2),
                  PaimonAssignAndWriteOperator(task_id="assign_and_write", table=table, source=source,
                                               row_kind_column="op")]
         if between is not None:
@@ -46,20 +54,30 @@ for name in ("daily_forward", "daily_wide", "daily_backwards"):
     globals()[name] = write(name, f"db.{name}", "{{ params.sources }}/" + name + "/{{ ds }}.parquet")
 
 
-def barrier(peer: str):
-    @task(task_id="wait_for_peer")
-    def wait_for_peer(**context) -> None:
-        """Mark this run's write staged; wait (≤ 120 s) until the peer DAG's run marked its own."""
+def barrier(mark: str | None, wait_for: str | None, task_id: str = "barrier"):
+    """A task that marks ``mark`` done and waits (≤ 120 s) until ``wait_for`` is, in the run's ``params.barrier``
+    folder."""
+    @task(task_id=task_id)
+    def meet(**context) -> None:
         folder = context["params"]["barrier"]
-        open(os.path.join(folder, context["dag"].dag_id), "w").close()
+        if mark:
+            open(os.path.join(folder, mark), "w").close()
         deadline = time.monotonic() + 120
-        while not os.path.exists(os.path.join(folder, peer)):
+        while wait_for and not os.path.exists(os.path.join(folder, wait_for)):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{peer} did not stage its write within 120 s")
+                raise TimeoutError(f"{wait_for} was not done within 120 s")
             time.sleep(0.5)
 
-    return wait_for_peer
+    return meet()
 
 
-race_a = write("race_a", "db.raced", "{{ params.source }}", lambda: barrier("race_b")())
-race_b = write("race_b", "db.raced", "{{ params.source }}", lambda: barrier("race_a")())
+race_a = write("race_a", "db.raced", "{{ params.source }}", lambda: barrier("race_a", "race_b"))
+race_b = write("race_b", "db.raced", "{{ params.source }}", lambda: barrier("race_b", "race_a"))
+daily_vectors = write("daily_vectors", "db.vectors", "{{ params.source }}", lambda: barrier("staged", "compacted"),
+                      spec=VECTORS)
+
+with DAG("compaction", schedule=None, start_date=START, catchup=False, max_active_runs=16,
+         params={"barrier": ""}, default_args=RETRIES) as compaction:
+    (barrier(None, "staged", task_id="wait_for_staged")
+     >> PaimonCompactOperator(task_id="compact", table="db.vectors", full=True)
+     >> barrier("compacted", None, task_id="mark_compacted"))
