@@ -85,6 +85,18 @@ class MergeRules:
         return ExistingProcessor.of(self.engine)
 
     @property
+    def ordered_by_logical_date(self) -> bool:
+        """Whether the days a table is written with land in logical-date order, whatever their commit order
+        (engine/commit/ordering.py): a deduplicate table without its own ``sequence.field``."""
+        return self.engine is MergeEngine.DEDUPLICATE and not self.sequence_fields
+
+    @property
+    def keeps_tombstones(self) -> bool:
+        """Whether a delete of a key the table does not have is written all the same (a tombstone), so that a
+        day committed later but older does not bring the key back: in tables ordered by logical date."""
+        return self.ordered_by_logical_date
+
+    @property
     def aggregates(self) -> bool:
         """Aggregation: every record is written and Paimon's merge applies the aggregate functions (a batch is
         not merged here, and a retraction is an input to the aggregate, not a delete of the key)."""

@@ -97,3 +97,21 @@ def test_a_run_without_a_logical_date_and_other_merge_engines_keep_commit_order(
     table = read_table(got).sort_values("id").reset_index(drop=True)
     assert table.id.tolist() == [1, 2, 3]
     assert np.allclose(table.v, rows.sort_values("id").v)  # day 1's contribution counted, not left out
+
+
+def test_a_delete_of_a_key_the_table_lacks_still_keeps_an_older_day_from_writing_it(warehouse):
+    """Backwards: day 2 deletes key 9 before any day wrote it (a tombstone is written, not dropped), then day 1
+    inserts key 9: in logical-date order key 9 was inserted, then deleted."""
+    spec, opts, index_root = started(warehouse, "cross-partition")
+    newer = pd.DataFrame({"id": [9, 1], "dt": ["p1", "p0"], "v": [9.0, 1.0]})
+    committed = upsert(bootstrap(opts, "db.t", index_root, 2),
+                       pa.Table.from_pandas(newer, schema=spec.arrow_schema(), preserve_index=False), run_id="d2",
+                       row_kinds=np.array([3, 0], np.int8), logical_date_ms=2 * DAY)
+    assert committed == (1, False)
+    older = pd.DataFrame({"id": [9, 2], "dt": ["p2", "p2"], "v": [90.0, 2.0]})
+    written = write_run(bootstrap(opts, "db.t", index_root, 2),
+                        pa.Table.from_pandas(older, schema=spec.arrow_schema(), preserve_index=False),
+                        run_id="d1", logical_date_ms=DAY)
+    assert written.superseded_keys == 2 and written.rows_in == 1, written  # keys 9 (deleted) and 1 left out
+    assert_table_equals_after_commit(opts, written, newer[newer.id == 1].pipe(
+        lambda f: pd.concat([f, older[older.id == 2]])).sort_values("id").reset_index(drop=True))

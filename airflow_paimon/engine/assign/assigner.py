@@ -81,7 +81,11 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
     # Per key (rows of ``deciding``): where its records go, and whether they go at all.
     n = deciding.num_rows
     bucket = np.full(n, -1, dtype=np.int32)
-    keep = ~retract | known  # a delete of a key the index does not know has nothing to delete
+    # A delete of a key the index does not know has nothing to delete; a deduplicate table ordered by logical date
+    # still writes it (a tombstone in the row's partition), so an older day committed later does not bring the key
+    # back (engine/commit/ordering.py reads the keys later days wrote from their files)
+    tombstone = ~known & retract if rules.keeps_tombstones else np.zeros(n, dtype=bool)
+    keep = ~retract | known | tombstone
     removed = known & retract
     moving = np.zeros(n, dtype=bool)
     moves, takes = rules.existing.process_exists(same)
@@ -118,6 +122,10 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
     fresh = np.nonzero((bucket < 0) & keep)[0]
     fresh_take = pa.array(fresh, pa.int64())
     bucket[fresh] = buckets.assign(new_part.take(fresh_take))
+    graves = fresh[tombstone[fresh]]  # placed, but no key of the table: not in the index, not counted in buckets
+    buckets.decrement(new_part.take(pa.array(graves, pa.int64())), bucket[graves])
+    fresh = fresh[~tombstone[fresh]]
+    fresh_take = pa.array(fresh, pa.int64())
     index.put(keys.take(fresh_take), encode_values(bucket[fresh], new_part.take(fresh_take)))
     index.delete(keys.filter(pa.array(removed)))
 
@@ -129,6 +137,6 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
     out = _with_partition(out, partition_fields, target_part.take(pa.array(pos[placed])), partition_types)
     out = out.append_column(BUCKET, pa.array(bucket[pos[placed]], pa.int32()))
     out = pa.concat_tables([out, move_deletes.select(out.column_names)]).drop_columns([ORDER])
-    return Assigned(out, rows_in, deletes=len(moved) + int(removed.sum()), moved_keys=len(moved),
-                    dropped=records.num_rows - len(placed) + (rows_in - records.num_rows),
-                    new_keys=int((~known & keep).sum()), removed_keys=int(removed.sum()))
+    return Assigned(out, rows_in, deletes=len(moved) + int(removed.sum()) + int(tombstone.sum()),
+                    moved_keys=len(moved), dropped=records.num_rows - len(placed) + (rows_in - records.num_rows),
+                    new_keys=int((~known & keep & ~tombstone).sum()), removed_keys=int(removed.sum()))

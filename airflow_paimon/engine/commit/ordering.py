@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from airflow_paimon.engine.commit.properties import logical_date_of
 from airflow_paimon.engine.data_files import read_key_rows
-from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
+from airflow_paimon.engine.merge_engine import MergeRules
 from airflow_paimon.engine.scan import added_entries, data_file_path
 
 log = logging.getLogger(__name__)
@@ -31,8 +31,7 @@ def ordered_by_logical_date(table) -> bool:
     ``sequence.field``."""
     if not table.primary_keys:
         return False
-    rules = MergeRules.of(table.table_schema.options, table.identifier.get_full_name())
-    return rules.engine is MergeEngine.DEDUPLICATE and not rules.sequence_fields
+    return MergeRules.of(table.table_schema.options, table.identifier.get_full_name()).ordered_by_logical_date
 
 
 def later_commits(table, logical_date_ms: int) -> list:
