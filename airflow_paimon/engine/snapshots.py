@@ -67,10 +67,10 @@ def parse_cursor(value) -> dict:
         text = value.strip()
         value = json.loads(text) if text.startswith("{") else int(text)
     given = value if isinstance(value, dict) else {"snapshot_id": value}
-    cursor = {"snapshot_id": int(given["snapshot_id"]), **{k: given.get(k) for k in IDENTITY}}
-    if cursor["snapshot_id"] < 0:
-        raise ValueError(f"a snapshot cursor must be >= 0, not {cursor['snapshot_id']}")
-    return cursor
+    snapshot_id = int(given["snapshot_id"])
+    if snapshot_id < 0:
+        raise ValueError(f"a snapshot cursor must be >= 0, not {snapshot_id}")
+    return {"snapshot_id": snapshot_id, **{k: given.get(k) for k in IDENTITY}}
 
 
 def cursor_of(snapshot) -> dict:

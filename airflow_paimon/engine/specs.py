@@ -42,6 +42,7 @@ class Wire:
     """JSON on the wire: a flat dict of the dataclass's fields."""
 
     what: ClassVar[str] = "job spec or result"  # named in errors
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # every subclass is a dataclass
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

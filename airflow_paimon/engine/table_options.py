@@ -15,6 +15,7 @@ engine may have set them) on every bootstrap, write and compaction, before anyth
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 from pypaimon.common.memory_size import MemorySize
 from pypaimon.common.time_utils import parse_duration
@@ -67,6 +68,10 @@ def _refuse(identifier: str, key: str, value, problem: str):
     return ValidationError(identifier, problem, option=key, value=value)
 
 
+@overload
+def integer(identifier: str, options: dict, key: str, default: int) -> int: ...
+@overload
+def integer(identifier: str, options: dict, key: str, default: None) -> int | None: ...
 def integer(identifier: str, options: dict, key: str, default: int | None) -> int | None:
     """An integer option within its range (INT_OPTIONS), or ``default`` when unset."""
     raw = _given(options, key)
@@ -88,6 +93,10 @@ def integer(identifier: str, options: dict, key: str, default: int | None) -> in
     return value
 
 
+@overload
+def duration_ms(identifier: str, options: dict, key: str, default: int) -> int: ...
+@overload
+def duration_ms(identifier: str, options: dict, key: str, default: None) -> int | None: ...
 def duration_ms(identifier: str, options: dict, key: str, default: int | None) -> int | None:
     """A Paimon duration (``500 ms``, ``30 s``, ``15 min``, ``1 h``, ``7 d``; a bare number is milliseconds)."""
     raw = _given(options, key)
@@ -99,6 +108,10 @@ def duration_ms(identifier: str, options: dict, key: str, default: int | None) -
         raise _refuse(identifier, key, raw, f"is not a duration such as '30 min', '1 h' or '7 d' ({e})") from None
 
 
+@overload
+def memory_bytes(identifier: str, options: dict, key: str, default: int) -> int: ...
+@overload
+def memory_bytes(identifier: str, options: dict, key: str, default: None) -> int | None: ...
 def memory_bytes(identifier: str, options: dict, key: str, default: int | None) -> int | None:
     """A Paimon memory size (``64 mb``, ``1 gb``, ``512 kb``; a bare number is bytes), at least one byte."""
     raw = _given(options, key)

@@ -146,7 +146,8 @@ class ManifestMerger:
         deleted = {e.identifier() for m in manifests if m.num_deleted_files > 0
                    for e in self._read(m) if e.kind == FileKind.DELETE}
         partitions = {i.partition for i in deleted}
-        result, to_merge = [], []
+        result: list = []
+        to_merge: list = []
         for meta in manifests:  # a manifest that need not change and holds no deleted file's partition stays
             keep = not self._must_change(meta) and not (partitions and may_hold(meta, partitions))
             (result if keep else to_merge).append(meta)

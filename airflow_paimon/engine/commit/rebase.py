@@ -61,5 +61,5 @@ def _partition_types(table) -> list:
     return [PyarrowFieldParser.from_paimon_type(f.type) for f in table.partition_keys_fields]
 
 
-def _partition(values: tuple, types: list) -> bytes:
+def _partition(values: tuple, types: list) -> str:
     return encode_partition_values(tuple(values), types)
