@@ -32,6 +32,10 @@ from airflow_paimon.engine.identifier import validate_identifier
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    from airflow_paimon.table_files import TableFiles
+
 log = logging.getLogger(__name__)
 SCHEME = "paimon"
 DEFAULT_CONN_ID = "paimon_default"  # PaimonHook.default_conn_name; not imported: the hook pulls in pypaimon
@@ -106,12 +110,12 @@ def convert_asset_to_openlineage(asset: Asset, lineage_context: Any = None):
         from airflow_paimon.hooks.paimon import PaimonHook
 
         namespace = dataset_namespace(PaimonHook(conn_id).warehouse)
-    except Exception:  # connection not defined / not readable here: the URI still identifies the table
+    except Exception:  # noqa: BLE001 - connection not defined / not readable here: the URI still identifies the table
         namespace = f"{SCHEME}://{conn_id}"
     return Dataset(namespace=namespace, name=identifier)
 
 
-def snapshot_event_extra(table, snapshot_id: int, base_snapshot_id: int | None) -> dict:
+def snapshot_event_extra(table: TableFiles | FileStoreTable, snapshot_id: int, base_snapshot_id: int | None) -> dict:
     """An asset event's ``extra`` for ``snapshot_id`` of ``table`` (table_files.py, or a pypaimon table): what
     the snapshot file says (commit kind, record counts), and the snapshot the task started from. A snapshot expired already (by a
     concurrent expiry, before a retry) leaves those None: the commit stands, the event still names it."""

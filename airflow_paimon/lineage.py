@@ -16,7 +16,12 @@ from __future__ import annotations
 import os
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    from airflow_paimon.table_files import TableFiles
 
 # Object stores whose OpenLineage names are the key without a leading "/".
 _KEY_NAMED = {"s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "wasb", "wasbs", "oss", "cos"}
@@ -36,7 +41,7 @@ def dataset_namespace(warehouse: str) -> str:
     return warehouse.rstrip("/")
 
 
-def table_dataset(warehouse: str, identifier: str, table=None) -> DatasetRef:
+def table_dataset(warehouse: str, identifier: str, table: TableFiles | FileStoreTable | None = None) -> DatasetRef:
     """The Paimon table; with ``table`` (table_files.py, or a pypaimon table), its columns and Paimon types as
     the schema."""
     fields = tuple((f.name, str(f.type)) for f in table.fields) if table is not None else ()

@@ -15,13 +15,16 @@ engine may have set them) on every bootstrap, write and compaction, before anyth
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 from pypaimon.common.memory_size import MemorySize
 from pypaimon.common.time_utils import parse_duration
 
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.merge_engine import IGNORE_DELETE_KEYS, MergeEngine
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 JAVA_INT_MAX = 2**31 - 1
 MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
@@ -154,7 +157,7 @@ class TableColumns:
     partition_keys: tuple[str, ...]
 
     @classmethod
-    def of_table(cls, table) -> "TableColumns":
+    def of_table(cls, table: FileStoreTable) -> "TableColumns":
         return cls({f.name: str(f.type) for f in table.table_schema.fields}, tuple(table.primary_keys),
                    tuple(table.partition_keys))
 
@@ -177,7 +180,7 @@ def full_compaction_delta_commits(identifier: str, options: dict) -> int | None:
     return integer(identifier, options, "full-compaction.delta-commits", default)
 
 
-def check_table(table, *, compaction: bool = False) -> None:
+def check_table(table: FileStoreTable, *, compaction: bool = False) -> None:
     """Check an existing table's own options (``compaction``: also what only compaction needs)."""
     identifier = table.identifier.get_full_name()
     options = dict(table.table_schema.options)

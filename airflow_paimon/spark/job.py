@@ -184,7 +184,7 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
             spec = spec_type.from_dict(raw)
             validate_identifier(spec.table)
             result = job(spec).to_dict()
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - every error crosses back to the task, named
         log.error("job failed: %s", redact(traceback.format_exc(), secrets))
         if run.killed and not isinstance(e, JobKilled):  # what failed is a consequence: name the cause
             e = JobKilled(f"the task was killed ({type(e).__name__} in the job)")

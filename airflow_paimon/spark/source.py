@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import re
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import SHOWN_CHARS, ValidationError
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 FORMATS = ("parquet", "csv", "json")
 
@@ -86,7 +90,8 @@ def arrow_schema(df) -> pa.Schema:
     return pa.schema(fields)
 
 
-def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = None, absent: tuple[str, ...] = ()):
+def validate_and_cast(df, table: FileStoreTable, identifier: str, row_kind_column: str | None = None,
+                      absent: tuple[str, ...] = ()):
     """The source as the table's columns and types plus its row kind (``_row_kind``) and input order
     (``_order``). Missing or extra columns are refused here; every per-row check (a value that does not
     cast to the table's type, a null primary key, an unknown row kind, a retraction the merge engine
@@ -318,7 +323,7 @@ def _corrupt_parquet(uri: str) -> str | None:
 
 # --- the merge engine's rule for -U/-D rows (engine/merge_engine.py), as a check inside the projection
 
-def _refused_retractions(table, identifier: str, op: str) -> str:
+def _refused_retractions(table: FileStoreTable, identifier: str, op: str) -> str:
     """A CASE branch failing on -U/-D rows where the table's merge engine refuses them as Paimon does
     (after ``ignore-delete`` and its fallback keys drop them), else ''."""
     from airflow_paimon.engine.codec.kinds import RETRACT_TEXTS

@@ -3,9 +3,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    from airflow_paimon.table_files import TableFiles
 
 
 class PaimonSnapshotTrigger(BaseTrigger):
@@ -50,10 +55,11 @@ class PaimonSnapshotTrigger(BaseTrigger):
                 self.log.info("%s: no snapshot newer than %d%s yet; next look in %.0f s", self.table,
                               scanned["snapshot_id"], f" of kind {kinds}" if kinds else "", self.poll_interval)
                 await asyncio.sleep(self.poll_interval)
-        except Exception as e:  # reported to the task, which fails with the message
+        except Exception as e:  # noqa: BLE001 - reported to the task, which fails with the message
             yield TriggerEvent({"status": "error", "message": f"{self.table}: {type(e).__name__}: {e}"})
 
-    def _poll(self, table, kinds, cursor: dict, scanned: dict) -> tuple[dict | None, dict, dict]:
+    def _poll(self, table: TableFiles | FileStoreTable, kinds, cursor: dict, scanned: dict) -> tuple[dict | None, dict,
+              dict]:
         """(the event's snapshot or None, the cursor, the snapshot scanned up to): both followed down through a
         rollback — the scanned one too, which may lie above the cursor with a kind filter."""
         from airflow_paimon.engine.snapshots import (cursor_at, found_after, newer_snapshot, resume_point,

@@ -63,7 +63,7 @@ def overview(request: Request):
             entry["warehouse"] = hook.warehouse
             entry["tables"] = run_step("ui_table_summaries", timeout=READ_TIMEOUT,
                                        catalog_options=hook.catalog_options())
-        except Exception as e:  # one unreachable warehouse must not hide the others
+        except Exception as e:  # noqa: BLE001 - one unreachable warehouse must not hide the others
             entry["error"] = f"{type(e).__name__}: {e}"
         connections.append(entry)
     return render.overview(connections, URL_PREFIX)

@@ -37,7 +37,7 @@ def paimon_hooks() -> dict[str, PaimonHook]:
             conn_id = key[len(_ENV_PREFIX):].lower()
             try:
                 conn = env.get_connection(conn_id)
-            except Exception:  # a malformed variable of another connection is not this page's business
+            except Exception:  # noqa: BLE001 - a malformed variable of another connection is not this page's business
                 continue
             if conn is not None and conn.conn_type == "paimon":
                 conns[conn_id] = conn

@@ -2,7 +2,7 @@
 conditionally (the snapshot lands right after one the index is still right for, or not at all)."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from airflow_paimon.engine.commit.compact_increment import (COMPACT, append_part, commit_compact_increment,
                                                            has_compact_increment)
@@ -15,13 +15,16 @@ from airflow_paimon.engine.errors import PaimonJobError, StaleIndexError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import check_base
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
-def find_commit(table, commit_user: str, commit_identifier: int, after_snapshot_id: int | None):
+
+def find_commit(table: FileStoreTable, commit_user: str, commit_identifier: int, after_snapshot_id: int | None):
     """The snapshot carrying this commit identity, looking only after ``after_snapshot_id``; None if absent."""
     return find_commits(table, {(commit_user, commit_identifier)}, after_snapshot_id)
 
 
-def find_commits(table, identities, after_snapshot_id: int | None):
+def find_commits(table: FileStoreTable, identities, after_snapshot_id: int | None):
     """The latest snapshot carrying one of ``identities`` ((commit user, commit identifier) pairs), looking only
     after ``after_snapshot_id`` (None: the whole history still kept); None if absent."""
     manager = table.snapshot_manager()
@@ -37,7 +40,8 @@ def find_commits(table, identities, after_snapshot_id: int | None):
     return None
 
 
-def check_not_moved(table, base_snapshot_id: int | None, latest=None, base_fingerprint: str | None = None,
+def check_not_moved(table: FileStoreTable, base_snapshot_id: int | None, latest=None,
+                    base_fingerprint: str | None = None,
                     rebase: Callable[[list], str | None] | None = None) -> list[int]:
     """Refuse if the base snapshot is no longer in the table's history (engine/history.py), or if any non-COMPACT
     snapshot landed after the snapshot the index was bootstrapped at, up to ``latest`` (default: the latest
@@ -75,7 +79,7 @@ def check_not_moved(table, base_snapshot_id: int | None, latest=None, base_finge
         "nothing committed, re-run from bootstrap-index")
 
 
-def commit_once(table, messages, commit_user: str, commit_identifier: int,
+def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identifier: int,
                 base_snapshot_id: int | None, overwrite: bool = False, base_fingerprint: str | None = None,
                 planned: dict | None = None) -> tuple[int | None, bool, list[int]]:
     """Commit ``messages`` as one snapshot unless this identity already did; returns (snapshot id, already,

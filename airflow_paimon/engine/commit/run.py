@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
@@ -22,6 +23,9 @@ from airflow_paimon.engine.index.store import clean_up, publish_committed, stage
 from airflow_paimon.engine.scan import added_file_count
 from airflow_paimon.engine.specs import CommitResult, CommitSpec
 from airflow_paimon.engine.table import get_table
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +70,7 @@ def run_commit(spec: CommitSpec) -> CommitResult:
                         already_committed=already, rebased_over=rebased_over, **_described(table, snapshot))
 
 
-def _described(table, snapshot) -> dict:
+def _described(table: FileStoreTable, snapshot) -> dict:
     """The CommitResult fields describing the run's snapshot, from Paimon's own counters (the same on a retry
     that finds it committed); none without one (nothing committed)."""
     if snapshot is None:
@@ -88,7 +92,7 @@ def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
     return layout.under(root, *tail[:-1]) if len(tail) > 1 else root
 
 
-def _already_done(table, spec: CommitSpec) -> CommitResult:
+def _already_done(table: FileStoreTable, spec: CommitSpec) -> CommitResult:
     """Nothing staged: a retry after this run committed and cleaned up, or a run that never wrote."""
     snap = find_commit(table, spec.commit_user, spec.commit_identifier, spec.base_snapshot_id)
     if snap is None:

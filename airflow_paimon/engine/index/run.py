@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import replace
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +29,9 @@ from airflow_paimon.engine.write.deletion_vectors import deleted_rows_at
 from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +95,13 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
                            base_snapshot_fingerprint=plan.snapshot_fingerprint)
 
 
-def _planned_snapshot(table, plan):
+def _planned_snapshot(table: FileStoreTable, plan):
     """The snapshot the plan was made at, read again: the same one, or RolledBackError (a rollback since)."""
     check_base(table, plan.snapshot_id, plan.snapshot_fingerprint)
     return table.snapshot_manager().get_snapshot_by_id(plan.snapshot_id) if plan.snapshot_id else None
 
 
-def _no_index_needed(table, shape: TableShape, shards: int, decided_by: str) -> BootstrapResult:
+def _no_index_needed(table: FileStoreTable, shape: TableShape, shards: int, decided_by: str) -> BootstrapResult:
     """Fixed buckets hash the key, dynamic buckets keep Paimon's own HASH index, append tables have no key:
     the base snapshot is all the next task needs. Unsupported shapes are refused here, before any work."""
     shape.check(table)
@@ -109,12 +112,12 @@ def _no_index_needed(table, shape: TableShape, shards: int, decided_by: str) -> 
                            data_files_read=0, decided_by=decided_by, base_snapshot_fingerprint=fingerprint(snapshot))
 
 
-def _schema_of(table) -> dict:
+def _schema_of(table: FileStoreTable) -> dict:
     """The schema fields of a manifest of ``table`` now (a reused or caught-up index may be of an older one)."""
     return {"schema_id": table.table_schema.id, "key_signature": key_signature(table.table_schema)}
 
 
-def _key_facts(table) -> dict:
+def _key_facts(table: FileStoreTable) -> dict:
     """What a task needs to encode keys and places: plain data, picklable without pypaimon."""
     from pypaimon.schema.data_types import PyarrowFieldParser
 
@@ -124,7 +127,8 @@ def _key_facts(table) -> dict:
 
 # --- rebuild -------------------------------------------------------------------------------------------------
 
-def _rebuild(table, plan, bucket_files, shards: int, index_uri: str, tasks: IndexTasks) -> IndexManifest:
+def _rebuild(table: FileStoreTable, plan, bucket_files, shards: int, index_uri: str,
+             tasks: IndexTasks) -> IndexManifest:
     """One stage, no shuffle: each task reads a balanced share of the buckets and writes its part of every
     shard (a key lives in one bucket, so the parts never overlap)."""
     snapshot_id = plan.snapshot_id
@@ -161,7 +165,7 @@ def balance(items: list, weights: list[int], n: int) -> list[list]:
 
 # --- catch up ------------------------------------------------------------------------------------------------
 
-def _catch_up(table, plan, index_uri: str, tasks: IndexTasks) -> IndexManifest:
+def _catch_up(table: FileStoreTable, plan, index_uri: str, tasks: IndexTasks) -> IndexManifest:
     """The files appended since the base index, read in parallel; each shard's changes applied by one task."""
     base, target = plan.base, plan.snapshot_id
     files = [(file_path(table, e), tuple(e.partition.values), e.bucket, sid) for sid, e in plan.added_files]

@@ -8,7 +8,7 @@ is a reprocess, which ``reprocess_on_clear`` decides (specs.REPROCESS_ON_CLEAR).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.committer import find_commit, find_commits
@@ -32,6 +32,9 @@ from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import check_table
 from airflow_paimon.engine.write import planned_columns
 from airflow_paimon.engine.write.deletion_vectors import check_no_level_0, live_files_by_bucket
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +113,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     return AssignWriteResult(**result, **counters, already_committed=False)
 
 
-def earlier_commit(table, spec: AssignWriteSpec):
+def earlier_commit(table: FileStoreTable, spec: AssignWriteSpec):
     """(snapshot, generation) of the latest commit an earlier generation of this run made, or None. The whole kept
     history is read: the cleared run's bootstrap-index ran after that commit."""
     earlier = CommitIdentity.generations(spec.dag_id, spec.run_id, spec.table, spec.generation - 1)
@@ -119,7 +122,7 @@ def earlier_commit(table, spec: AssignWriteSpec):
     return None if snap is None else (snap, by_pair[(snap.commit_user, snap.commit_identifier)])
 
 
-def reprocess(table, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult | None:
+def reprocess(table: FileStoreTable, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult | None:
     """A cleared run (generation ``spec.generation``) whose generation ``generation`` committed ``snap``: None to
     write the source again (logged); the earlier generation's result when ``reprocess_on_clear`` is ``never``;
     a ValidationError (nothing staged, table unchanged) when writing again would not replace the earlier rows."""
@@ -146,7 +149,7 @@ def reprocess(table, spec: AssignWriteSpec, snap, generation: int) -> AssignWrit
     return None
 
 
-def kept_result(table, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult:
+def kept_result(table: FileStoreTable, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult:
     """The result of a write that stands: the identity, staging and base of generation ``generation``'s commit
     ``snap``, so the commit task finds that snapshot and reports it (already committed)."""
     ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, spec.table, generation)
@@ -161,7 +164,7 @@ def kept_result(table, spec: AssignWriteSpec, snap, generation: int) -> AssignWr
                              generation=spec.generation, reprocessed_snapshot_id=None)
 
 
-def check_write_mode(table, identifier: str, shape: TableShape, write_mode: str) -> str:
+def check_write_mode(table: FileStoreTable, identifier: str, shape: TableShape, write_mode: str) -> str:
     """``upsert`` for every shape; ``overwrite`` (dynamic partition overwrite) for partitioned tables of the
     shapes that take it."""
     if write_mode not in WRITE_MODES:
