@@ -152,7 +152,7 @@ def _first_schema(table: FileStoreTable):
 
 
 def evolve_for_source(spec, table: FileStoreTable, source_schema, planned: list[str] | None = None,
-                      record: Callable[[list[str]], None] | None = None) -> tuple[object, tuple[str, ...]]:
+                      record: Callable[[list[str]], None] | None = None) -> tuple[FileStoreTable, tuple[str, ...]]:
     """The write's table, evolved to the source's columns as ``spec.schema_evolution`` allows (before
     anything is staged), and the table columns the source lacks because another writer added them after
     this run first planned (its rows read them as null). ``source_schema()``: the source's Arrow schema,

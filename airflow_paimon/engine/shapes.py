@@ -25,7 +25,7 @@ class TableShape:
     label = ""                  # the shape in messages
     needs_index = False         # bootstrap-index builds the global key index (otherwise its decision is not_needed)
     merged_upstream = False     # the assigner merged each key's records before the write task
-    write_modes = ("upsert",)   # engine/commit/overwrite.py WRITE_MODES this shape takes
+    write_modes: tuple[str, ...] = ("upsert",)   # engine/commit/overwrite.py WRITE_MODES this shape takes
 
     def check(self, table: FileStoreTable) -> None:
         """Refuse a table this shape's writer cannot write (options: engine/table_options.py)."""

@@ -177,6 +177,9 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
     to ``run.result_uri``; True when it succeeded. A secret catalog option's value
     reaches neither the log nor the error (both redacted); the result is written as the job returned it: its
     fields (paths, names) are no place for a secret, and redacting them would corrupt them."""
+    if run.result_uri is None:
+        raise ValueError("execute_job writes the job's result: the run needs a result_uri")
+    result_uri = run.result_uri
     secrets = secrets_of(raw)
     storage.configure(raw.get("catalog_options") or {})  # the result file even when the job fails early
     try:
@@ -191,10 +194,10 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
         error = redact(f"{type(e).__name__}: {e}", secrets)
         # the error's own flag, across the process boundary: the operator decides from it, not from the name
         failed = {"error": error, "retryable": is_retryable(e)}
-        storage.write_bytes_atomic(run.result_uri, json.dumps(failed).encode())
+        storage.write_bytes_atomic(result_uri, json.dumps(failed).encode())
         return False
     text = json.dumps(result)
-    storage.write_bytes_atomic(run.result_uri, text.encode())
+    storage.write_bytes_atomic(result_uri, text.encode())
     log.debug("result: %s", text)  # the operator logs it as one progress line
     return True
 
@@ -239,12 +242,14 @@ def spark_session(spec: JobSpec, app_name: str):
     if run is not None and run.spark is not None:
         return run.spark
     remote = run.remote if run else None
+    user_set: Callable[[str], bool]
     builder = SparkSession.builder.appName(f"{app_name} {spec.table}")
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if not remote:
         spark = builder.getOrCreate()
         user_set = spark.sparkContext.getConf().contains
     else:
+        assert run is not None  # remote comes from the run
         spark = connect_session(builder, remote, run)
         user_set = run.conf.__contains__
     partitions = spec.shuffle_partitions or (None if user_set(SHUFFLE_PARTITIONS) else default_parallelism(spark))

@@ -263,7 +263,9 @@ def validation_errors(identifier: str, source: dict | None = None):
             detail = json.loads(found.group(1))
             raise ValidationError(identifier, detail["message"], column=detail["column"],
                                   value=detail.get("value")) from None
-        if _condition(e) == "COLUMN_ALREADY_EXISTS":
+        from pyspark.errors import PySparkException  # classic and Connect exceptions both
+
+        if isinstance(e, PySparkException) and e.getCondition() == "COLUMN_ALREADY_EXISTS":
             column = (e.getMessageParameters() or {}).get("columnName", "").strip("`")
             raise ValidationError(identifier, "the source has this column twice (names are matched "
                                               "case-insensitively); rename or drop all but one", column=column,
@@ -277,13 +279,6 @@ def validation_errors(identifier: str, source: dict | None = None):
                                       value=uri) from None
         raise
 
-
-def _condition(e: Exception) -> str | None:
-    """Spark's error condition of ``e`` (classic and Connect exceptions), None for others."""
-    try:
-        return e.getCondition()
-    except Exception:  # noqa: BLE001 - not a Spark exception, or one without a condition
-        return None
 
 
 # Spark's error for a file a scan (or its schema inference) could not read; the path is URL-encoded

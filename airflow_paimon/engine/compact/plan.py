@@ -108,7 +108,8 @@ def plan_compaction(table: FileStoreTable, snapshot, full: bool, scope_snapshots
         num_levels = number_of_levels(compact_options.levels, files)
         runs = level_sorted_runs(files)
         unit = pick_full_compaction(num_levels, runs) if full else strategy.pick(num_levels, runs)
-        vectors, deleted = [], {}
+        vectors: list = []
+        deleted: dict = {}
         if with_vectors:  # the whole bucket into one run at the max level: its deletion vectors all go
             vectors, dvs = bucket_deletion_vectors(table, snapshot, partition, bucket)
             deleted = {name: positions(dv) for name, dv in dvs.items()}

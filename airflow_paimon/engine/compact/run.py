@@ -94,7 +94,7 @@ def _validate(table: FileStoreTable, scope: str, partition_filter: dict | None) 
     check_table(table, compaction=True)  # its own options, maybe set by another engine
 
 
-def compact(spec: CompactSpec, execute: Callable[[object, list[BucketCompaction]], list[bytes]] | None
+def compact(spec: CompactSpec, execute: Callable[[FileStoreTable, list[BucketCompaction]], list[bytes]] | None
             ) -> CompactResult | None:
     """The compact job on ``spec``: ``execute(table, work)`` rewrites the planned buckets (Spark tasks, or a loop
     in tests); None: decide from table metadata only (None when buckets must be rewritten)."""

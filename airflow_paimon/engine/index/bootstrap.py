@@ -83,6 +83,8 @@ def plan_bootstrap(table: FileStoreTable, index_uri: str, shards: int) -> Bootst
         return rebuild(problem)
     if base.snapshot_id == lid:
         return BootstrapPlan(REUSE, lid, lfp, base, reason="index is of the latest snapshot")
+    if lid is None:  # an index of a snapshot the table no longer has (_not_in_history refuses that first)
+        return rebuild("the table has no snapshot")
     added = []
     for sid in range((base.snapshot_id or 0) + 1, lid + 1):
         snap = manager.get_snapshot_by_id(sid)

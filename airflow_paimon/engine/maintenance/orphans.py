@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
@@ -76,7 +77,8 @@ def _check_paths_line_up(table: FileStoreTable, listed: list[str], referenced: R
                                  f"{named}; paths do not line up, refusing to delete")
 
 
-def orphan_files(table: FileStoreTable, older_than_ms: int, staged: set[str] = frozenset()) -> list[tuple[str, int]]:
+def orphan_files(table: FileStoreTable, older_than_ms: int, staged: AbstractSet[str] = frozenset()
+                 ) -> list[tuple[str, int]]:
     """Unreferenced files of the table last modified before ``older_than_ms`` (epoch millis), and before the
     floor (MIN_ORPHAN_AGE_MS ago) whatever ``older_than_ms`` is; ``staged``: data files of staged runs,
     referenced too."""
@@ -113,8 +115,9 @@ def remove_orphan_files(table: FileStoreTable, older_than_ms: int | None = None,
         for path, _ in orphans:
             storage.require_within(table.table_path, path)
             table.file_io.delete_quietly(path)
-        for path in staged:
-            storage.delete_dir_within(table_staging, path)
+        if table_staging:  # stale runs are looked for only under a staging root
+            for path in staged:
+                storage.delete_dir_within(table_staging, path)
     log.debug("%s: %s orphan files (%s bytes), %s stale staging dirs%s", identifier, len(orphans),
               sum(s for _, s in orphans), len(staged), " (dry run)" if dry_run else "")
     return OrphansResult(table=identifier, orphan_files=len(orphans), orphan_bytes=sum(s for _, s in orphans),

@@ -21,7 +21,7 @@ from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.codec.keys import encode_partition_values
-from airflow_paimon.engine.index.layout import read_manifest
+from airflow_paimon.engine.index.layout import base_manifest
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.scan import buckets_at, live_entries
@@ -56,9 +56,10 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     shape = shape_of(table)
     ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, identifier, spec.generation)
     staged_at = layout.staging_dir(spec.staging_root, identifier, ident.commit_user)
-    result = {"table": identifier, "base_snapshot_id": spec.base_snapshot_id, "commit_user": ident.commit_user,
-              "commit_identifier": ident.commit_identifier, "staging_uri": staged_at,
-              "base_snapshot_fingerprint": spec.base_snapshot_fingerprint, "generation": spec.generation}
+    result: dict[str, Any] = {
+        "table": identifier, "base_snapshot_id": spec.base_snapshot_id, "commit_user": ident.commit_user,
+        "commit_identifier": ident.commit_identifier, "staging_uri": staged_at,
+        "base_snapshot_fingerprint": spec.base_snapshot_fingerprint, "generation": spec.generation}
 
     done = find_commit(table, ident.commit_user, ident.commit_identifier, spec.base_snapshot_id)
     if done is not None:  # a retry after this run already committed: write nothing again
@@ -84,7 +85,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
                        staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
     if shape.needs_index:
-        ctx.shared_buckets = read_manifest(ctx.index_uri, ctx.base_snapshot_id).shares_buckets()
+        ctx.shared_buckets = base_manifest(ctx.index_uri, ctx.base_snapshot_id).shares_buckets()
     entries = live_entries(table, ctx.base_snapshot())  # one manifest scan for both uses below
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
                                 b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot(), entries)}

@@ -45,7 +45,8 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
         rounds = np.zeros(rows.num_rows, dtype=np.int64)
 
     seq = first_seq = ctx.max_sequence_numbers.get((encoded_partition, bucket), -1)
-    files, changelog = [], []
+    files: list = []
+    changelog: list = []
     for r in range(int(rounds.max()) + 1 if len(rounds) else 0):
         for part in _level_0_files(rounds == r, kinds, ctx.deletion_vectors):
             part = pa.array(part)
