@@ -138,6 +138,13 @@ class TableAssetMixin:
     ``AssetAlias`` the DAG author lists in ``outlets``, if any; otherwise it emits nothing.
     """
 
+    table: str  # the operator's, as are the connection, its outlets and its log
+    paimon_conn_id: str
+    outlets: list
+    log: Any  # a property of the operator's
+    emit_asset: bool
+
+
     def declare_table_asset(self, emit_asset: bool) -> None:
         self.emit_asset = emit_asset
         if emit_asset and not _templated(self.table):

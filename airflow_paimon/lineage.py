@@ -53,9 +53,9 @@ def source_dataset(source: str | dict) -> DatasetRef | None:
     if isinstance(source, dict):
         if source.get("table"):
             return DatasetRef("spark", str(source["table"]))
-        source = source.get("path")
-        if not source:
+        if not source.get("path"):
             return None
+        source = str(source["path"])
     parsed = urllib.parse.urlsplit(source)
     if not parsed.scheme or parsed.scheme == "file" or len(parsed.scheme) == 1:  # "C:\..." is a local path
         path = parsed.path if parsed.scheme == "file" else source
@@ -84,6 +84,10 @@ def operator_lineage(inputs: list[DatasetRef], outputs: list[DatasetRef]):
 class TableLineageMixin:
     """``get_openlineage_facets_on_complete`` for an operator writing ``self.table``: the table (with its
     schema) as output, ``lineage_inputs()`` as inputs."""
+
+    table: str  # the operator's, as is its connection
+    paimon_conn_id: str
+
 
     def lineage_inputs(self) -> list[DatasetRef]:
         return []

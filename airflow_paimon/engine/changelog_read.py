@@ -23,7 +23,7 @@ from airflow_paimon.engine.scan import file_path
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
 
-KIND_NAMES = np.array(sorted(ROW_KINDS, key=ROW_KINDS.get), dtype=object)  # RowKind byte -> "+I", "-U", ...
+KIND_NAMES = np.array(sorted(ROW_KINDS, key=ROW_KINDS.__getitem__), dtype=np.object_)  # RowKind byte -> "+I", "-U", ...
 
 
 @dataclass(frozen=True)

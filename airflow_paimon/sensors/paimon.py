@@ -78,7 +78,7 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         if rolled_from is not None:
             self.log.warning("%s", rollback_note(self.table, rolled_from, cursor))
             self._cursor, self._rolled_back_from = cursor, rolled_from
-        return self._cursor
+        return cursor
 
     def poke(self, context) -> PokeReturnValue:
         table = self._table()
@@ -96,8 +96,10 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         from airflow_paimon.triggers.paimon import PaimonSnapshotTrigger
 
         kinds = check_commit_kinds(self.commit_kinds)
-        self.defer(trigger=PaimonSnapshotTrigger(table=self.table, after_snapshot_id=self._cursor["snapshot_id"],
-                                                 after_snapshot=self._cursor, rolled_back_from=self._rolled_back_from,
+        cursor = self._cursor
+        assert cursor is not None  # the poke above resolved it
+        self.defer(trigger=PaimonSnapshotTrigger(table=self.table, after_snapshot_id=cursor["snapshot_id"],
+                                                 after_snapshot=cursor, rolled_back_from=self._rolled_back_from,
                                                  commit_kinds=list(kinds) if kinds else None,
                                                  paimon_conn_id=self.paimon_conn_id,
                                                  poll_interval=self.poke_interval),

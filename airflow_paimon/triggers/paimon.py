@@ -45,8 +45,8 @@ class PaimonSnapshotTrigger(BaseTrigger):
             options = await PaimonHook(self.paimon_conn_id).acatalog_options()
             # file IO is blocking: every read runs in a worker thread, the triggerer's loop stays free
             table = await asyncio.to_thread(TableFiles, options, self.table)  # JSON files: no pypaimon here
-            cursor = self.after_snapshot or await asyncio.to_thread(cursor_at, table, self.after_snapshot_id)
-            cursor = scanned = parse_cursor(cursor)
+            given = self.after_snapshot or await asyncio.to_thread(cursor_at, table, self.after_snapshot_id)
+            cursor = scanned = parse_cursor(given)
             while True:
                 found, cursor, scanned = await asyncio.to_thread(self._poll, table, kinds, cursor, scanned)
                 if found is not None:

@@ -47,8 +47,8 @@ def table_asked_by_ui(request: Request) -> tuple[str, str] | None:
     if not referer.path.endswith(f"/plugin/{UI_ROUTE}"):
         return None
     query = parse_qs(referer.query)
-    asked = [query.get(name, [""])[0] for name in TABLE_QUERY]
-    return tuple(asked) if all(asked) else None
+    conn_id, table = (query.get(name, [""])[0] for name in TABLE_QUERY)
+    return (conn_id, table) if conn_id and table else None
 
 
 @app.get("/", response_class=HTMLResponse)

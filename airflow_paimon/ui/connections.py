@@ -15,7 +15,8 @@ class _LoadedHook(PaimonHook):
         super().__init__(conn.conn_id)
         self._conn = conn
 
-    def get_connection(self, conn_id):  # noqa: D102 - the connection this hook was made with
+    # an instance method over BaseHook's classmethod: the connection this hook was made with, not a lookup
+    def get_connection(self, conn_id):  # type: ignore[override]
         return self._conn
 
 

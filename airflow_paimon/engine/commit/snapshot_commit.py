@@ -14,7 +14,7 @@ Each attempt also compacts the manifests it carries into the new base manifest l
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pypaimon.common.json_util import JSON
 from pypaimon.filesystem.local_file_io import LocalFileIO
@@ -80,6 +80,9 @@ class GuardedCommit(FileStoreCommit):
     commit the snapshot lands exactly on the latest snapshot the guard accepted.
 
     Its base manifest list is compacted (Paimon's manifest.merge-min-count / full-compaction threshold)."""
+
+    manifest_list_manager: Any  # pypaimon's ManifestListManager; swapped for a merging one per attempt
+
 
     def __init__(self, table: FileStoreTable, commit_user: str, guard):
         super().__init__(exclusive_snapshot_commit(table), table, commit_user)

@@ -55,6 +55,7 @@ from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_la
 from airflow_paimon.engine.write.changelog_producers import lookup_changelog, row_deduplicate
 
 if TYPE_CHECKING:
+    from pypaimon.manifest.schema.data_file_meta import DataFileMeta
     from pypaimon.table.file_store_table import FileStoreTable
 
 DV_INDEX = IndexManifestFile.DELETION_VECTORS_INDEX
@@ -65,7 +66,7 @@ DV_INDEX_VERSION = 1  # the first byte of a deletion-vector index file
 class LiveFile:
     """A live data file of the bucket at the base snapshot."""
     path: str
-    meta: object  # its DataFileMeta
+    meta: DataFileMeta
 
     @property
     def name(self) -> str:
