@@ -207,7 +207,7 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         else (say, a store only the cluster reaches) leaves the decision to the job."""
         try:
             result = decide()
-        except Exception as e:  # noqa: BLE001 - the Spark job decides (and reports) instead
+        except Exception as e:  # the Spark job decides (and reports) instead
             if not is_retryable(e):
                 raise
             self.log.warning("%s: deciding from metadata failed (%s); submitting the job", self.table, e)

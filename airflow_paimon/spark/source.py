@@ -256,7 +256,7 @@ def validation_errors(identifier: str, source: dict | None = None):
         yield
     except ValidationError:
         raise
-    except Exception as e:  # noqa: BLE001 - Spark wraps raise_error in its own exception types
+    except Exception as e:  # Spark wraps raise_error in its own exception types
         text = str(e)
         found = _FOUND.search(text)
         if found:

@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: local_runner
-from bench_bootstrap import native_write as paimon_write  # noqa: E402 - one batch write + commit, timed
+from bench_bootstrap import native_write as paimon_write  # one batch write + commit, timed
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -308,7 +308,7 @@ def ours_steps(run_step, pipeline, run_id: str, source: str, on_committed=None) 
         job = JOB_OF[step]
         try:
             out[step], result = run_step(job, pipeline.spec(job, done, source, run_id))
-        except Exception as e:  # noqa: BLE001 - compaction failing is a finding, the upsert numbers stand
+        except Exception as e:  # compaction failing is a finding, the upsert numbers stand
             if job != "compact":
                 raise
             out[step], result = {"error": f"{type(e).__name__}: {_last_error_line(e)}"}, None
@@ -498,7 +498,8 @@ def bench_size(m: int, b: int, shards: int, peers: tuple, work: Path, spark, log
             copy = fresh_copy(cross, work / f"wh-ours-{r}")
             mark(f"ours-{r}")
             steps, results = ours_steps(in_job_runner(spark), ours(copy, shards), f"m{m}-{r}", batch_path,
-                                        on_committed=lambda: verify(read_paimon(copy), batch, expect, "ours in-job"))
+                                        on_committed=lambda copy=copy: verify(read_paimon(copy), batch, expect,
+                                                                              "ours in-job"))
             runs.append(steps)
             shutil.rmtree(copy, ignore_errors=True)
         result["ours_in_job"], result["ours_in_job_runs"] = median_steps(runs), runs
@@ -744,8 +745,8 @@ def make_spark():
 
 def _worker_warm_up():
     def warm(batches):  # nested: pickled by value, so workers need not import this module
-        import airflow_paimon.engine.assign.task  # noqa: F401
-        import airflow_paimon.engine.index.bootstrap  # noqa: F401
+        import airflow_paimon.engine.assign.task
+        import airflow_paimon.engine.index.bootstrap
         import airflow_paimon.engine.write.task  # noqa: F401
 
         yield from batches

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_upsert  # noqa: E402
+import bench_upsert
 
 
 

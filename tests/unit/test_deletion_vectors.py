@@ -95,7 +95,7 @@ def _merged_runs(spec_options: dict, seed: int, n: int = 6):
                                 "options": {**FIXED.to_dict()["options"], **spec_options}})
     rng = np.random.default_rng(seed)
     frames = []
-    for i in range(n):
+    for _ in range(n):
         size = 120
         frame = pd.DataFrame({"id": rng.integers(0, 150, size), "dt": rng.choice(["a", "b"], size),
                               "v": np.where(rng.random(size) < 0.3, np.nan, rng.integers(0, 9, size).astype(float)),

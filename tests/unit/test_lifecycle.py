@@ -17,7 +17,7 @@ from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snaps
 from airflow_paimon.engine.rollback import rollback
 from airflow_paimon.engine.table import TableSpec, get_table
 from java_paimon import assert_java_reads_as_pypaimon, missing
-from lifecycle_tables import AFTER, RUNS, SCHEMA, SPEC, arrow, write
+from lifecycle_tables import AFTER, RUNS, SCHEMA, SPEC, write
 from local_runner import bootstrap, bootstrap_result, upsert
 from oracle import assert_table_equals, expected_upsert, read_table
 
