@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import functools
+import json
 import logging
 import os
 import shutil
