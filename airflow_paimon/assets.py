@@ -117,8 +117,9 @@ def convert_asset_to_openlineage(asset: Asset, lineage_context: Any = None):
 
 def snapshot_event_extra(table: TableFiles | FileStoreTable, snapshot_id: int, base_snapshot_id: int | None) -> dict:
     """An asset event's ``extra`` for ``snapshot_id`` of ``table`` (table_files.py, or a pypaimon table): what
-    the snapshot file says (commit kind, record counts), and the snapshot the task started from. A snapshot expired already (by a
-    concurrent expiry, before a retry) leaves those None: the commit stands, the event still names it."""
+    the snapshot file says (commit kind, record counts), and the snapshot the task started from. A snapshot
+    expired already (by a concurrent expiry, before a retry) leaves those None: the commit stands, the event
+    still names it."""
     snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
     if snapshot is None:
         log.warning("table %s: snapshot %s is gone (expired?); its event has no counts",

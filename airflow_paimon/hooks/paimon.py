@@ -98,7 +98,8 @@ class PaimonHook(BaseHook):
         return TableFiles(self.catalog_options(), identifier)
 
     def get_table(self, identifier: str, spec: dict | None = None):
-        """The pypaimon table (the job side only: airflow_paimon/job_env); created from ``spec`` (a TableSpec dict) if it does not exist yet."""
+        """The pypaimon table (the job side only: airflow_paimon/job_env); created from ``spec`` (a TableSpec
+        dict) if it does not exist yet."""
         from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 
         validate_identifier(identifier)

@@ -110,13 +110,15 @@ def validate_and_cast(df, table: FileStoreTable, identifier: str, row_kind_colum
     names = [f.name for f in fields]
     missing = [n for n in names if n.lower() not in columns and n not in absent]
     if missing:
-        raise ValidationError(identifier, f"source lacks this column (source has {_cut(df.columns)})", column=missing[0])
+        raise ValidationError(identifier, f"source lacks this column (source has {_cut(df.columns)})",
+                              column=missing[0])
     if row_kind_column and row_kind_column.lower() not in columns:
         raise ValidationError(identifier, "source lacks the row kind column", column=row_kind_column)
     allowed = {n.lower() for n in names} | ({row_kind_column.lower()} if row_kind_column else set())
     extra = [c for c in df.columns if c.lower() not in allowed]
     if extra:
-        raise ValidationError(identifier, f"source column is not in the table (table has {_cut(names)})", column=extra[0])
+        raise ValidationError(identifier, f"source column is not in the table (table has {_cut(names)})",
+                              column=extra[0])
 
     # SQL text, not Column objects: one py4j call for the projection instead of ≈1,000 (0.2 s per job)
     source_types = {c.name.lower(): c.dataType.simpleString() for c in df.schema.fields}
@@ -141,7 +143,8 @@ def validate_and_cast(df, table: FileStoreTable, identifier: str, row_kind_colum
         by_text = " ".join(f"WHEN {op} = {_text(k)} THEN CAST({code} AS TINYINT)" for k, code in ROW_KINDS.items())
         refused = _refused_retractions(table, identifier, op)
         kind = (f"CASE WHEN {op} IS NULL OR {op} NOT IN ({known}) THEN "
-                + _fail(row_kind_column, _shown(f"coalesce({op}, 'null')"), f"row kind must be one of {list(ROW_KINDS)}")
+                + _fail(row_kind_column, _shown(f"coalesce({op}, 'null')"),
+                        f"row kind must be one of {list(ROW_KINDS)}")
                 + f" {refused}{by_text} ELSE CAST(0 AS TINYINT) END")
     return df.selectExpr(*exprs, f"{kind} AS {_name(ROW_KIND)}", f"monotonically_increasing_id() AS {_name(ORDER)}")
 

@@ -88,9 +88,10 @@ def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identi
 
     Raises StaleIndexError, with nothing committed, if a non-COMPACT snapshot of another commit landed after
     ``base_snapshot_id`` that this write conflicts with (engine/commit/rebase.py: an overwrite or a
-    deletion-vector write always does), or the base (``base_fingerprint``) left the table's history; TableChangedError if the
-    table's options or schema are no longer what the write ``planned`` for; MissingFileError if a new file is
-    gone — each checked again against the exact snapshot each commit attempt builds on."""
+    deletion-vector write always does), or the base (``base_fingerprint``) left the table's history;
+    TableChangedError if the table's options or schema are no longer what the write ``planned`` for;
+    MissingFileError if a new file is gone — each checked again against the exact snapshot each commit attempt
+    builds on."""
     if overwrite:
         messages = without_replaced_deletes(table, messages)
     compact = [m for m in messages if has_compact_increment(m)]  # a deletion-vector write: APPEND, then COMPACT

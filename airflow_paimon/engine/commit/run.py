@@ -88,7 +88,8 @@ def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
     if not uri.endswith(suffix) or (root is not None and uri != storage.join(root, *tail)):
         raise PaimonJobError(f"table {tail[0]}: {uri} is not <root>{suffix}; refusing to clean up under it")
     root = uri[: -len(suffix)]
-    layout.under(root, validate_identifier(tail[0]), *tail[1:])  # every segment safe, and inside the root as the file system resolves it
+    # every segment safe, and inside the root as the file system resolves it
+    layout.under(root, validate_identifier(tail[0]), *tail[1:])
     return layout.under(root, *tail[:-1]) if len(tail) > 1 else root
 
 

@@ -265,7 +265,8 @@ def lookup_compact(message: CommitMessage, table: FileStoreTable, rules: MergeRu
     file_of, position = locate(table, files, vectors, rows.select(pk))
     hit = file_of >= 0
     # the old rows to mark (a key repeats under aggregation: each old row once), as (file, position) pairs
-    old = np.unique(np.stack([file_of[hit], position[hit]], axis=1), axis=0) if hit.any() else np.zeros((0, 2), np.int64)
+    old = (np.unique(np.stack([file_of[hit], position[hit]], axis=1), axis=0) if hit.any()
+           else np.zeros((0, 2), np.int64))
     old_file, old_pos = old[:, 0], old[:, 1]
     live = ~is_retract(kinds)
     if rules.engine is MergeEngine.FIRST_ROW:  # the old row stays, the batch's row of that key goes
@@ -321,7 +322,8 @@ def _holds_exactly(level_0: list, live: int) -> bool:
 def _rows_at(table: FileStoreTable, files: list[LiveFile], file_ids: np.ndarray, rows_at: np.ndarray) -> pa.Table:
     """The key-value rows at (file, position), read in the table's current schema."""
     schema = key_value_schema(table)
-    parts = [read_live_file(table, files[i], schema).take(pa.array(rows_at[file_ids == i])) for i in np.unique(file_ids)]
+    parts = [read_live_file(table, files[i], schema).take(pa.array(rows_at[file_ids == i]))
+             for i in np.unique(file_ids)]
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
