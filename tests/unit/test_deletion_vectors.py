@@ -380,7 +380,8 @@ def test_index_rebuild_reads_keys_without_the_marked_rows(warehouse):
         write(warehouse, CROSS, frame, kinds, f"r{i}")
         done.append(frame.assign(row_kind=KINDS[kinds]))
     live = expected_upsert(done, "id", row_kind="row_kind")
-    assert _deletion_vectors(get_table(opts, "db.t"), get_table(opts, "db.t").snapshot_manager().get_latest_snapshot().id)
+    table = get_table(opts, "db.t")
+    assert _deletion_vectors(table, table.snapshot_manager().get_latest_snapshot().id)
     rebuilt = bootstrap_result(opts, "db.t", warehouse + "/.index", 3)
     assert (rebuilt.index_decision, rebuilt.keys) == ("rebuilt", len(live))
     frame, kinds = list(runs(seed=62, n=2))[1]
