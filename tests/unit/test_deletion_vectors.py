@@ -18,6 +18,7 @@ from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert, read_table
 
 @pytest.mark.parametrize("spec", [CROSS, FIXED], ids=["cross-partition", "fixed-bucket"])
+@pytest.mark.slow
 def test_every_run_is_visible_and_right(warehouse, spec):
     opts = {"warehouse": warehouse}
     get_or_create_table(opts, "db.t", spec)

@@ -138,6 +138,7 @@ def test_rollback_drops_later_indexes_so_a_new_snapshot_never_meets_a_stale_one(
 
 
 @java
+@pytest.mark.slow
 def test_java_reads_the_rolled_back_table(opts, warehouse, index_root):
     create_table(opts, "db.t", SPEC)
     write(opts, index_root, RUNS)
