@@ -45,7 +45,6 @@ class IndexTasks(Protocol):
     def parallelism(self) -> int:
         """How many tasks the executor runs at once."""
 
-
     def rebuild(self, build: Callable[[int], list[ShardMeta]], parts: int) -> list[ShardMeta]:
         """``build(part)`` for every part in 0..parts-1, no shuffle; all the ShardMetas they return."""
 
