@@ -32,6 +32,10 @@ from airflow_paimon.engine.identifier import validate_identifier
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    from airflow_paimon.table_files import TableFiles
+
 log = logging.getLogger(__name__)
 SCHEME = "paimon"
 DEFAULT_CONN_ID = "paimon_default"  # PaimonHook.default_conn_name; not imported: the hook pulls in pypaimon
@@ -106,15 +110,16 @@ def convert_asset_to_openlineage(asset: Asset, lineage_context: Any = None):
         from airflow_paimon.hooks.paimon import PaimonHook
 
         namespace = dataset_namespace(PaimonHook(conn_id).warehouse)
-    except Exception:  # connection not defined / not readable here: the URI still identifies the table
+    except Exception:  # noqa: BLE001 - connection not defined / not readable here: the URI still identifies the table
         namespace = f"{SCHEME}://{conn_id}"
     return Dataset(namespace=namespace, name=identifier)
 
 
-def snapshot_event_extra(table, snapshot_id: int, base_snapshot_id: int | None) -> dict:
+def snapshot_event_extra(table: TableFiles | FileStoreTable, snapshot_id: int, base_snapshot_id: int | None) -> dict:
     """An asset event's ``extra`` for ``snapshot_id`` of ``table`` (table_files.py, or a pypaimon table): what
-    the snapshot file says (commit kind, record counts), and the snapshot the task started from. A snapshot expired already (by a
-    concurrent expiry, before a retry) leaves those None: the commit stands, the event still names it."""
+    the snapshot file says (commit kind, record counts), and the snapshot the task started from. A snapshot
+    expired already (by a concurrent expiry, before a retry) leaves those None: the commit stands, the event
+    still names it."""
     snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id)
     if snapshot is None:
         log.warning("table %s: snapshot %s is gone (expired?); its event has no counts",
@@ -133,6 +138,13 @@ class TableAssetMixin:
     (``"{{ params.table }}"``) cannot be: the asset is unknown at parse time. Such a task emits through an
     ``AssetAlias`` the DAG author lists in ``outlets``, if any; otherwise it emits nothing.
     """
+
+    table: str  # the operator's, as are the connection, its outlets and its log
+    paimon_conn_id: str
+    outlets: list
+    log: Any  # a property of the operator's
+    emit_asset: bool
+
 
     def declare_table_asset(self, emit_asset: bool) -> None:
         self.emit_asset = emit_asset

@@ -16,7 +16,12 @@ from __future__ import annotations
 import os
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    from airflow_paimon.table_files import TableFiles
 
 # Object stores whose OpenLineage names are the key without a leading "/".
 _KEY_NAMED = {"s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "wasb", "wasbs", "oss", "cos"}
@@ -36,7 +41,7 @@ def dataset_namespace(warehouse: str) -> str:
     return warehouse.rstrip("/")
 
 
-def table_dataset(warehouse: str, identifier: str, table=None) -> DatasetRef:
+def table_dataset(warehouse: str, identifier: str, table: TableFiles | FileStoreTable | None = None) -> DatasetRef:
     """The Paimon table; with ``table`` (table_files.py, or a pypaimon table), its columns and Paimon types as
     the schema."""
     fields = tuple((f.name, str(f.type)) for f in table.fields) if table is not None else ()
@@ -48,9 +53,9 @@ def source_dataset(source: str | dict) -> DatasetRef | None:
     if isinstance(source, dict):
         if source.get("table"):
             return DatasetRef("spark", str(source["table"]))
-        source = source.get("path")
-        if not source:
+        if not source.get("path"):
             return None
+        source = str(source["path"])
     parsed = urllib.parse.urlsplit(source)
     if not parsed.scheme or parsed.scheme == "file" or len(parsed.scheme) == 1:  # "C:\..." is a local path
         path = parsed.path if parsed.scheme == "file" else source
@@ -79,6 +84,10 @@ def operator_lineage(inputs: list[DatasetRef], outputs: list[DatasetRef]):
 class TableLineageMixin:
     """``get_openlineage_facets_on_complete`` for an operator writing ``self.table``: the table (with its
     schema) as output, ``lineage_inputs()`` as inputs."""
+
+    table: str  # the operator's, as is its connection
+    paimon_conn_id: str
+
 
     def lineage_inputs(self) -> list[DatasetRef]:
         return []

@@ -43,8 +43,8 @@ def paimon_upsert(group_id: str | None = None, *, table: str, source: str | dict
     like a task. A task downstream of the group runs after compaction; when ``every_n_runs`` skips the
     compaction, give that task ``trigger_rule="none_failed"``.
     """
-    common = {"table": table, "paimon_conn_id": paimon_conn_id, "spark_conn_id": spark_conn_id,
-              "spark_conf": spark_conf}
+    common: dict[str, Any] = {"table": table, "paimon_conn_id": paimon_conn_id, "spark_conn_id": spark_conn_id,
+                              "spark_conf": spark_conf}
     with TaskGroup(group_id or group_id_of(table), tooltip=f"upsert into Paimon table {table}") as group:
         bootstrap = PaimonBootstrapIndexOperator(task_id="bootstrap_index", table_schema=table_schema, **common,
                                                  schema_evolution=schema_evolution, **(bootstrap_kwargs or {}))

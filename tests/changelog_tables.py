@@ -84,5 +84,6 @@ def write_and_compact(warehouse: str, spec: TableSpec, batches, every: int = 1) 
         upsert(ctx, pa.Table.from_pandas(frame, schema=spec.arrow_schema(), preserve_index=False), f"r{i}",
                row_kinds=kinds)
         if (i + 1) % every == 0:
-            compactions.append(compact(get_table(opts, "db.t"), run_id=f"c{i}", full=True, scope="table")["snapshot_id"])
+            done = compact(get_table(opts, "db.t"), run_id=f"c{i}", full=True, scope="table")
+            compactions.append(done["snapshot_id"])
     return compactions

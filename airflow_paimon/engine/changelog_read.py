@@ -7,6 +7,7 @@ its new one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +20,10 @@ from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIN
 from airflow_paimon.engine.data_files import read_as
 from airflow_paimon.engine.scan import file_path
 
-KIND_NAMES = np.array(sorted(ROW_KINDS, key=ROW_KINDS.get), dtype=object)  # RowKind byte -> "+I", "-U", ...
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
+KIND_NAMES = np.array(sorted(ROW_KINDS, key=ROW_KINDS.__getitem__), dtype=np.object_)  # RowKind byte -> "+I", "-U", ...
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class PartitionChangelog:
     files: tuple[str, ...]
 
 
-def plan_changelog(table, start: int, end: int) -> list[PartitionChangelog]:
+def plan_changelog(table: FileStoreTable, start: int, end: int) -> list[PartitionChangelog]:
     """Per partition, the changelog files snapshots start+1..end registered: by snapshot, then bucket, then
     sequence number (the order a consumer applies them in)."""
     lists, manifests = ManifestListManager(table), ManifestFileManager(table)
@@ -44,7 +48,7 @@ def plan_changelog(table, start: int, end: int) -> list[PartitionChangelog]:
     return [PartitionChangelog(p, tuple(files)) for p, files in sorted(found.items(), key=lambda kv: str(kv[0]))]
 
 
-def changelog_rows(table, work: PartitionChangelog, row_kind_column: str) -> pa.Table:
+def changelog_rows(table: FileStoreTable, work: PartitionChangelog, row_kind_column: str) -> pa.Table:
     """The rows of one partition's changelog files (the table's columns as of now: a file of an older schema
     reads added columns as null), each with its row kind (``+I``, ``-U``, ``+U``, ``-D``), in file order."""
     from airflow_paimon.engine.write.bucket_writer import key_value_schema

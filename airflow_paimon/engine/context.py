@@ -120,7 +120,8 @@ class WriteContext:
 
     @property
     def deletion_vectors(self) -> bool:
-        """``deletion-vectors.enabled``: the write task looks up and marks old rows (engine/write/deletion_vectors.py)."""
+        """``deletion-vectors.enabled``: the write task looks up and marks old rows
+        (engine/write/deletion_vectors.py)."""
         from airflow_paimon.engine.write.deletion_vectors import enabled
         return enabled(self.options)
 

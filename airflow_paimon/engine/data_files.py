@@ -2,6 +2,8 @@
 of one file (parquet and orc, the full and the thin layout)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -83,9 +85,9 @@ def read_as(path: str, target: pa.Schema, names: dict[str, str | None] | None = 
     if names is None:
         names = {c: c if c in present or is_key_column(c) and value_column(c) in present else None
                  for c in target.names}
-    stored = [c for c in target.names if names.get(c, c) is not None]
-    data = _read(present, read, [names.get(c, c) for c in stored])
-    columns = [data.column(names.get(f.name, f.name)).cast(f.type) if f.name in stored
+    stored = {c: n for c in target.names if (n := names.get(c, c)) is not None}  # column: its name in the file
+    data = _read(present, read, list(stored.values()))
+    columns = [data.column(stored[f.name]).cast(f.type) if f.name in stored
                else pa.nulls(data.num_rows, f.type) for f in target]
     return pa.table(columns, schema=target)
 
@@ -96,7 +98,7 @@ def _read(present: list[str], read, columns: list[str]) -> pa.Table:
     return pa.table([data.column(p) for p in physical], names=columns)
 
 
-def _reader(path: str):
+def _reader(path: str) -> tuple[list[str], Callable[[list[str]], pa.Table]]:
     """(column names, read(columns) -> Table) of one parquet or orc data file."""
     if path.endswith(".orc"):
         import pyarrow.orc as orc

@@ -36,6 +36,7 @@ class ValidationError(PaimonJobError):
     """The input, the declared schema or a table option does not fit the table (or this provider)."""
 
     retryable: bool = False  # the same input meets the same table: only a change of input or table helps
+    table: str | None  # None in a StepValidationError (job_env/step.py): its message names the table
 
     def __init__(self, table: str, message: str, column: str | None = None, value=None, option: str | None = None):
         self.table, self.column, self.value, self.option = table, column, value, option

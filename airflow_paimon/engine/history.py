@@ -6,7 +6,12 @@ mean "the snapshot this run read is still there". Each base therefore travels as
 fingerprint being what tells snapshot N from a later snapshot N: who committed it and when."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from airflow_paimon.engine.errors import RolledBackError
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 
 # What tells snapshot N from a later snapshot that reuses the id N after a rollback (a sensor's cursor carries
@@ -21,7 +26,7 @@ def fingerprint(snapshot) -> str | None:
     return ":".join(str(getattr(snapshot, field)) for field in IDENTITY)
 
 
-def check_base(table, base_id: int | None, base_fingerprint: str | None, latest=None,
+def check_base(table: FileStoreTable, base_id: int | None, base_fingerprint: str | None, latest=None,
                started_at: str = "bootstrap-index", error: type[Exception] = RolledBackError) -> None:
     """Raise ``error`` unless snapshot ``base_id`` — the very one fingerprinted — is still in the table's
     history at ``latest`` (default: the latest now). ``started_at`` names the step that read the base.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -30,13 +31,16 @@ from airflow_paimon.engine.scan import buckets_at
 from airflow_paimon.engine.snapshots import parse_cursor, resume_point, rollback_note
 from airflow_paimon.engine.table_options import changelog_producer
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
 log = logging.getLogger(__name__)
 
 ROW_KIND_COLUMN = "row_kind"
 SCAN_MODES = ("auto", "diff", "changelog")
 
 
-def scan_mode_of(table, identifier: str, requested: str) -> str:
+def scan_mode_of(table: FileStoreTable, identifier: str, requested: str) -> str:
     """``diff`` or ``changelog``: ``auto`` reads the changelog where the table has a changelog producer (as
     Paimon's ``auto`` does), the diff otherwise; ``changelog`` of a table without one is refused."""
     if requested not in SCAN_MODES:
@@ -58,7 +62,7 @@ class PartitionDiff:
     buckets: tuple[tuple[int, tuple[str, ...], tuple[str, ...], dict, dict], ...]
 
 
-def snapshot_range(table, identifier: str, start_id: int, end_id: int | None) -> tuple[int, int]:
+def snapshot_range(table: FileStoreTable, identifier: str, start_id: int, end_id: int | None) -> tuple[int, int]:
     """(start, end) checked against the table: end defaults to the latest snapshot; 0 <= start <= end; both
     readable (not expired). A clear error naming the table and the id otherwise."""
     manager = table.snapshot_manager()
@@ -75,7 +79,8 @@ def snapshot_range(table, identifier: str, start_id: int, end_id: int | None) ->
     return start, end
 
 
-def start_after(table, identifier: str, start_id: int, start_snapshot: dict | None) -> tuple[int, int | None]:
+def start_after(table: FileStoreTable, identifier: str, start_id: int, start_snapshot: dict | None) -> tuple[int,
+                int | None]:
     """(the range's start, None); or, when ``start_snapshot`` (the start's identity) shows the table was rolled
     back below it, (the snapshot rolled back to, ``start_id``), logged: a start whose id a later commit reused
     would skip the commits up to it."""
@@ -88,7 +93,7 @@ def start_after(table, identifier: str, start_id: int, start_snapshot: dict | No
     return resumed["snapshot_id"], rolled_from
 
 
-def plan_incremental(table, start: int, end: int) -> list[PartitionDiff]:
+def plan_incremental(table: FileStoreTable, start: int, end: int) -> list[PartitionDiff]:
     """Per partition, the buckets whose live files differ between snapshot ``start`` and ``end`` (0: the empty
     table). The unit is the partition, not the bucket: a key deleted and written again can change bucket
     within its partition (dynamic buckets), and must then read as +U, not as -D in one bucket and +I in another."""
@@ -115,7 +120,7 @@ def plan_incremental(table, start: int, end: int) -> list[PartitionDiff]:
     return [PartitionDiff(p, tuple(buckets)) for p, buckets in changed.items()]
 
 
-def bucket_rows(table, paths: tuple[str, ...], deleted: dict | None = None) -> pa.Table:
+def bucket_rows(table: FileStoreTable, paths: tuple[str, ...], deleted: dict | None = None) -> pa.Table:
     """The live rows of one bucket made of ``paths``: every version of a key merged by the merge engine,
     retractions dropped; the table's columns only. ``deleted``: path -> row positions a deletion vector marks."""
     from airflow_paimon.engine.write.bucket_writer import key_value_schema
@@ -169,7 +174,7 @@ def _true(n: int) -> pa.Array:
     return pa.array(np.ones(n, dtype=bool))
 
 
-def diff_partition(table, work: PartitionDiff, row_kind_column: str = ROW_KIND_COLUMN) -> pa.Table:
+def diff_partition(table: FileStoreTable, work: PartitionDiff, row_kind_column: str = ROW_KIND_COLUMN) -> pa.Table:
     """The incremental rows of one partition (see the module doc): -D first, then +I, +U; by primary key.
     Each bucket is merged on its own (sequence numbers are per bucket), then the partition is compared."""
     before = pa.concat_tables([bucket_rows(table, b[1], b[3]) for b in work.buckets])

@@ -2,6 +2,8 @@
 finds the work done changes nothing and reports the same result. Rollback: engine/rollback.py."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pypaimon.catalog.catalog_exception import TableNotExistException
 from pypaimon.schema.data_types import DataTypeParser
 from pypaimon.schema.schema_change import Move, SchemaChange
@@ -16,6 +18,9 @@ from airflow_paimon.engine.table_alter import AlterPlan, plan_alter, resulting_o
 from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table_options import TableColumns, check_options
 from airflow_paimon.engine.write.deletion_vectors import check_no_level_0, enabled
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 
 def create_table(catalog_options: dict, identifier: str, spec: TableSpec) -> dict:
@@ -37,7 +42,7 @@ def alter_table(catalog_options: dict, identifier: str, set_options: dict | None
     apply → no new schema (``changed: False``)."""
     from pypaimon.common.options.core_options import CoreOptions
 
-    def missing(table) -> AlterPlan:  # what of the ALTER the table, as it is now, does not have
+    def missing(table: FileStoreTable) -> AlterPlan:  # what of the ALTER the table, as it is now, does not have
         known = TableColumns.of_table(table)
         options = {str(k): str(v) for k, v in table.table_schema.options.items()}
         plan = plan_alter(identifier, known.columns, list(known.primary_keys), list(known.partition_keys), options,
@@ -70,7 +75,7 @@ def _schema_changes(identifier: str, plan: AlterPlan) -> list:
     def paimon_type(name: str, type_sql: str):
         try:
             return DataTypeParser.parse_atomic_type_sql_string(type_sql)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - pypaimon's type parser raises several types
             raise ValidationError(identifier, f"unknown Paimon type: {e}", column=name, value=type_sql) from None
 
     return ([SchemaChange.set_option(k, v) for k, v in plan.set_options.items()]

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ def schema_path(schema_manager, schema_id: int) -> str:
     return schema_manager._to_schema_path(schema_id)
 
 
-def table_at_schema(table, schema):
+def table_at_schema(table: FileStoreTable, schema):
     """``table`` with its columns as of ``schema`` (an earlier TableSchema of it): what a Paimon writer opened
     before a later schema change writes with."""
     from pypaimon.table.file_store_table import FileStoreTable

@@ -11,6 +11,7 @@ import json
 import logging
 import re
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
@@ -23,6 +24,9 @@ from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import choice, duration_ms
 from airflow_paimon.engine.write.deletion_vectors import partition_index_deletes
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +87,7 @@ class PartitionTime:
         return None
 
 
-def expired_partitions(table, now: datetime, expiration_ms: int | None = None) -> list[tuple]:
+def expired_partitions(table: FileStoreTable, now: datetime, expiration_ms: int | None = None) -> list[tuple]:
     """The partitions with live files at the latest snapshot whose time is before ``now - expiration``."""
     identifier = table.identifier.get_full_name()
     options = {str(k): str(v) for k, v in table.table_schema.options.items()}
@@ -123,7 +127,6 @@ def expire_partitions(catalog_options: dict, identifier: str, identity: CommitId
                "expired_partitions": [dict(zip(table.partition_keys, map(str, p))) for p in expired]}
     if dry_run or not expired:
         return result
-    base = latest.id
     # No stale-index guard: the drop is planned again on whatever is latest at each attempt (files a writer adds
     # meanwhile to an expired partition go too, as in Paimon); that writer's index is refused at its own commit.
     # The index deletes too: pypaimon takes them as one list, so each attempt refills it for its own snapshot
@@ -154,6 +157,6 @@ def expire_partitions(catalog_options: dict, identifier: str, identity: CommitId
     return {**result, "snapshot_id": snap.id}
 
 
-def _described(table, properties) -> list:
+def _described(table: FileStoreTable, properties) -> list:
     text = (properties or {}).get(PROPERTY)
     return json.loads(text) if text else []

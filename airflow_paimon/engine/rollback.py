@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import TYPE_CHECKING
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.layout import index_dir, indexed_snapshot
 from airflow_paimon.engine.table import get_table
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +51,7 @@ def drop_later_indexes(index_root: str, identifier: str, target_id: int) -> list
     return [n for n, _ in later]
 
 
-def target_snapshot(table, identifier: str, to_snapshot: int | None, to_tag: str | None):
+def target_snapshot(table: FileStoreTable, identifier: str, to_snapshot: int | None, to_tag: str | None):
     """The snapshot to roll back to: by id (its file, else a tag of that id), or a tag's."""
     if (to_snapshot is None) == (to_tag is None):
         raise ValidationError(identifier, "give exactly one of to_snapshot and to_tag")
@@ -68,7 +72,7 @@ def target_snapshot(table, identifier: str, to_snapshot: int | None, to_tag: str
                                       "rolled back)", value=to_snapshot)
 
 
-def check_not_split(table, identifier: str, target) -> None:
+def check_not_split(table: FileStoreTable, identifier: str, target) -> None:
     """Refuse a target that splits one commit: a deletion-vector (or ``changelog-producer=lookup``) write lands
     as an APPEND of level-0 files and a COMPACT of the same commit identity right after it. Rolled back to the
     APPEND, the table would read as before the write (readers skip level 0) while the write's files stay live,

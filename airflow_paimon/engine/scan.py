@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.codec.kinds import FileKind
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 
 @dataclass(frozen=True)
@@ -18,11 +22,11 @@ class BucketFiles:
     row_count: int
 
 
-def latest_snapshot(table):
+def latest_snapshot(table: FileStoreTable):
     return table.snapshot_manager().get_latest_snapshot()
 
 
-def live_entries(table, snapshot) -> list:
+def live_entries(table: FileStoreTable, snapshot) -> list:
     """ManifestEntry of every live data file at ``snapshot`` (none for an empty table)."""
     if snapshot is None:
         return []
@@ -33,18 +37,18 @@ def live_entries(table, snapshot) -> list:
     return FileScanner(table, lambda: (manifests.read_all(snapshot), snapshot)).plan_files()
 
 
-def file_path(table, entry) -> str:
+def file_path(table: FileStoreTable, entry) -> str:
     return data_file_path(table, tuple(entry.partition.values), entry.bucket, entry.file)
 
 
-def data_file_path(table, partition: tuple, bucket: int, file) -> str:
+def data_file_path(table: FileStoreTable, partition: tuple, bucket: int, file) -> str:
     """Where the data file ``file`` (a DataFileMeta) of (``partition`` values, ``bucket``) lives."""
     from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
     return file.external_path or canonical_data_file_path(table, tuple(partition), bucket, file.file_name)
 
 
-def buckets_at(table, snapshot, entries: list | None = None) -> list[BucketFiles]:
+def buckets_at(table: FileStoreTable, snapshot, entries: list | None = None) -> list[BucketFiles]:
     """Live files grouped per (partition, bucket), with each bucket's max sequence number. ``entries``: the
     snapshot's live_entries when the caller has them already (a manifest scan saved)."""
     groups: dict[tuple, list] = defaultdict(list)
@@ -55,7 +59,7 @@ def buckets_at(table, snapshot, entries: list | None = None) -> list[BucketFiles
             for (p, b), es in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
 
 
-def added_entries(table, snapshot) -> list:
+def added_entries(table: FileStoreTable, snapshot) -> list:
     """ManifestEntry of the data files ``snapshot`` added (its delta manifests, ADD entries only)."""
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
     from pypaimon.read.scanner.file_scanner import FileScanner
@@ -66,7 +70,7 @@ def added_entries(table, snapshot) -> list:
     return [e for e in entries if e.kind == FileKind.ADD]
 
 
-def added_file_count(table, snapshot) -> int:
+def added_file_count(table: FileStoreTable, snapshot) -> int:
     """How many data files ``snapshot`` added: its delta manifest list's counters (one small file read)."""
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
 

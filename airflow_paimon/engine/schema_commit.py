@@ -9,7 +9,7 @@ plans again on top of the winner's schema."""
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from pypaimon.catalog.filesystem_catalog import FileSystemCatalog
 from pypaimon.common.json_util import JSON
@@ -18,12 +18,16 @@ from pypaimon.filesystem.local_file_io import LocalFileIO
 from airflow_paimon.engine import paimon_compat, storage
 from airflow_paimon.engine.errors import PaimonJobError
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 20  # each lost race means another writer's schema landed: progress, not a livelock
 
 
-def alter_exclusively(catalog, identifier: str, plan: Callable[[object], list]) -> tuple[object, int | None]:
+def alter_exclusively(catalog, identifier: str, plan: Callable[[FileStoreTable], list]
+                      ) -> tuple[FileStoreTable, int | None]:
     """Apply ``plan(table)`` (the SchemaChanges still missing, judged on the table as it is) as one new schema;
     (the table handle after it, the id of the schema this call created — None when nothing was missing). The
     handle may already be at a later schema of another writer. Raises what pypaimon raises for a change it

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
@@ -23,6 +23,9 @@ from airflow_paimon.engine.schema_commit import alter_exclusively
 from airflow_paimon.engine.table_alter import parse_type, widens
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.specs import SCHEMA_EVOLUTIONS
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,7 @@ def declared_columns(columns: list[tuple[str, str]]) -> list[Column]:
     return [Column(n, DataTypeParser.parse_atomic_type_sql_string(t)) for n, t in columns]
 
 
-def plan_for_source(table, identifier: str, columns: list[Column], mode: str,
+def plan_for_source(table: FileStoreTable, identifier: str, columns: list[Column], mode: str,
                     planned: list[str] | None = None) -> list:
     """The schema changes that let a source with ``columns`` be written to ``table``. The source's types
     only widen value columns (a source type has no VARCHAR length: a string column never widens one);
@@ -99,7 +102,7 @@ def plan_for_source(table, identifier: str, columns: list[Column], mode: str,
     return changes
 
 
-def plan_for_declared(table, identifier: str, columns: list[Column], mode: str) -> list:
+def plan_for_declared(table: FileStoreTable, identifier: str, columns: list[Column], mode: str) -> list:
     """The schema changes that make ``table`` at least the declared one (keys, partition keys and options
     are compared by the caller): declared columns it lacks are added, with ``widen`` declared wider types
     applied. The declaration may lag behind what writes did since the table was created: a column added
@@ -142,14 +145,14 @@ def plan_for_declared(table, identifier: str, columns: list[Column], mode: str) 
     return changes
 
 
-def _first_schema(table):
+def _first_schema(table: FileStoreTable):
     """The oldest schema the table still has (its creation, unless expired)."""
     schemas = table.schema_manager.list_all()
     return schemas[0] if schemas else table.table_schema
 
 
-def evolve_for_source(spec, table, source_schema, planned: list[str] | None = None,
-                      record: Callable[[list[str]], None] | None = None) -> tuple[object, tuple[str, ...]]:
+def evolve_for_source(spec, table: FileStoreTable, source_schema, planned: list[str] | None = None,
+                      record: Callable[[list[str]], None] | None = None) -> tuple[FileStoreTable, tuple[str, ...]]:
     """The write's table, evolved to the source's columns as ``spec.schema_evolution`` allows (before
     anything is staged), and the table columns the source lacks because another writer added them after
     this run first planned (its rows read them as null). ``source_schema()``: the source's Arrow schema,
@@ -177,7 +180,7 @@ def evolve_for_source(spec, table, source_schema, planned: list[str] | None = No
     return table, absent
 
 
-def evolve(catalog_options: dict, identifier: str, table, plan) -> object:
+def evolve(catalog_options: dict, identifier: str, table: FileStoreTable, plan) -> object:
     """Apply ``plan(table)``'s changes as one new schema; the table handle at the schema written with.
     Planned again on the table as it is whenever another writer's schema lands first (engine/schema_commit.py):
     a retry, or a racing writer that made the same change, leaves nothing to do."""
@@ -194,7 +197,7 @@ def evolve(catalog_options: dict, identifier: str, table, plan) -> object:
     return table
 
 
-def file_column_names(table, schema_id: int) -> dict[str, str | None]:
+def file_column_names(table: FileStoreTable, schema_id: int) -> dict[str, str | None]:
     """For a data file written under schema ``schema_id``: each current column's name in that file, by
     Paimon field id (None: added since), ``_KEY_`` columns included. Empty for the current schema."""
     if schema_id == table.table_schema.id:
@@ -213,7 +216,7 @@ def file_column_names(table, schema_id: int) -> dict[str, str | None]:
 
 # --- types ------------------------------------------------------------------------------------------------------
 
-def _table_columns(table) -> dict:
+def _table_columns(table: FileStoreTable) -> dict:
     return {f.name.lower(): f for f in table.table_schema.fields}
 
 

@@ -9,10 +9,15 @@ pypaimon's own writer writes it. The executors key their per-shape pipelines by 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from airflow_paimon.engine.assign.dynamic import bucket_index_update, check_dynamic_table, key_hashes
 from airflow_paimon.engine.assign.fixed import check_fixed_table
 from airflow_paimon.engine.errors import RolledBackError, StaleIndexError, ValidationError
 from airflow_paimon.engine.index.layout import read_manifest
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 
 class TableShape:
@@ -20,12 +25,12 @@ class TableShape:
     label = ""                  # the shape in messages
     needs_index = False         # bootstrap-index builds the global key index (otherwise its decision is not_needed)
     merged_upstream = False     # the assigner merged each key's records before the write task
-    write_modes = ("upsert",)   # engine/commit/overwrite.py WRITE_MODES this shape takes
+    write_modes: tuple[str, ...] = ("upsert",)   # engine/commit/overwrite.py WRITE_MODES this shape takes
 
-    def check(self, table) -> None:
+    def check(self, table: FileStoreTable) -> None:
         """Refuse a table this shape's writer cannot write (options: engine/table_options.py)."""
 
-    def write_shards(self, table, spec) -> int:
+    def write_shards(self, table: FileStoreTable, spec) -> int:
         """Refuse what this write cannot do, before the source is read; the shard / assigner count it uses."""
         self.check(table)
         return 1
@@ -43,7 +48,7 @@ class FixedBucket(TableShape):
     name, label = "HASH_FIXED", "fixed-bucket"
     write_modes = ("upsert", "overwrite")
 
-    def check(self, table) -> None:
+    def check(self, table: FileStoreTable) -> None:
         check_fixed_table(table)
 
 
@@ -52,10 +57,10 @@ class DynamicBucket(TableShape):
     kept by the write tasks; ``spec.shards`` assigners."""
     name, label = "HASH_DYNAMIC", "dynamic-bucket"
 
-    def check(self, table) -> None:
+    def check(self, table: FileStoreTable) -> None:
         check_dynamic_table(table)
 
-    def write_shards(self, table, spec) -> int:
+    def write_shards(self, table: FileStoreTable, spec) -> int:
         self.check(table)
         return max(1, int(spec.shards or 1))
 
@@ -72,7 +77,7 @@ class CrossPartition(TableShape):
     merged_upstream = True
     write_modes = ("upsert", "overwrite")
 
-    def write_shards(self, table, spec) -> int:
+    def write_shards(self, table: FileStoreTable, spec) -> int:
         manifest = read_manifest(spec.index_uri, spec.base_snapshot_id) if spec.index_uri else None
         if manifest is None:
             raise StaleIndexError(f"table {spec.table}: no published index at {spec.index_uri} for snapshot "
@@ -89,7 +94,7 @@ class Append(TableShape):
     """No primary key: appended by pypaimon's own writer."""
     name, label = "APPEND", "append-only"
 
-    def write_shards(self, table, spec) -> int:
+    def write_shards(self, table: FileStoreTable, spec) -> int:
         if spec.row_kind_column:
             raise ValidationError(spec.table, "an append-only table takes no row kinds (no primary key)",
                                   column=spec.row_kind_column)
@@ -100,7 +105,7 @@ class Postpone(TableShape):
     """bucket -2: not written here."""
     name, label = "POSTPONE_MODE", "postpone-bucket"
 
-    def check(self, table) -> None:
+    def check(self, table: FileStoreTable) -> None:
         raise ValidationError(table.identifier.get_full_name(), f"bucket mode {self.name} is not supported (use "
                                                                 "bucket -1 or a fixed bucket count)")
 
@@ -110,7 +115,7 @@ APPEND, POSTPONE = Append(), Postpone()
 SHAPES = {s.name: s for s in (CROSS_PARTITION, HASH_DYNAMIC, HASH_FIXED, APPEND, POSTPONE)}
 
 
-def shape_of(table) -> TableShape:
+def shape_of(table: FileStoreTable) -> TableShape:
     """The shape of a pypaimon table (``table.bucket_mode()`` has no str(): its ``.name`` is read)."""
     if not table.primary_keys:
         return APPEND

@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.history import IDENTITY
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    from airflow_paimon.table_files import TableFiles
 
 COMMIT_KINDS = ("APPEND", "COMPACT", "OVERWRITE", "ANALYZE")
 
@@ -33,13 +39,14 @@ def check_commit_kinds(commit_kinds: Iterable[str] | None) -> tuple[str, ...] | 
     return kinds
 
 
-def latest_snapshot_id(table) -> int:
+def latest_snapshot_id(table: TableFiles | FileStoreTable) -> int:
     """The latest snapshot id, 0 for a table without snapshots."""
     latest = table.snapshot_manager().get_latest_snapshot()
     return latest.id if latest else 0
 
 
-def newer_snapshot(table, identifier: str, after_id: int, commit_kinds: tuple[str, ...] | None = None
+def newer_snapshot(table: TableFiles | FileStoreTable, identifier: str, after_id: int,
+                   commit_kinds: tuple[str, ...] | None = None
                    ) -> tuple[dict | None, int]:
     """(the newest snapshot with id > ``after_id`` and a kind in ``commit_kinds`` — or None —, the id scanned up
     to). The second value is where the next poll may start: snapshots up to it need not be read again.
@@ -67,23 +74,23 @@ def parse_cursor(value) -> dict:
         text = value.strip()
         value = json.loads(text) if text.startswith("{") else int(text)
     given = value if isinstance(value, dict) else {"snapshot_id": value}
-    cursor = {"snapshot_id": int(given["snapshot_id"]), **{k: given.get(k) for k in IDENTITY}}
-    if cursor["snapshot_id"] < 0:
-        raise ValueError(f"a snapshot cursor must be >= 0, not {cursor['snapshot_id']}")
-    return cursor
+    snapshot_id = int(given["snapshot_id"])
+    if snapshot_id < 0:
+        raise ValueError(f"a snapshot cursor must be >= 0, not {snapshot_id}")
+    return {"snapshot_id": snapshot_id, **{k: given.get(k) for k in IDENTITY}}
 
 
 def cursor_of(snapshot) -> dict:
     return {"snapshot_id": snapshot.id, **{field: getattr(snapshot, field) for field in IDENTITY}}
 
 
-def cursor_at(table, snapshot_id: int) -> dict:
+def cursor_at(table: TableFiles | FileStoreTable, snapshot_id: int) -> dict:
     """The cursor after ``snapshot_id`` with the identity of the snapshot that has that id now, if any."""
     snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id) if snapshot_id else None
     return cursor_of(snapshot) if snapshot is not None else parse_cursor(snapshot_id)
 
 
-def resume_point(table, cursor: dict) -> tuple[dict, int | None]:
+def resume_point(table: TableFiles | FileStoreTable, cursor: dict) -> tuple[dict, int | None]:
     """(the cursor to go on from, None); or, when the table was rolled back below the cursor's snapshot, (the
     cursor after the snapshot it was rolled back to, the cursor's id) — say so: rollback_note.
 

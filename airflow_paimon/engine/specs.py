@@ -18,14 +18,14 @@ T = TypeVar("T", bound="Wire")
 # Operators import this module while a DAG file is parsed, so it imports nothing heavy (no pypaimon, pyarrow);
 # the constants the operators check at parse time live here.
 STAGING_RETENTION_SECONDS = 7 * 86400  # staging of a run that never committed is abandoned after this
-SCOPES = ("snapshot", "table")
+SCOPES = ("snapshot", "table")  # what a compaction covers: the buckets written since the last one, or all
 # What assign-and-write does in a DAG run cleared after its write committed (a new generation of the run,
 # engine/commit/identity.py): write the source again where that replaces the earlier rows (deduplicate tables) and
 # refuse elsewhere, write it again whatever the merge engine, or write nothing (the earlier commit stands)
 REPROCESS_ON_CLEAR = ("upsert", "always", "never")
 # What a write may change in the table's schema (engine/schema_evolution.py): nothing, add nullable columns,
 # also widen column types
-SCHEMA_EVOLUTIONS = ("none", "add_columns", "widen")  # what a compaction covers: the buckets written since the last one, or all
+SCHEMA_EVOLUTIONS = ("none", "add_columns", "widen")
 # Orphan removal's floor: no younger file is an orphan, whatever older_than says. A commit writes its manifests
 # moments before its snapshot, a write or compaction its data files minutes before their commit (Paimon itself
 # only refuses a cut-off in the future).
@@ -42,6 +42,7 @@ class Wire:
     """JSON on the wire: a flat dict of the dataclass's fields."""
 
     what: ClassVar[str] = "job spec or result"  # named in errors
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # every subclass is a dataclass
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -57,7 +58,8 @@ class Wire:
         missing = sorted(required - set(data))
         if unknown or missing:
             table = data.get("table", "?")
-            problems = ([f"unknown keys {unknown}"] if unknown else []) + ([f"missing keys {missing}"] if missing else [])
+            problems = (([f"unknown keys {unknown}"] if unknown else [])
+                        + ([f"missing keys {missing}"] if missing else []))
             raise SpecError(f"{cls.what} for table {table}: {'; '.join(problems)}")
         return cls(**data)
 

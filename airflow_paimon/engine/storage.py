@@ -251,6 +251,7 @@ def _s3_put_if_absent(fs: pafs.S3FileSystem, path: str, data: bytes) -> bool:
                 time.sleep(0.05 * (attempt + 1))
                 continue
             raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _s3_client(fs: pafs.S3FileSystem):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pypaimon import Schema
@@ -14,6 +15,9 @@ from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.schema_evolution import NONE as NO_EVOLUTION, check_mode as schema_evolution_mode
 from airflow_paimon.engine.schema_evolution import declared_columns, evolve, plan_for_declared
 from airflow_paimon.engine.table_options import TableColumns, check_options, check_table
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 
 @dataclass(frozen=True)
@@ -103,12 +107,12 @@ def _check_spec(identifier: str, spec: TableSpec) -> None:
     for name, type_sql in spec.columns:
         try:
             types[name] = str(DataTypeParser.parse_atomic_type_sql_string(type_sql))
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - pypaimon's type parser raises several types
             raise ValidationError(identifier, f"unknown Paimon type: {e}", column=name, value=type_sql) from None
     check_options(identifier, spec.options, TableColumns(types, tuple(spec.primary_keys), tuple(spec.partition_keys)))
 
 
-def _check_matches(identifier: str, table, spec: TableSpec) -> None:
+def _check_matches(identifier: str, table: FileStoreTable, spec: TableSpec) -> None:
     """An existing table must be exactly the declared one; a difference is an error, never an ALTER."""
     actual_cols = [(f.name, str(f.type).replace(" NOT NULL", "")) for f in table.table_schema.fields]
     declared = [(n, str(DataTypeParser.parse_atomic_type_sql_string(t)).replace(" NOT NULL", ""))
@@ -119,7 +123,7 @@ def _check_matches(identifier: str, table, spec: TableSpec) -> None:
     _refuse(identifier, problems + _key_and_option_problems(table, spec))
 
 
-def _key_and_option_problems(table, spec: TableSpec) -> list[str]:
+def _key_and_option_problems(table: FileStoreTable, spec: TableSpec) -> list[str]:
     problems = []
     if list(table.primary_keys) != spec.primary_keys:
         problems.append(f"primary keys {list(table.primary_keys)} != declared {spec.primary_keys}")

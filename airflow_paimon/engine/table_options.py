@@ -15,6 +15,7 @@ engine may have set them) on every bootstrap, write and compaction, before anyth
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, overload
 
 from pypaimon.common.memory_size import MemorySize
 from pypaimon.common.time_utils import parse_duration
@@ -22,16 +23,19 @@ from pypaimon.common.time_utils import parse_duration
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.merge_engine import IGNORE_DELETE_KEYS, MergeEngine
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
 JAVA_INT_MAX = 2**31 - 1
 MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
 MERGE_ENGINES = tuple(m.value for m in MergeEngine)  # every merge engine Paimon has
-FILE_FORMATS = ("parquet", "orc")
+FILE_FORMATS = ("parquet", "orc")  # what engine/data_files.py reads back (index bootstrap, compaction)
 # Paimon's changelog producers, all written here: 'input' by the writer (engine/write/bucket_writer.py), 'lookup' by
 # a write's compaction of level 0 (engine/write/deletion_vectors.py, engine/write/force_up_level_0.py),
 # 'full-compaction' by every compaction into the max level (engine/compact/rewrite.py)
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
 # merge engines whose deletion-vector writes need no old values (engine/write/deletion_vectors.py)
-DELETION_VECTOR_ENGINES = ("deduplicate", "first-row")  # what engine/data_files.py reads back (index bootstrap, compaction)
+DELETION_VECTOR_ENGINES = ("deduplicate", "first-row")
 
 # Integer options this provider reads: (smallest, largest, other accepted values) as Paimon accepts them.
 INT_OPTIONS = {
@@ -67,6 +71,10 @@ def _refuse(identifier: str, key: str, value, problem: str):
     return ValidationError(identifier, problem, option=key, value=value)
 
 
+@overload
+def integer(identifier: str, options: dict, key: str, default: int) -> int: ...
+@overload
+def integer(identifier: str, options: dict, key: str, default: None) -> int | None: ...
 def integer(identifier: str, options: dict, key: str, default: int | None) -> int | None:
     """An integer option within its range (INT_OPTIONS), or ``default`` when unset."""
     raw = _given(options, key)
@@ -88,6 +96,10 @@ def integer(identifier: str, options: dict, key: str, default: int | None) -> in
     return value
 
 
+@overload
+def duration_ms(identifier: str, options: dict, key: str, default: int) -> int: ...
+@overload
+def duration_ms(identifier: str, options: dict, key: str, default: None) -> int | None: ...
 def duration_ms(identifier: str, options: dict, key: str, default: int | None) -> int | None:
     """A Paimon duration (``500 ms``, ``30 s``, ``15 min``, ``1 h``, ``7 d``; a bare number is milliseconds)."""
     raw = _given(options, key)
@@ -99,6 +111,10 @@ def duration_ms(identifier: str, options: dict, key: str, default: int | None) -
         raise _refuse(identifier, key, raw, f"is not a duration such as '30 min', '1 h' or '7 d' ({e})") from None
 
 
+@overload
+def memory_bytes(identifier: str, options: dict, key: str, default: int) -> int: ...
+@overload
+def memory_bytes(identifier: str, options: dict, key: str, default: None) -> int | None: ...
 def memory_bytes(identifier: str, options: dict, key: str, default: int | None) -> int | None:
     """A Paimon memory size (``64 mb``, ``1 gb``, ``512 kb``; a bare number is bytes), at least one byte."""
     raw = _given(options, key)
@@ -141,7 +157,7 @@ class TableColumns:
     partition_keys: tuple[str, ...]
 
     @classmethod
-    def of_table(cls, table) -> "TableColumns":
+    def of_table(cls, table: FileStoreTable) -> "TableColumns":
         return cls({f.name: str(f.type) for f in table.table_schema.fields}, tuple(table.primary_keys),
                    tuple(table.partition_keys))
 
@@ -164,7 +180,7 @@ def full_compaction_delta_commits(identifier: str, options: dict) -> int | None:
     return integer(identifier, options, "full-compaction.delta-commits", default)
 
 
-def check_table(table, *, compaction: bool = False) -> None:
+def check_table(table: FileStoreTable, *, compaction: bool = False) -> None:
     """Check an existing table's own options (``compaction``: also what only compaction needs)."""
     identifier = table.identifier.get_full_name()
     options = dict(table.table_schema.options)

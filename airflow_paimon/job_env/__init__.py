@@ -76,6 +76,7 @@ def job_archive(extras: dict | None = None) -> str | None:
 def runs_here(extras: dict | None = None) -> bool:
     """Whether the job side's steps run in this process: no other interpreter is configured and this one has it."""
     python = configured_python(extras)
-    if python and os.path.abspath(python) != os.path.abspath(sys.executable):  # a venv's python is a symlink: no realpath
+    # a venv's python is a symlink: abspath, not realpath
+    if python and os.path.abspath(python) != os.path.abspath(sys.executable):
         return False
     return has_job_side()

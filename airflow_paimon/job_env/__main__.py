@@ -11,8 +11,9 @@ from airflow_paimon.job_env.build import create, pack
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m airflow_paimon.job_env",
-                                     description="The job environment of airflow-paimon: everything that touches Paimon.")
+    parser = argparse.ArgumentParser(
+        prog="python -m airflow_paimon.job_env",
+        description="The job environment of airflow-paimon: everything that touches Paimon.")
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("create", help="a venv with this provider and its 'jobs' extra")
     c.add_argument("path", type=Path)

@@ -92,7 +92,7 @@ def list_databases(catalog_options: dict) -> list[str]:
     from airflow_paimon.engine.catalog import open_catalog
     from airflow_paimon.engine.errors import PaimonJobError
 
-    warehouse = catalog_options.get("warehouse")
+    warehouse = str(catalog_options.get("warehouse") or "")
     local = warehouse and ("://" not in warehouse or warehouse.startswith("file://"))  # a store's prefix may be empty
     if local and not storage.is_dir(warehouse):  # before the catalog, which may create it
         raise PaimonJobError(f"warehouse {warehouse} does not exist (PaimonCreateTableOperator creates it with "

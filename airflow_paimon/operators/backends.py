@@ -13,12 +13,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from airflow.exceptions import AirflowException
 
 from airflow_paimon.engine.jobs import Job
 from airflow_paimon.spark.connect import CONN_TYPE as CONNECT_CONN_TYPE
+
+if TYPE_CHECKING:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    from airflow_paimon.spark.job import JobRun
 
 
 class JobBackend(ABC):
@@ -63,7 +68,7 @@ class SparkSubmitBackend(JobBackend):
                                    "reads its spec from a private file on this worker); use client")
         self.master, self.spark_bin_dir = connection.host, spark_bin_dir
         self.extra_conf = extra_conf  # conf added on top (OpenLineage's, lineage.py)
-        self.hook = None  # the running spark-submit's SparkSubmitHook
+        self.hook: SparkSubmitHook | None = None  # the running spark-submit's
 
     def run(self, spec: dict, result_uri: str) -> str | None:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -78,11 +83,12 @@ class SparkSubmitBackend(JobBackend):
         archive = with_driver_archive(self.job.name, conf, self.spark_conf, settings.env)
         succeeded = False
         with spec_file(spec) as spec_path:
-            self.hook = SparkSubmitHook(conn_id=self.conn_id, conf=conf, name=f"paimon-{self.job.name}-{self.table}",
-                                        application_args=["--spec-file", spec_path, "--result-uri", result_uri])
+            self.hook = hook = SparkSubmitHook(conn_id=self.conn_id, conf=conf,
+                                               name=f"paimon-{self.job.name}-{self.table}",
+                                               application_args=["--spec-file", spec_path, "--result-uri", result_uri])
             try:
                 # Its own session: kill() stops the spark-submit JVM and every Python process under it together.
-                self.hook.submit(application=entry_script(self.job), env=settings.env, start_new_session=True)
+                hook.submit(application=entry_script(self.job), env=settings.env, start_new_session=True)
                 succeeded = True
             except AirflowException as e:
                 return str(e)
@@ -110,7 +116,7 @@ class ConnectBackend(JobBackend):
     def __init__(self, job: Job, table: str, conn_id: str, spark_conf: dict[str, Any]):
         super().__init__(job, table)
         self.conn_id, self.spark_conf = conn_id, spark_conf
-        self.job_run = None  # the running job's JobRun (spark/job.py)
+        self.job_run: JobRun | None = None  # the running job's (spark/job.py)
         self.process = None  # or the job environment's process running it (airflow_paimon/job_env)
 
     def run(self, spec: dict, result_uri: str) -> str | None:
@@ -125,8 +131,8 @@ class ConnectBackend(JobBackend):
                                  result_uri=result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
             return None if succeeded else "Spark Connect job failed"
 
-        self.job_run = JobRun(result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
-        if not execute_job(self.job.spark_function(), self.job.spec, spec, self.job_run):
+        self.job_run = run = JobRun(result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
+        if not execute_job(self.job.spark_function(), self.job.spec, spec, run):
             return "Spark Connect job failed"
         return None
 

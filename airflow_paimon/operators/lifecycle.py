@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from airflow.sdk import BaseOperator, XComArg
@@ -200,18 +201,23 @@ class PaimonExpirePartitionsOperator(PaimonTableOperator):
     def __init__(self, *, now: str | None = None, expiration_time: str | None = None, dry_run: bool = False,
                  **kwargs) -> None:
         super().__init__(**kwargs)
-        self.now, self.expiration_time, self.dry_run = now, expiration_time, dry_run
+        self.now, self.expiration_time = now, expiration_time
+        self.dry_run_only = dry_run  # not self.dry_run: that is BaseOperator's dry_run() method
 
     def run(self, context, hook: PaimonHook) -> dict:
         import pendulum
 
         from airflow_paimon.job_env.step import run_step
 
+        now: datetime
         if self.now not in (None, "", "None"):
             try:
-                now = pendulum.parse(str(self.now))
+                parsed = pendulum.parse(str(self.now))
             except Exception:  # noqa: BLE001 - pendulum raises several types
                 raise ValidationError(self.table, "now must be a date or timestamp", value=self.now) from None
+            if not isinstance(parsed, datetime):  # a duration or a time of day
+                raise ValidationError(self.table, "now must be a date or timestamp", value=self.now)
+            now = parsed
         else:
             now = context.get("data_interval_end") or context.get("logical_date") or pendulum.now("UTC")
         now = pendulum.instance(now).in_timezone("UTC").naive() if now.tzinfo else now
@@ -219,4 +225,4 @@ class PaimonExpirePartitionsOperator(PaimonTableOperator):
         ti = context["ti"]
         return run_step("expire_partitions", catalog_options=hook.catalog_options(), table=self.table,
                         dag_id=ti.dag_id, run_id=ti.run_id, now=now.isoformat(), expiration_time=expiration,
-                        dry_run=bool(self.dry_run))
+                        dry_run=bool(self.dry_run_only))

@@ -30,11 +30,11 @@ class PaimonExpireSnapshotsOperator(PaimonSparkJobOperator):
             time_retained = f"{int(time_retained.total_seconds() * 1000)} ms"
         self.options = {"snapshot.num-retained.min": retain_min, "snapshot.num-retained.max": retain_max,
                         "snapshot.time-retained": time_retained, "snapshot.expire.limit": expire_limit}
-        self.dry_run = dry_run
+        self.dry_run_only = dry_run  # not self.dry_run: that is BaseOperator's dry_run() method
 
     def job_spec(self, context, hook: PaimonHook) -> ExpireSpec:
         return ExpireSpec(**self.common_spec(hook), options={k: v for k, v in self.options.items() if v is not None},
-                          dry_run=self.dry_run)
+                          dry_run=self.dry_run_only)
 
 
 class PaimonRemoveOrphanFilesOperator(PaimonSparkJobOperator):
@@ -57,8 +57,8 @@ class PaimonRemoveOrphanFilesOperator(PaimonSparkJobOperator):
             raise ValueError(f"table {kwargs.get('table')}: older_than must be a timedelta of at least 1 hour "
                              f"(younger files may belong to a commit in flight), got {older_than!r}")
         self.older_than = older_than
-        self.dry_run = dry_run
+        self.dry_run_only = dry_run  # not self.dry_run: that is BaseOperator's dry_run() method
 
     def job_spec(self, context, hook: PaimonHook) -> OrphansSpec:
         return OrphansSpec(**self.common_spec(hook), older_than_ms=int(self.older_than.total_seconds() * 1000),
-                           staging_root=hook.staging_root(), dry_run=self.dry_run)
+                           staging_root=hook.staging_root(), dry_run=self.dry_run_only)

@@ -15,7 +15,7 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from airflow.exceptions import AirflowException
 from airflow.sdk import BaseOperator, XComArg
@@ -31,6 +31,9 @@ from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.lineage import DatasetRef, TableLineageMixin, source_dataset, spark_openlineage_conf
 from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.operators.rewrite import StaleWriteError, write_again
+
+if TYPE_CHECKING:
+    from airflow_paimon.operators.backends import JobBackend
 
 
 @contextmanager
@@ -77,6 +80,10 @@ class UpstreamResultMixin:
     """How a task finds the result it continues from: the ``upstream_output`` it was given, else the XCom of
     the nearest upstream task of a given class. Needs ``task_id`` and ``table`` (an operator's)."""
 
+    task_id: str  # the operator's
+    table: str  # the operator's
+    upstream_list: list  # the operator's upstream tasks
+
     # The result of the task this one continues from (an XComArg such as ``bootstrap.output``, or the dict);
     # set by the operators that take one, checked by upstream_output_of.
     upstream_output: XComArg | dict | None = None
@@ -97,6 +104,10 @@ class UpstreamResultMixin:
                             f"(e.g. bootstrap.output) or a result dict, not {type(output).__name__}")
         return output
 
+    @overload
+    def upstream_result(self, context, operator_class: type, required: Literal[True] = True) -> dict: ...
+    @overload
+    def upstream_result(self, context, operator_class: type, required: bool) -> dict | None: ...
     def upstream_result(self, context, operator_class: type, required: bool = True) -> dict | None:
         """The result this task continues from: ``upstream_output`` when given, else the XCom of the nearest
         upstream task of ``operator_class`` (the task it chains after); None when there is none and it is not
@@ -130,8 +141,9 @@ class UpstreamResultMixin:
             raise AirflowFailException(f"{self.task_id} (table {self.table}): no upstream {operator_class.__name__}")
         return task
 
-    def _nearest_upstream(self, operator_class: type) -> BaseOperator | None:
-        seen, frontier = set(), list(self.upstream_list)
+    def _nearest_upstream(self, operator_class: type[BaseOperator]) -> BaseOperator | None:
+        seen: set[str] = set()
+        frontier: list = list(self.upstream_list)
         while frontier:
             task = frontier.pop(0)
             if task.task_id in seen:
@@ -164,7 +176,7 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         self.spark_conf = spark_conf or {}
         self.shuffle_partitions = shuffle_partitions
         self.spark_bin_dir = spark_bin_dir  # where spark-submit is, when not next to this Python nor on PATH
-        self._backend = None  # how the running job runs (operators/backends.py), for on_kill
+        self._backend: JobBackend | None = None  # how the running job runs (operators/backends.py), for on_kill
         # As SparkSubmitOperator's flags; None: the [openlineage] spark_inject_* settings (lineage.py)
         self.openlineage_inject_parent_job_info = openlineage_inject_parent_job_info
         self.openlineage_inject_transport_info = openlineage_inject_transport_info
@@ -192,14 +204,14 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         if not isinstance(spec, JOBS[self.job].spec):  # the operator's job and its spec, as engine/jobs.py pairs them
             raise TypeError(f"{type(self).__name__}.job_spec gave a {type(spec).__name__}, not the "
                             f"{JOBS[self.job].spec.__name__} of job {self.job}")
-        spec = spec.to_dict()
+        raw = spec.to_dict()
         ti = context["ti"]
         result_uri = layout.result_file(hook.results_root(), ti.dag_id, ti.run_id, result_task_id or ti.task_id,
                                         ti.map_index, ti.try_number)
         started = time.monotonic()
-        result = self.decide_from_metadata(spec)
+        result = self.decide_from_metadata(raw)
         if result is None:
-            self._submit(spec, result_uri, context)
+            self._submit(raw, result_uri, context)
             result = json.loads(storage.read_bytes(result_uri))
         self.log.info("%s", progress_line(self.job, result, time.monotonic() - started))  # the result, once
         return result
@@ -214,7 +226,7 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         else (say, a store only the cluster reaches) leaves the decision to the job."""
         try:
             result = decide()
-        except Exception as e:  # noqa: BLE001 - the Spark job decides (and reports) instead
+        except Exception as e:  # the Spark job decides (and reports) instead
             if not is_retryable(e):
                 raise
             self.log.warning("%s: deciding from metadata failed (%s); submitting the job", self.table, e)
@@ -241,9 +253,9 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
             return spark_openlineage_conf(conf, context, self.openlineage_inject_parent_job_info,
                                           self.openlineage_inject_transport_info)
 
-        self._backend = backend_for(JOBS[self.job], self.table, self.spark_conn_id, self.spark_conf,
-                                    self.spark_bin_dir, openlineage_conf if context is not None else None)
-        failure = self._backend.run(spec, result_uri)
+        self._backend = backend = backend_for(JOBS[self.job], self.table, self.spark_conn_id, self.spark_conf,
+                                              self.spark_bin_dir, openlineage_conf if context is not None else None)
+        failure = backend.run(spec, result_uri)
         if failure is not None:
             self._job_failed(result_uri, failure)
 

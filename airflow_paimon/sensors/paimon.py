@@ -3,7 +3,7 @@ discovery: the sensor discovers, a downstream task reads the increment, e.g. Pai
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
@@ -12,6 +12,11 @@ from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.snapshots import (check_commit_kinds, cursor_at, found_after, latest_snapshot_id,
                                              newer_snapshot, parse_cursor, resume_point, rollback_note)
 from airflow_paimon.hooks.paimon import PaimonHook
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    from airflow_paimon.table_files import TableFiles
 
 
 class PaimonSnapshotSensor(BaseSensorOperator):
@@ -55,7 +60,7 @@ class PaimonSnapshotSensor(BaseSensorOperator):
     def _table(self):
         return PaimonHook(self.paimon_conn_id).table_files(self.table)  # JSON files: no pypaimon here
 
-    def _resolve_after(self, table) -> dict:
+    def _resolve_after(self, table: TableFiles | FileStoreTable) -> dict:
         """The cursor: as given, or the latest snapshot; a bare id gets the identity of the snapshot it names
         now, so that a rollback while this task waits is seen."""
         if self._cursor is None:
@@ -68,12 +73,12 @@ class PaimonSnapshotSensor(BaseSensorOperator):
             self._cursor = cursor if cursor["time_millis"] is not None else cursor_at(table, cursor["snapshot_id"])
         return self._cursor
 
-    def _follow_rollback(self, table) -> dict:
+    def _follow_rollback(self, table: TableFiles | FileStoreTable) -> dict:
         cursor, rolled_from = resume_point(table, self._resolve_after(table))
         if rolled_from is not None:
             self.log.warning("%s", rollback_note(self.table, rolled_from, cursor))
             self._cursor, self._rolled_back_from = cursor, rolled_from
-        return self._cursor
+        return cursor
 
     def poke(self, context) -> PokeReturnValue:
         table = self._table()
@@ -91,8 +96,10 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         from airflow_paimon.triggers.paimon import PaimonSnapshotTrigger
 
         kinds = check_commit_kinds(self.commit_kinds)
-        self.defer(trigger=PaimonSnapshotTrigger(table=self.table, after_snapshot_id=self._cursor["snapshot_id"],
-                                                 after_snapshot=self._cursor, rolled_back_from=self._rolled_back_from,
+        cursor = self._cursor
+        assert cursor is not None  # the poke above resolved it
+        self.defer(trigger=PaimonSnapshotTrigger(table=self.table, after_snapshot_id=cursor["snapshot_id"],
+                                                 after_snapshot=cursor, rolled_back_from=self._rolled_back_from,
                                                  commit_kinds=list(kinds) if kinds else None,
                                                  paimon_conn_id=self.paimon_conn_id,
                                                  poll_interval=self.poke_interval),

@@ -3,6 +3,7 @@ bucket mode's Spark pipeline (spark/pipelines/: cross-partition, dynamic, fixed,
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.write.run import assign_and_write
@@ -10,12 +11,15 @@ from airflow_paimon.spark.pipelines import PIPELINES
 from airflow_paimon.spark.routing import without_adaptive_execution
 from airflow_paimon.spark.source import arrow_schema, read_source, validate_and_cast, validation_errors
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
 
 def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
     identifier = spec.table
     frame = functools.cache(lambda: read_source(spark, spec.source, identifier))
 
-    def read(table, row_kind_column, absent):
+    def read(table: FileStoreTable, row_kind_column, absent):
         with validation_errors(identifier, spec.source):
             return validate_and_cast(frame(), table, identifier, row_kind_column, absent)
 

@@ -21,7 +21,9 @@ SHARD_RESULT = "shard int, meta string"
 
 
 def run_bootstrap(spark, spec: BootstrapSpec) -> BootstrapResult:
-    return bootstrap_index(spec, SparkIndexTasks(spark))
+    result = bootstrap_index(spec, SparkIndexTasks(spark))
+    assert result is not None  # None only when deciding without tasks
+    return result
 
 
 def _metas(metas: list[ShardMeta]) -> pa.Table:

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Conf that changes what the driver JVM loads from where: part of the archive's name.
-CLASS_PATH_CONF = ("spark.driver.extraClassPath", "spark.jars", "spark.jars.packages", "spark.driver.userClassPathFirst")
+CLASS_PATH_CONF = ("spark.driver.extraClassPath", "spark.jars", "spark.jars.packages",
+                   "spark.driver.userClassPathFirst")
 # The JVM reports signed jars it skips and archives it cannot map on stdout (the task log): the archive is an
 # optimisation, its messages are noise.
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"

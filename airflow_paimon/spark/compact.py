@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 def run_compact(spark, spec: CompactSpec) -> CompactResult:
     result = compact(spec, execute=lambda table, work: _execute(spark, spec, work, table.table_schema.id))
     log.debug("compaction of %s: %s", spec.table, result)
+    assert result is not None  # None only when deciding without execute
     return result
 
 

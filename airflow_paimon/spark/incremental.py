@@ -58,7 +58,8 @@ def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadRes
                 rows = rows_of(t, work[i], row_kind)
                 write_parquet(storage.join(target, part_name(i)), rows)
                 kinds = rows.column(row_kind)
-                counts = {k: int(pa.compute.sum(pa.compute.equal(kinds, v)).as_py() or 0) for k, v in KIND_COUNTS.items()}
+                counts = {k: int(pa.compute.sum(pa.compute.equal(kinds, v)).as_py() or 0)
+                          for k, v in KIND_COUNTS.items()}
                 yield pa.RecordBatch.from_pylist([{"file": part_name(i), "rows": rows.num_rows, **counts}])
 
     written = [r.asDict() for r in spark.range(len(work), numPartitions=max(1, len(work)))
@@ -76,6 +77,7 @@ def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadRes
             storage.delete_file_within(target, storage.join(target, name))
     result = IncrementalReadResult(table=identifier, start_snapshot_id=start, end_snapshot_id=end, target=target,
                                    row_kind_column=row_kind, changed_partitions=len(work), files=len(written),
-                                   scan_mode=mode, rolled_back_from=rolled_back_from, **{k: sum(w[k] for w in written) for k in ("rows", *KIND_COUNTS)})
+                                   scan_mode=mode, rolled_back_from=rolled_back_from,
+                                   **{k: sum(w[k] for w in written) for k in ("rows", *KIND_COUNTS)})
     log.debug("incremental read of %s (%d, %d]: %s", identifier, start, end, result)
     return result

@@ -178,6 +178,9 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
     to ``run.result_uri``; True when it succeeded. A secret catalog option's value
     reaches neither the log nor the error (both redacted); the result is written as the job returned it: its
     fields (paths, names) are no place for a secret, and redacting them would corrupt them."""
+    if run.result_uri is None:
+        raise ValueError("execute_job writes the job's result: the run needs a result_uri")
+    result_uri = run.result_uri
     secrets = secrets_of(raw)
     storage.configure(raw.get("catalog_options") or {})  # the result file even when the job fails early
     try:
@@ -185,17 +188,17 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
             spec = spec_type.from_dict(raw)
             validate_identifier(spec.table)
             result = job(spec).to_dict()
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - every error crosses back to the task, named
         log.error("job failed: %s", redact(traceback.format_exc(), secrets))
         if run.killed and not isinstance(e, JobKilled):  # what failed is a consequence: name the cause
             e = JobKilled(f"the task was killed ({type(e).__name__} in the job)")
         error = redact(f"{type(e).__name__}: {e}", secrets)
         # the error's own flag, across the process boundary: the operator decides from it, not from the name
         failed = {"error": error, "retryable": is_retryable(e), "rewrite": heals_by_rewrite(e)}
-        storage.write_bytes_atomic(run.result_uri, json.dumps(failed).encode())
+        storage.write_bytes_atomic(result_uri, json.dumps(failed).encode())
         return False
     text = json.dumps(result)
-    storage.write_bytes_atomic(run.result_uri, text.encode())
+    storage.write_bytes_atomic(result_uri, text.encode())
     log.debug("result: %s", text)  # the operator logs it as one progress line
     return True
 
@@ -240,12 +243,14 @@ def spark_session(spec: JobSpec, app_name: str):
     if run is not None and run.spark is not None:
         return run.spark
     remote = run.remote if run else None
+    user_set: Callable[[str], bool]
     builder = SparkSession.builder.appName(f"{app_name} {spec.table}")
     builder = builder.config("spark.sql.execution.arrow.pyspark.enabled", "true")
     if not remote:
         spark = builder.getOrCreate()
         user_set = spark.sparkContext.getConf().contains
     else:
+        assert run is not None  # remote comes from the run
         spark = connect_session(builder, remote, run)
         user_set = run.conf.__contains__
     partitions = spec.shuffle_partitions or (None if user_set(SHUFFLE_PARTITIONS) else default_parallelism(spark))

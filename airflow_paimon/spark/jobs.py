@@ -1,7 +1,8 @@
 """The Spark function of every job, under the job's name in engine/jobs.py (Job.spark_function).
 ``spark_jobs/<name>.py`` runs one under spark-submit (its own driver process); an operator on a Spark Connect
-connection runs one in its task process as a Connect client. Either way through the frame of airflow_paimon/spark/job.py, which hands
-``spark_session()`` the Spark to use. Imports are inside the functions: a job loads only its own modules."""
+connection runs one in its task process as a Connect client. Either way through the frame of
+airflow_paimon/spark/job.py, which hands ``spark_session()`` the Spark to use. Imports are inside the functions:
+a job loads only its own modules."""
 from __future__ import annotations
 
 import importlib

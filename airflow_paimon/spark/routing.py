@@ -51,10 +51,10 @@ def without_adaptive_execution(spark):
 
 def gather(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
     """A task's Arrow batches as one table (None for an empty task)."""
-    batches = list(batches)
-    if not batches:
+    held = list(batches)
+    if not held:
         return None
-    return all_nullable(pa.Table.from_batches(batches))
+    return all_nullable(pa.Table.from_batches(held))
 
 
 def groups(rows: pa.Table, columns: list[str]) -> Iterator[pa.Table]:
@@ -83,7 +83,8 @@ def per_sorted_group(fn: Callable[[pa.Table], pa.Table], columns: list[str]):
     """As per_group, for a task whose rows arrive sorted by ``columns`` (sortWithinPartitions; Spark's sort
     spills): ``fn`` is called as each group ends, so the task holds one group, not its whole partition."""
     def run(batches):
-        current, pending = None, []
+        current = None
+        pending: list = []
         for batch in batches:
             rows = all_nullable(pa.Table.from_batches([batch]))
             if rows.num_rows == 0:

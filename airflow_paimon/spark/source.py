@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import re
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import SHOWN_CHARS, ValidationError
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 FORMATS = ("parquet", "csv", "json")
 
@@ -86,7 +90,8 @@ def arrow_schema(df) -> pa.Schema:
     return pa.schema(fields)
 
 
-def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = None, absent: tuple[str, ...] = ()):
+def validate_and_cast(df, table: FileStoreTable, identifier: str, row_kind_column: str | None = None,
+                      absent: tuple[str, ...] = ()):
     """The source as the table's columns and types plus its row kind (``_row_kind``) and input order
     (``_order``). Missing or extra columns are refused here; every per-row check (a value that does not
     cast to the table's type, a null primary key, an unknown row kind, a retraction the merge engine
@@ -105,13 +110,15 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
     names = [f.name for f in fields]
     missing = [n for n in names if n.lower() not in columns and n not in absent]
     if missing:
-        raise ValidationError(identifier, f"source lacks this column (source has {_cut(df.columns)})", column=missing[0])
+        raise ValidationError(identifier, f"source lacks this column (source has {_cut(df.columns)})",
+                              column=missing[0])
     if row_kind_column and row_kind_column.lower() not in columns:
         raise ValidationError(identifier, "source lacks the row kind column", column=row_kind_column)
     allowed = {n.lower() for n in names} | ({row_kind_column.lower()} if row_kind_column else set())
     extra = [c for c in df.columns if c.lower() not in allowed]
     if extra:
-        raise ValidationError(identifier, f"source column is not in the table (table has {_cut(names)})", column=extra[0])
+        raise ValidationError(identifier, f"source column is not in the table (table has {_cut(names)})",
+                              column=extra[0])
 
     # SQL text, not Column objects: one py4j call for the projection instead of ≈1,000 (0.2 s per job)
     source_types = {c.name.lower(): c.dataType.simpleString() for c in df.schema.fields}
@@ -136,7 +143,8 @@ def validate_and_cast(df, table, identifier: str, row_kind_column: str | None = 
         by_text = " ".join(f"WHEN {op} = {_text(k)} THEN CAST({code} AS TINYINT)" for k, code in ROW_KINDS.items())
         refused = _refused_retractions(table, identifier, op)
         kind = (f"CASE WHEN {op} IS NULL OR {op} NOT IN ({known}) THEN "
-                + _fail(row_kind_column, _shown(f"coalesce({op}, 'null')"), f"row kind must be one of {list(ROW_KINDS)}")
+                + _fail(row_kind_column, _shown(f"coalesce({op}, 'null')"),
+                        f"row kind must be one of {list(ROW_KINDS)}")
                 + f" {refused}{by_text} ELSE CAST(0 AS TINYINT) END")
     return df.selectExpr(*exprs, f"{kind} AS {_name(ROW_KIND)}", f"monotonically_increasing_id() AS {_name(ORDER)}")
 
@@ -251,14 +259,16 @@ def validation_errors(identifier: str, source: dict | None = None):
         yield
     except ValidationError:
         raise
-    except Exception as e:  # noqa: BLE001 - Spark wraps raise_error in its own exception types
+    except Exception as e:  # Spark wraps raise_error in its own exception types
         text = str(e)
         found = _FOUND.search(text)
         if found:
             detail = json.loads(found.group(1))
             raise ValidationError(identifier, detail["message"], column=detail["column"],
                                   value=detail.get("value")) from None
-        if _condition(e) == "COLUMN_ALREADY_EXISTS":
+        from pyspark.errors import PySparkException  # classic and Connect exceptions both
+
+        if isinstance(e, PySparkException) and e.getCondition() == "COLUMN_ALREADY_EXISTS":
             column = (e.getMessageParameters() or {}).get("columnName", "").strip("`")
             raise ValidationError(identifier, "the source has this column twice (names are matched "
                                               "case-insensitively); rename or drop all but one", column=column,
@@ -272,13 +282,6 @@ def validation_errors(identifier: str, source: dict | None = None):
                                       value=uri) from None
         raise
 
-
-def _condition(e: Exception) -> str | None:
-    """Spark's error condition of ``e`` (classic and Connect exceptions), None for others."""
-    try:
-        return e.getCondition()
-    except Exception:  # noqa: BLE001 - not a Spark exception, or one without a condition
-        return None
 
 
 # Spark's error for a file a scan (or its schema inference) could not read; the path is URL-encoded
@@ -318,7 +321,7 @@ def _corrupt_parquet(uri: str) -> str | None:
 
 # --- the merge engine's rule for -U/-D rows (engine/merge_engine.py), as a check inside the projection
 
-def _refused_retractions(table, identifier: str, op: str) -> str:
+def _refused_retractions(table: FileStoreTable, identifier: str, op: str) -> str:
     """A CASE branch failing on -U/-D rows where the table's merge engine refuses them as Paimon does
     (after ``ignore-delete`` and its fallback keys drop them), else ''."""
     from airflow_paimon.engine.codec.kinds import RETRACT_TEXTS

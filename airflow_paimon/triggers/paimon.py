@@ -3,9 +3,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
+    from airflow_paimon.table_files import TableFiles
 
 
 class PaimonSnapshotTrigger(BaseTrigger):
@@ -40,8 +45,8 @@ class PaimonSnapshotTrigger(BaseTrigger):
             options = await PaimonHook(self.paimon_conn_id).acatalog_options()
             # file IO is blocking: every read runs in a worker thread, the triggerer's loop stays free
             table = await asyncio.to_thread(TableFiles, options, self.table)  # JSON files: no pypaimon here
-            cursor = self.after_snapshot or await asyncio.to_thread(cursor_at, table, self.after_snapshot_id)
-            cursor = scanned = parse_cursor(cursor)
+            given = self.after_snapshot or await asyncio.to_thread(cursor_at, table, self.after_snapshot_id)
+            cursor = scanned = parse_cursor(given)
             while True:
                 found, cursor, scanned = await asyncio.to_thread(self._poll, table, kinds, cursor, scanned)
                 if found is not None:
@@ -50,10 +55,11 @@ class PaimonSnapshotTrigger(BaseTrigger):
                 self.log.info("%s: no snapshot newer than %d%s yet; next look in %.0f s", self.table,
                               scanned["snapshot_id"], f" of kind {kinds}" if kinds else "", self.poll_interval)
                 await asyncio.sleep(self.poll_interval)
-        except Exception as e:  # reported to the task, which fails with the message
+        except Exception as e:  # noqa: BLE001 - reported to the task, which fails with the message
             yield TriggerEvent({"status": "error", "message": f"{self.table}: {type(e).__name__}: {e}"})
 
-    def _poll(self, table, kinds, cursor: dict, scanned: dict) -> tuple[dict | None, dict, dict]:
+    def _poll(self, table: TableFiles | FileStoreTable, kinds, cursor: dict, scanned: dict) -> tuple[dict | None, dict,
+              dict]:
         """(the event's snapshot or None, the cursor, the snapshot scanned up to): both followed down through a
         rollback — the scanned one too, which may lie above the cursor with a kind filter."""
         from airflow_paimon.engine.snapshots import (cursor_at, found_after, newer_snapshot, resume_point,

@@ -47,8 +47,8 @@ def table_asked_by_ui(request: Request) -> tuple[str, str] | None:
     if not referer.path.endswith(f"/plugin/{UI_ROUTE}"):
         return None
     query = parse_qs(referer.query)
-    asked = [query.get(name, [""])[0] for name in TABLE_QUERY]
-    return tuple(asked) if all(asked) else None
+    conn_id, table = (query.get(name, [""])[0] for name in TABLE_QUERY)
+    return (conn_id, table) if conn_id and table else None
 
 
 @app.get("/", response_class=HTMLResponse)
@@ -63,7 +63,7 @@ def overview(request: Request):
             entry["warehouse"] = hook.warehouse
             entry["tables"] = run_step("ui_table_summaries", timeout=READ_TIMEOUT,
                                        catalog_options=hook.catalog_options())
-        except Exception as e:  # one unreachable warehouse must not hide the others
+        except Exception as e:  # noqa: BLE001 - one unreachable warehouse must not hide the others
             entry["error"] = f"{type(e).__name__}: {e}"
         connections.append(entry)
     return render.overview(connections, URL_PREFIX)

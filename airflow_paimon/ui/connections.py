@@ -15,7 +15,8 @@ class _LoadedHook(PaimonHook):
         super().__init__(conn.conn_id)
         self._conn = conn
 
-    def get_connection(self, conn_id):  # noqa: D102 - the connection this hook was made with
+    # an instance method over BaseHook's classmethod: the connection this hook was made with, not a lookup
+    def get_connection(self, conn_id):  # type: ignore[override]
         return self._conn
 
 
@@ -37,7 +38,7 @@ def paimon_hooks() -> dict[str, PaimonHook]:
             conn_id = key[len(_ENV_PREFIX):].lower()
             try:
                 conn = env.get_connection(conn_id)
-            except Exception:  # a malformed variable of another connection is not this page's business
+            except Exception:  # noqa: BLE001 - a malformed variable of another connection is not this page's business
                 continue
             if conn is not None and conn.conn_type == "paimon":
                 conns[conn_id] = conn

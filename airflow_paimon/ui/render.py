@@ -77,7 +77,9 @@ def table_page(v: TableView, root: str) -> str:
             + "".join(f"<div class='stat'><b class='{cls}'>{value}</b><span>{escape(name)}</span></div>"
                       for name, value, cls in stats)
             + "</div>")
-    chart = f"<div class='card'><h2>Records over snapshots</h2><p class='muted'>Paimon's record counts: old versions and deletes count until compaction merges them; the index holds one key per live row.</p>{records_chart(list(reversed(v.snapshots)))}</div>"
+    chart = ("<div class='card'><h2>Records over snapshots</h2><p class='muted'>Paimon's record counts: old versions "
+             "and deletes count until compaction merges them; the index holds one key per live row.</p>"
+             f"{records_chart(list(reversed(v.snapshots)))}</div>")
     return page(f"Paimon · {v.identifier}", head + chart + _snapshots(v) + "<div class='cols'>" + _schema(v)
                 + _index(v) + "</div>" + "<div class='cols'>" + _schema_versions(v) + _tags(v) + "</div>"
                 + _buckets(v) + _staged(v))
@@ -98,7 +100,8 @@ def records_chart(snaps: list[SnapshotRow], width: int = 900, height: int = 220)
     for frac in (0, 0.5, 1):
         y = top + h - frac * h
         out.append(f"<line x1='{left}' x2='{left + w}' y1='{y:.1f}' y2='{y:.1f}' stroke='#edf0f3'/>"
-                   f"<text x='{left - 6}' y='{y + 4:.1f}' text-anchor='end' fill='#2f80c9'>{_short(frac * top_delta)}</text>"
+                   f"<text x='{left - 6}' y='{y + 4:.1f}' text-anchor='end' fill='#2f80c9'>"
+                   f"{_short(frac * top_delta)}</text>"
                    f"<text x='{left + w + 6}' y='{y + 4:.1f}' fill='#1f2933'>{_short(frac * top_total)}</text>")
     points = []
     for i, s in enumerate(snaps):
@@ -114,7 +117,8 @@ def records_chart(snaps: list[SnapshotRow], width: int = 900, height: int = 220)
     out.append(f"<polyline points='{' '.join(points)}' fill='none' stroke='#1f2933' stroke-width='2'/>")
     out += [f"<circle cx='{p.split(',')[0]}' cy='{p.split(',')[1]}' r='3' fill='#1f2933'/>" for p in points]
     out.append(f"<text x='{left + w / 2}' y='{height - 2}' text-anchor='middle' fill='#66727f'>snapshot id · "
-               "bars: records the snapshot added (left axis) · line: records in all data files (right axis)</text></svg>")
+               "bars: records the snapshot added (left axis) · line: records in all data files (right axis)"
+               "</text></svg>")
     legend = " ".join(f"<span class='tag' style='background:{c}'>{k}</span>" for k, c in KIND_COLOURS.items())
     return "".join(out) + f"<div>{legend}</div>"
 
@@ -147,7 +151,8 @@ def _snapshots(v: TableView) -> str:
                     f"<td>{run}{_how_committed(s.properties)}<br><code class='muted'>{_text(s.commit_user)}</code></td>"
                     f"<td class='n'>{_n(s.delta_records)}</td><td class='n'>{_n(s.total_records)}</td></tr>")
     return ("<div class='card'><h2>Snapshots</h2><table id='snapshots'><tr><th class='n'>id</th><th>kind</th>"
-            "<th>time (UTC)</th><th>written by</th><th class='n'>delta records</th><th class='n'>total records</th></tr>"
+            "<th>time (UTC)</th><th>written by</th><th class='n'>delta records</th>"
+            "<th class='n'>total records</th></tr>"
             + "".join(rows) + "</table></div>")
 
 
@@ -187,7 +192,8 @@ def _index(v: TableView) -> str:
     newest = v.indexes[0].snapshot_id
     state = ("<span class='ok'>of the latest snapshot</span>" if newest == latest
              else f"<span class='muted'>newest is of snapshot {_n(newest)}, the table is at {_n(latest)}</span>")
-    return (f"<div class='card'><h2>Global key index</h2><p>{state}</p><table id='index'><tr><th class='n'>snapshot</th>"
+    return (f"<div class='card'><h2>Global key index</h2><p>{state}</p><table id='index'><tr>"
+            "<th class='n'>snapshot</th>"
             "<th>origin</th><th class='n'>shards</th><th class='n'>keys</th><th class='n'>files</th>"
             f"<th class='n'>size</th></tr>{rows}</table></div>")
 
@@ -203,7 +209,8 @@ def _buckets(v: TableView) -> str:
     return (f"<div class='card'><h2>Compaction debt</h2><p>{_n(v.indebted)} of {_n(v.bucket_count)} buckets have at "
             f"least <code>num-sorted-run.compaction-trigger</code> = {_n(v.compaction_trigger)} sorted runs.</p>{more}"
             "<table id='buckets'><tr><th>partition</th><th class='n'>bucket</th><th class='n'>files</th>"
-            "<th class='n'>sorted runs</th><th class='n'>records</th><th class='n'>size</th></tr>" + rows + "</table></div>")
+            "<th class='n'>sorted runs</th><th class='n'>records</th><th class='n'>size</th></tr>" + rows
+            + "</table></div>")
 
 
 def _staged(v: TableView) -> str:
@@ -215,7 +222,8 @@ def _staged(v: TableView) -> str:
         rows.append(f"<tr><td>{run}<br><code class='muted'>{_text(s.commit_user)}</code></td>"
                     f"<td class='n'>{_n(s.base_snapshot_id)}</td><td class='n'>{_n(s.messages)}</td></tr>")
     return ("<div class='card'><h2>Staged, not committed</h2><table id='staged'><tr><th>run</th>"
-            "<th class='n'>base snapshot</th><th class='n'>commit messages</th></tr>" + "".join(rows) + "</table></div>")
+            "<th class='n'>base snapshot</th><th class='n'>commit messages</th></tr>" + "".join(rows)
+            + "</table></div>")
 
 
 def _text(value) -> str:

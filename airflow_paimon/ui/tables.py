@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.staging import read_staged, runs
@@ -13,6 +14,9 @@ from airflow_paimon.engine.index.layout import published_snapshots, read_manifes
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.shapes import shape_of
 from airflow_paimon.engine.catalog import open_catalog
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 MAX_SNAPSHOTS = 30  # newest first; older ones are one click away in Paimon's own tools
 MAX_INDEXES = 10
@@ -139,7 +143,7 @@ def table_view(hook, conn_id: str, identifier: str, runs_by_commit_user: dict) -
     return view
 
 
-def _snapshots(table, latest, runs_by_commit_user) -> list[SnapshotRow]:
+def _snapshots(table: FileStoreTable, latest, runs_by_commit_user) -> list[SnapshotRow]:
     if latest is None:
         return []
     manager, rows = table.snapshot_manager(), []
@@ -153,7 +157,7 @@ def _snapshots(table, latest, runs_by_commit_user) -> list[SnapshotRow]:
     return rows
 
 
-def schema_versions(table) -> list[SchemaRow]:
+def schema_versions(table: FileStoreTable) -> list[SchemaRow]:
     """Paimon's schema files, newest first, each with what changed against the one before."""
     schemas = sorted(table.schema_manager.list_all(), key=lambda s: s.id)
     rows = [SchemaRow(s.id, s.time_millis, schema_changes(prev, s))
@@ -180,7 +184,7 @@ def schema_changes(before, after) -> list[str]:
     return changes or ["no column or option change"]
 
 
-def tags(table) -> list[TagRow]:
+def tags(table: FileStoreTable) -> list[TagRow]:
     """Paimon's tags, the newest snapshot first."""
     manager, rows = table.tag_manager(), []
     for name in manager.list_tags():
@@ -191,7 +195,7 @@ def tags(table) -> list[TagRow]:
     return rows[:MAX_TAGS]
 
 
-def _buckets(view: TableView, table, latest) -> None:
+def _buckets(view: TableView, table: FileStoreTable, latest) -> None:
     """Files and sorted runs per (partition, bucket) at the latest snapshot; the most runs first."""
     groups = defaultdict(list)
     for e in live_entries(table, latest):

@@ -185,7 +185,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--batch", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=ROOT / "tests" / "benchmarks" / "results" / time.strftime("%Y-%m-%d"))
+    parser.add_argument("--out", type=Path,
+                        default=ROOT / "tests" / "benchmarks" / "results" / time.strftime("%Y-%m-%d"))
     parser.add_argument("--no-java", action="store_true")
     parser.add_argument("--no-compaction", action="store_true", help="upserts only, no compaction between them")
     args = parser.parse_args()

@@ -118,7 +118,8 @@ def report(result: dict, meta: dict) -> str:
     lines = [f"# A job environment's cost to the example's daily DAG ({meta['date']})", "",
              f"{meta['machine']}; load average before {meta['load_before']}, after {meta['load_after']}. "
              f"{result['repeat']} rounds of {result['days']} daily runs ({result['rows_per_day']} rows a day), "
-             "the modes interleaved, each round on a fresh warehouse; medians. The daily run: every day after the first.", "",
+             "the modes interleaved, each round on a fresh warehouse; medians. The daily run: every day after the "
+             "first.", "",
              "| job side | first run s | daily run s | bootstrap s | assign and write s | commit s | compact s |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for mode in MODES:
@@ -149,7 +150,8 @@ def main() -> None:
 
     meta = {"date": datetime.date.today().isoformat(), "machine": machine(), "load_before": load_average()}
     result = {"repeat": args.repeat, "rows_per_day": args.rows_per_day, "days": args.days, "job_python": job_python,
-              "process_starts_s": process_starts(job_python, args.starts, _HOME / "wh-steps"), "runs": {m: [] for m in MODES}}
+              "process_starts_s": process_starts(job_python, args.starts, _HOME / "wh-steps"),
+              "runs": {m: [] for m in MODES}}
     for r in range(args.repeat):
         for mode in MODES:  # interleaved: load from other processes hits both alike
             runs = daily_round(dag, mode, job_python, r, args.rows_per_day, args.days)

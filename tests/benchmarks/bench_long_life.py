@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import logging
 import os
@@ -105,7 +106,8 @@ def run_mode(mode: str, args, work: Path, log=print) -> dict:
         rec = {"commit": i, **commit_run(opts, index_root, batch, f"run-{i}")}
         table = get_table(opts, TABLE)
         if i % args.compact_every == 0:  # the DAG's compact task: the buckets written since the last one
-            rec["compact_s"], result = timed(lambda: compact(table, run_id=f"run-{i}", snapshot_id=rec["snapshot_id"]))
+            rec["compact_s"], result = timed(functools.partial(compact, table, run_id=f"run-{i}",
+                                                               snapshot_id=rec["snapshot_id"]))
             rec["compacted_buckets"] = result["compacted_buckets"]
         if i % args.expire_every == 0:  # a maintenance DAG: Paimon's retention, ages not waited for
             rec["expire_s"], result = timed(lambda: expire_snapshots(get_table(opts, TABLE), ExpireOptions.of(

@@ -11,7 +11,8 @@ Per mode: the one-table DAG, then the N-table DAG, each on fresh copies of the l
 data and loader): a previous run that upserts B/100 of the table's rows unchanged (it builds each table's index,
 as the previous day's run would have; not measured), then the measured run with the batch. With ``--cold``
 there is no previous run (the measured run builds the indexes, as a new table's first run) and the one-table
-DAG runs once first, not measured (class loading and JIT of a new Connect server or spark-submit job). Measured: the run's span (first task start to last task end) and dag.test()'s wall time, the peak of
+DAG runs once first, not measured (class loading and JIT of a new Connect server or spark-submit job). Measured:
+the run's span (first task start to last task end) and dag.test()'s wall time, the peak of
 the machine's used memory over its level before the run (psutil, every 0.2 s; other processes on the machine
 count too), the peak RSS of this process tree (the executor's task processes, spark-submit JVMs and Python
 workers, the api-server and Connect server), the machine's busy CPU seconds (and the servers' part of them), the
@@ -385,7 +386,8 @@ def report(result: dict, meta: dict) -> str:
              f"{n} `paimon_upsert` groups, each table M = {result['rows']:,} rows, B = {result['batch']:,} "
              f"({result['updates']:,} updates, {result['moved']:,} moving partition, {result['new']:,} new keys); "
              f"LocalExecutor through dag.test(use_executor=True), parallelism {meta['parallelism']} "
-             f"(most tasks at once below); {'cold: no previous run' if meta['cold'] else 'a previous run built each index'}. "
+             f"(most tasks at once below); "
+             f"{'cold: no previous run' if meta['cold'] else 'a previous run built each index'}. "
              f"Command: `{meta['command']}`.", "",
              f"| mode | one table s | {n} tables s | ratio | dag.test wall s (1 / {n}) | most tasks at once | "
              "machine used over baseline GiB (1 / N) | process tree peak GiB (1 / N) | per table s (min / median / "

@@ -26,7 +26,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_upsert import (CROSS, STEPS, e2e_runner, in_job_runner, load_average, load_paimon,  # noqa: E402
+from bench_upsert import (CROSS, STEPS, e2e_runner, in_job_runner, load_average, load_paimon,
                           machine, make_data, make_spark, ours, ours_steps, timed, trivial_submit)
 
 TARGET = 1.3

@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: local_runner
-from bench_bootstrap import native_write as paimon_write  # noqa: E402 - one batch write + commit, timed
+from bench_bootstrap import native_write as paimon_write  # one batch write + commit, timed
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -308,7 +308,7 @@ def ours_steps(run_step, pipeline, run_id: str, source: str, on_committed=None) 
         job = JOB_OF[step]
         try:
             out[step], result = run_step(job, pipeline.spec(job, done, source, run_id))
-        except Exception as e:  # noqa: BLE001 - compaction failing is a finding, the upsert numbers stand
+        except Exception as e:  # compaction failing is a finding, the upsert numbers stand
             if job != "compact":
                 raise
             out[step], result = {"error": f"{type(e).__name__}: {_last_error_line(e)}"}, None
@@ -456,7 +456,8 @@ def summarise_profile(raw: Path, md: Path, step: str, seconds: float, top: int =
              *table(self_lines), "", "## Inclusive time of airflow_paimon functions", "",
              "| samples | share | function |", "|---|---|---|", *table(own_incl), ""]
     md.write_text("\n".join(lines))
-    return {"samples": samples, "self_top": self_lines.most_common(top), "airflow_paimon_top": own_incl.most_common(top)}
+    return {"samples": samples, "self_top": self_lines.most_common(top),
+            "airflow_paimon_top": own_incl.most_common(top)}
 
 
 # ---------------------------------------------------------------------------------------------- one table size
@@ -498,7 +499,8 @@ def bench_size(m: int, b: int, shards: int, peers: tuple, work: Path, spark, log
             copy = fresh_copy(cross, work / f"wh-ours-{r}")
             mark(f"ours-{r}")
             steps, results = ours_steps(in_job_runner(spark), ours(copy, shards), f"m{m}-{r}", batch_path,
-                                        on_committed=lambda: verify(read_paimon(copy), batch, expect, "ours in-job"))
+                                        on_committed=lambda copy=copy: verify(read_paimon(copy), batch, expect,
+                                                                              "ours in-job"))
             runs.append(steps)
             shutil.rmtree(copy, ignore_errors=True)
         result["ours_in_job"], result["ours_in_job_runs"] = median_steps(runs), runs
@@ -545,11 +547,13 @@ def derive(r: dict) -> None:
     """Upsert totals, rates, ratios and the targets' inputs."""
     ij, e2e, b, d = r["ours_in_job"], r["ours_e2e"], r["batch"], {}
     if ij:
-        d["ours_upsert_in_job_s"] = round(ij["warm_bootstrap"]["s"] + ij["assign_and_write"]["s"] + ij["commit"]["s"], 3)
-        d["ours_first_upsert_in_job_s"] = round(ij["cold_bootstrap"]["s"] + ij["assign_and_write"]["s"] + ij["commit"]["s"], 3)
+        write_and_commit = ij["assign_and_write"]["s"] + ij["commit"]["s"]
+        d["ours_upsert_in_job_s"] = round(ij["warm_bootstrap"]["s"] + write_and_commit, 3)
+        d["ours_first_upsert_in_job_s"] = round(ij["cold_bootstrap"]["s"] + write_and_commit, 3)
         d["cold_bootstrap_keys_per_s_per_core"] = int(r["rows"] / ij["cold_bootstrap"]["s"] / 2)
     if e2e:
-        d["ours_upsert_e2e_s"] = round(sum(e2e[s]["wall_s"] for s in ("warm_bootstrap", "assign_and_write", "commit")), 3)
+        d["ours_upsert_e2e_s"] = round(sum(e2e[s]["wall_s"] for s in ("warm_bootstrap", "assign_and_write", "commit")),
+                                       3)
         trivial = e2e["trivial_spark_submit"]["wall_s"]
         if ij:
             d["submit_overhead_s"] = {s: round(e2e[s]["wall_s"] - ij[s]["s"], 3) for s in STEPS
@@ -593,7 +597,8 @@ def report(results: list[dict], meta: dict) -> str:
             out.append(f"| {r['rows']:,} | **ours, in-job** | {d['ours_upsert_in_job_s']:.2f} | "
                        f"{fmt_rate(d['rows_per_s']['ours in-job'])} | 1 | | {rss} |")
             out.append(f"| {r['rows']:,} | ours, in-job, first run (cold bootstrap) | "
-                       f"{d['ours_first_upsert_in_job_s']:.2f} | {fmt_rate(r['batch'] / d['ours_first_upsert_in_job_s'])}"
+                       f"{d['ours_first_upsert_in_job_s']:.2f} | "
+                       f"{fmt_rate(r['batch'] / d['ours_first_upsert_in_job_s'])}"
                        f" | | | |")
         if e2e:
             rss = max(e2e[s]["rss_mib"] for s in ("warm_bootstrap", "assign_and_write", "commit"))
@@ -744,8 +749,8 @@ def make_spark():
 
 def _worker_warm_up():
     def warm(batches):  # nested: pickled by value, so workers need not import this module
-        import airflow_paimon.engine.assign.task  # noqa: F401
-        import airflow_paimon.engine.index.bootstrap  # noqa: F401
+        import airflow_paimon.engine.assign.task
+        import airflow_paimon.engine.index.bootstrap
         import airflow_paimon.engine.write.task  # noqa: F401
 
         yield from batches
@@ -785,8 +790,8 @@ def run(sizes: list[int], batch: int, out: Path, peers: tuple = PEERS, shards: i
         if profile_rows:
             m = profile_rows if profile_rows in sizes else sizes[0]
             shutil.copytree(work / f"m{m}" / "cross", work / f"m{m}" / "wh-profile")  # as loaded, never written
-            meta["profile"] = profile(spark, work / f"m{m}" / "wh-profile", shards, str(work / f"m{m}" / "batch.parquet"),
-                                      out)
+            meta["profile"] = profile(spark, work / f"m{m}" / "wh-profile", shards,
+                                      str(work / f"m{m}" / "batch.parquet"), out)
             meta["profile_rows"] = m
     finally:
         if own_work:

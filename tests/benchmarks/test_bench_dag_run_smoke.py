@@ -1,4 +1,5 @@
-"""The DAG-run benchmarks at a tiny size: bench_connect (write tasks in Connect and spark-submit mode) and bench_job_env (the example's daily DAG with and without a job environment)."""
+"""The DAG-run benchmarks at a tiny size: bench_connect (write tasks in Connect and spark-submit mode) and
+bench_job_env (the example's daily DAG with and without a job environment)."""
 from __future__ import annotations
 
 import json

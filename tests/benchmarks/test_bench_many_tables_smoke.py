@@ -1,4 +1,5 @@
-"""The many-tables benchmark at a tiny size (a file of its own: it is one of the suite's longest, and pytest-xdist spreads files)."""
+"""The many-tables benchmark at a tiny size (a file of its own: it is one of the suite's longest, and
+pytest-xdist spreads files)."""
 from __future__ import annotations
 
 import json

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_upsert  # noqa: E402
+import bench_upsert
 
 
 
@@ -99,7 +99,8 @@ def test_batch_size_benchmark_smoke(spark_session, tmp_path, monkeypatch):
                              spark=spark_session, work=tmp_path / "work")
     assert [b["batch"] for b in r["batches"]] == [200, 2_000]
     for b in r["batches"]:
-        assert b["in_job_write_s"] > 0 and b["in_job_write_rows_per_s_per_core"] > 0 and b["peers_s"]["pypaimon-rust"] > 0
+        assert (b["in_job_write_s"] > 0 and b["in_job_write_rows_per_s_per_core"] > 0
+                and b["peers_s"]["pypaimon-rust"] > 0)
     load = r["first_load"]
     assert (load["rows"], load["snapshot_id"]) == (3_000, 1) and load["assign_and_write"]["rss_mib"] > 100
     # PSS counts the Python workers' shared pages once: above zero, below the summed RSS

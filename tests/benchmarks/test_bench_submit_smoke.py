@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_submit  # noqa: E402
-from bench_upsert import STEPS  # noqa: E402
+import bench_submit
+from bench_upsert import STEPS
 
 
 @pytest.mark.spark

@@ -103,7 +103,8 @@ def test_write_and_compact_dag_on_spark_connect(airflow_home, warehouse, monkeyp
 
     use_warehouse(monkeypatch, warehouse)
     use_connect(monkeypatch, connect_server)
-    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)  # as a fresh task process (the fixture's probe set it)
+    # as a fresh task process (the fixture's probe set it)
+    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
     seed, *runs = batches(3, seed=31)
     cross_partition_table(warehouse, [seed])  # snapshot 1, in-process
     written = [seed]

@@ -1,5 +1,6 @@
 """Deletion-vector tables written by the DAG's Spark jobs (spark-submit): a cross-partition and a dynamic-bucket
-table (and a cross-partition table with the lookup changelog producer, no vectors), three runs of updates, moves and in-batch duplicates each; after every commit pypaimon reads the pandas
+table (and a cross-partition table with the lookup changelog producer, no vectors), three runs of updates, moves
+and in-batch duplicates each; after every commit pypaimon reads the pandas
 oracle's table (no key twice, every run's rows visible), and Java Paimon reads the same at the end."""
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.dag
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]
 SHAPES = {
     "cross-partition": {"primary_keys": ["id"], "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "50"}},
-    "dynamic-bucket": {"primary_keys": ["dt", "id"], "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "50"}},
+    "dynamic-bucket": {"primary_keys": ["dt", "id"],
+                       "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "50"}},
 }
 
 

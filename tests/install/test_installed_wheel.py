@@ -121,7 +121,8 @@ def user_airflow(python: str, into: Path) -> float:
     cache directory (keyed by the Python and the requirements). Returns the seconds the build took (0: cached)."""
     version = _run([python, "-c", "import sys; print(sys.version.split()[0])"]).stdout.strip()
     key = hashlib.sha256(json.dumps([version, USER_AIRFLOW]).encode()).hexdigest()[:12]
-    cache = Path(os.environ.get("AIRFLOW_PAIMON_TEST_CACHE", tempfile.gettempdir())) / f"airflow-paimon-user-airflow-{key}"
+    cache_root = Path(os.environ.get("AIRFLOW_PAIMON_TEST_CACHE", tempfile.gettempdir()))
+    cache = cache_root / f"airflow-paimon-user-airflow-{key}"
     seconds = 0.0
     if not (cache / "complete").exists():
         started = time.monotonic()
@@ -234,7 +235,8 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
 
 def _run_on_cluster(python: str, venv: Path, archive: Path, work: Path, env: dict, source: str) -> list[dict]:
     """One DAG run on a Spark standalone cluster (the user's pyspark) whose workers' Python is the bare
-    ``python`` (the base of a venv's): the executors can only run the jobs from the archive (``job_archive``, shipped as spark.archives)."""
+    ``python`` (the base of a venv's): the executors can only run the jobs from the archive (``job_archive``,
+    shipped as spark.archives)."""
     python = _run([python, "-c", "import sys; print(sys._base_executable)"]).stdout.strip()  # a venv's base
     bare = _run([python, "-I", "-c", "import importlib.util as u; print([m for m in ('airflow_paimon', 'pypaimon', "
                                      "'rocksdict', 'pyspark') if u.find_spec(m)])"], env=_env()).stdout.strip()

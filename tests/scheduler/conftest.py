@@ -329,7 +329,8 @@ def _scheduler(tmp_path_factory, request, stack):
     try:
         step = time.monotonic()
         migrate = subprocess.run([AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True, timeout=300)
-        assert migrate.returncode == 0, f"airflow db migrate failed:\n{migrate.stdout[-3000:]}\n{migrate.stderr[-3000:]}"
+        assert migrate.returncode == 0, (f"airflow db migrate failed:\n{migrate.stdout[-3000:]}\n"
+                                         f"{migrate.stderr[-3000:]}")
         took["migrate"] = time.monotonic() - step
         step = time.monotonic()
         airflow.start("api-server", "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1")

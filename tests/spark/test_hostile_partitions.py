@@ -37,7 +37,8 @@ def test_a_corrupt_manifest_is_rebuilt_by_the_bootstrap(spark, warehouse, tmp_pa
     first = pd.DataFrame({"id": [1, 2], "p": ["a", "b"], "q": ["c", "c"], "v": [1.0, 2.0]})
     jobs.upsert(first, "one", tmp_path)
     jobs.bootstrap()
-    manifests = glob.glob(os.path.join(layout.index_dir(layout.default_root(warehouse, "index"), "db.parts"), "*", "manifest.json"))
+    index_dir = layout.index_dir(layout.default_root(warehouse, "index"), "db.parts")
+    manifests = glob.glob(os.path.join(index_dir, "*", "manifest.json"))
     assert manifests
     for m in manifests:
         with open(m, "w") as f:

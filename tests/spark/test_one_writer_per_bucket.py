@@ -61,7 +61,8 @@ def test_a_bucket_of_every_task_is_written_once(spark, tmp_path, mode):
 def assert_levels(table, mode: str) -> None:
     snapshot = latest_snapshot(table)
     assert_vectors_of_live_files(table, snapshot)  # one vector file per bucket, marking only live files
-    if mode in ("deletion-vectors", "lookup"):  # above level 0 each level is one sorted run: no two files' key ranges overlap
+    # above level 0 each level is one sorted run: no two files' key ranges overlap
+    if mode in ("deletion-vectors", "lookup"):
         ranges = {}
         for e in live_entries(table, snapshot):
             assert e.file.level > 0, "level-0 file left in a table whose writes compact level 0"

@@ -17,7 +17,8 @@ SHAPES = {"fixed": (["id", "dt"], {"bucket": "3"}),
           "dynamic": (["id", "dt"], {"bucket": "-1", "dynamic-bucket.target-row-num": "2"}),
           "cross": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "2"}),
           # a one-byte write buffer: every task spills its rows and takes its shards a chunk at a time
-          "cross, spilled": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "2", "write-buffer-size": "1 b"})}
+          "cross, spilled": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "2",
+                                      "write-buffer-size": "1 b"})}
 ENGINES = {"deduplicate": {}, "partial-update": {}, "first-row": {},
            "aggregation": {"fields.v.aggregate-function": "sum"}}
 

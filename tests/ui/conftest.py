@@ -105,7 +105,8 @@ def api_server(written, tmp_path_factory) -> ApiServer:
     passwords.write_text(json.dumps({USER: PASSWORD}))
     port = free_port()
     env = {**os.environ,
-           "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "extra": {"warehouse": written.warehouse}}),
+           "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon",
+                                                      "extra": {"warehouse": written.warehouse}}),
            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),

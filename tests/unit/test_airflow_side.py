@@ -49,6 +49,7 @@ def airflow_side_modules() -> list[str]:
     return found + AIRFLOW_SIDE_EXTRA
 
 
+@pytest.mark.slow  # every module imported in a fresh interpreter
 def test_every_airflow_side_module_imports_without_the_job_side():
     modules = airflow_side_modules()
     assert {"airflow_paimon.operators.paimon", "airflow_paimon.ui.plugin", "airflow_paimon.triggers.paimon",
@@ -91,6 +92,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow  # a fresh interpreter running steps in another (the job environment)
 def test_a_process_without_the_job_side_runs_steps_in_the_job_environment(tmp_path):
     schema = {"columns": [["id", "BIGINT"], ["v", "STRING"]], "primary_keys": ["id"], "options": {"bucket": "2"}}
     # the job environment: this repo's interpreter, which has the job side (the child only blocks it for itself)

@@ -26,6 +26,7 @@ def normal(frame: pd.DataFrame) -> pd.DataFrame:
 
 @pytest.mark.parametrize("every", [1, 2])
 @pytest.mark.parametrize("shape", list(SPECS))
+@pytest.mark.slow
 def test_changelog_replays_to_the_table_at_each_full_compaction(warehouse, shape, every):
     spec = with_options(SPECS[shape], FULL)
     compactions = write_and_compact(warehouse, spec, soak(seed=13, n_batches=5), every=every)

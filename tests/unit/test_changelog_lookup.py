@@ -30,6 +30,7 @@ def normal(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("shape", list(SPECS))
+@pytest.mark.slow
 def test_each_write_replays_to_the_table_after_it(warehouse, shape):
     spec = with_options(SPECS[shape], LOOKUP)
     batches = soak(seed=29, n_batches=6)

@@ -18,6 +18,8 @@ from local_runner import bootstrap, upsert
 from oracle import assert_table_equals, expected_upsert, in_commit_order
 from processes import SPAWN, running
 
+pytestmark = pytest.mark.slow  # 20 rounds of two writer processes on each warehouse: minutes
+
 # Cross-partition: a lost conflict shows as a key in two partitions. On S3 a fixed-bucket table: the same
 # snapshot commit with a tenth of the requests (no global index) to moto; a lost commit shows as lost rows.
 CROSS_PARTITION = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]],

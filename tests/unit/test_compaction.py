@@ -83,6 +83,7 @@ def assert_one_run_at_max_level(table, max_level=5):
 
 
 @pytest.mark.parametrize("shape", ["cross-partition", "dynamic-bucket", "fixed-bucket"])
+@pytest.mark.slow
 def test_full_compaction_leaves_one_sorted_run_at_max_level_and_the_same_rows(warehouse, shape):
     data = batches(6)
     if shape == "cross-partition":

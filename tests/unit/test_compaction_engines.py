@@ -146,10 +146,12 @@ def paimon_merge(records, engine, options, names):
             elif x is None or a is None:
                 acc[n] = a if x is None else x
             else:
-                acc[n] = {"last_non_null_value": lambda: x, "sum": lambda: a + x, "product": lambda: a * x,
-                          "max": lambda: max(a, x), "min": lambda: min(a, x), "bool_and": lambda: a and x,
-                          "bool_or": lambda: a or x}[fn]()
+                acc[n] = AGGREGATES[fn](a, x)
     return 0, acc
+
+
+AGGREGATES = {"last_non_null_value": lambda a, x: x, "sum": lambda a, x: a + x, "product": lambda a, x: a * x,
+              "max": max, "min": min, "bool_and": lambda a, x: a and x, "bool_or": lambda a, x: a or x}
 
 
 def agg_function(name, options):

@@ -140,6 +140,7 @@ def test_templated_arguments_render_and_are_checked():
             templated_count("db.t", "shards", bad)
 
 
+@pytest.mark.slow
 def test_the_sensor_defers_by_default_where_airflow_says_so():
     """``deferrable`` defaults to ``[operators] default_deferrable``, as Airflow's own sensors."""
     import subprocess

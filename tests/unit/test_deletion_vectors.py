@@ -18,6 +18,7 @@ from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert, read_table
 
 @pytest.mark.parametrize("spec", [CROSS, FIXED], ids=["cross-partition", "fixed-bucket"])
+@pytest.mark.slow
 def test_every_run_is_visible_and_right(warehouse, spec):
     opts = {"warehouse": warehouse}
     get_or_create_table(opts, "db.t", spec)
@@ -95,7 +96,7 @@ def _merged_runs(spec_options: dict, seed: int, n: int = 6):
                                 "options": {**FIXED.to_dict()["options"], **spec_options}})
     rng = np.random.default_rng(seed)
     frames = []
-    for i in range(n):
+    for _ in range(n):
         size = 120
         frame = pd.DataFrame({"id": rng.integers(0, 150, size), "dt": rng.choice(["a", "b"], size),
                               "v": np.where(rng.random(size) < 0.3, np.nan, rng.integers(0, 9, size).astype(float)),
@@ -380,7 +381,8 @@ def test_index_rebuild_reads_keys_without_the_marked_rows(warehouse):
         write(warehouse, CROSS, frame, kinds, f"r{i}")
         done.append(frame.assign(row_kind=KINDS[kinds]))
     live = expected_upsert(done, "id", row_kind="row_kind")
-    assert _deletion_vectors(get_table(opts, "db.t"), get_table(opts, "db.t").snapshot_manager().get_latest_snapshot().id)
+    table = get_table(opts, "db.t")
+    assert _deletion_vectors(table, table.snapshot_manager().get_latest_snapshot().id)
     rebuilt = bootstrap_result(opts, "db.t", warehouse + "/.index", 3)
     assert (rebuilt.index_decision, rebuilt.keys) == ("rebuilt", len(live))
     frame, kinds = list(runs(seed=62, n=2))[1]

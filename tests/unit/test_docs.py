@@ -130,5 +130,6 @@ def test_path_check_catches_a_missing_file():
     text = ("`tests/unit/test_nope.py`, `spark_jobs/<job>.py`, `tests/benchmarks/results/long_life.{md,json}`, "
             "`/dags/<dag_id>/runs/<run_id>` and dist/airflow_paimon-0.1.0-py3-none-any.whl.")
     mentions = _mentioned_paths(text)
-    assert mentions == {"tests/unit/test_nope.py", "spark_jobs/<job>.py", "tests/benchmarks/results/long_life.{md,json}"}
+    assert mentions == {"tests/unit/test_nope.py", "spark_jobs/<job>.py",
+                        "tests/benchmarks/results/long_life.{md,json}"}
     assert [m for m in sorted(mentions) if not _exists(m)] == ["tests/unit/test_nope.py"]

@@ -41,6 +41,7 @@ def root(request, tmp_path):
     return (tmp_path / "race").as_uri() if request.param == "file-uri" else str(tmp_path / "race")
 
 
+@pytest.mark.slow
 def test_exactly_one_creator_wins(root):
     for k in range(KEYS):
         uri = storage.join(root, f"snapshot-{k}", "manifest.json")

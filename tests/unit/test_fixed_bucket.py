@@ -106,6 +106,7 @@ def test_hash_of_every_key_type_matches_pypaimon(ptype):
 
 
 @pytest.mark.parametrize("types", COMPOSITES, ids=["+".join(t) for t in COMPOSITES])
+@pytest.mark.slow
 def test_hash_of_composite_keys_matches_pypaimon(types):
     _assert_same_as_pypaimon(types, [COLUMNS[t]() for t in types])
 

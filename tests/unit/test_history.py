@@ -147,7 +147,8 @@ def _alter_as_another_engine(opts, *changes):
 
 
 @pytest.mark.parametrize("changes,match", [
-    ([("set_option", "deletion-vectors.enabled", "true")], r"options changed .*deletion-vectors\.enabled: None -> 'true'"),
+    ([("set_option", "deletion-vectors.enabled", "true")],
+     r"options changed .*deletion-vectors\.enabled: None -> 'true'"),
     ([("set_option", "changelog-producer", "input")], r"options changed .*changelog-producer"),
     ([("drop_column", ["v"])], r"column v \(DOUBLE\) was dropped"),
 ], ids=["deletion-vectors", "changelog-producer", "dropped-column"])

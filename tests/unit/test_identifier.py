@@ -43,7 +43,8 @@ def test_traversal_never_opens_a_table_nor_derives_a_path(tmp_path):
     write.new_commit().commit(w.prepare_commit())
     w.close()
     before = sorted(os.listdir(os.path.join(warehouse, "demo.db", "orders")))
-    for call in (lambda: get_table(options, "demo.orders/../.."), lambda: get_or_create_table(options, "demo.orders/..", spec),
+    for call in (lambda: get_table(options, "demo.orders/../.."),
+                 lambda: get_or_create_table(options, "demo.orders/..", spec),
                  lambda: layout.index_dir(warehouse + "/index", "demo.orders/../..")):
         with pytest.raises(ValidationError, match="path separator"):
             call()

@@ -185,7 +185,8 @@ def test_shared_buckets_are_buckets_with_keys_of_a_shard_that_does_not_own_them(
     from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta
 
     def manifest(*counts):
-        return IndexManifest("db.t", 1, 0, len(counts), "murmur3", [ShardMeta(s, [], 0, c) for s, c in enumerate(counts)])
+        return IndexManifest("db.t", 1, 0, len(counts), "murmur3",
+                             [ShardMeta(s, [], 0, c) for s, c in enumerate(counts)])
 
     # shard s owns bucket b where b % 2 == s
     assert not manifest({"p=a": {"0": 5, "2": 1}}, {"p=a": {"1": 3}, "p=b": {"3": 2}}).shares_buckets()

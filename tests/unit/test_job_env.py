@@ -44,7 +44,8 @@ def test_a_packed_venv_runs_unpacked_elsewhere(tmp_path):
         elsewhere = tmp_path / "executor" / "env"
         tar.extractall(elsewhere, filter="tar")
     shutil.rmtree(tmp_path / "made")  # the original is gone: nothing may point back at it
-    done = subprocess.run([str(elsewhere / "bin" / "python"), "-c", "import sys, marker_mod; print(sys.prefix, marker_mod.VALUE)"],
+    done = subprocess.run([str(elsewhere / "bin" / "python"), "-c",
+                           "import sys, marker_mod; print(sys.prefix, marker_mod.VALUE)"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(elsewhere), "42"]

@@ -17,7 +17,7 @@ from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snaps
 from airflow_paimon.engine.rollback import rollback
 from airflow_paimon.engine.table import TableSpec, get_table
 from java_paimon import assert_java_reads_as_pypaimon, missing
-from lifecycle_tables import AFTER, RUNS, SCHEMA, SPEC, arrow, write
+from lifecycle_tables import AFTER, RUNS, SCHEMA, SPEC, write
 from local_runner import bootstrap, bootstrap_result, upsert
 from oracle import assert_table_equals, expected_upsert, read_table
 
@@ -140,6 +140,7 @@ def test_rollback_drops_later_indexes_so_a_new_snapshot_never_meets_a_stale_one(
 
 
 @java
+@pytest.mark.slow
 def test_java_reads_the_rolled_back_table(opts, warehouse, index_root):
     create_table(opts, "db.t", SPEC)
     write(opts, index_root, RUNS)

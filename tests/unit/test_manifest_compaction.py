@@ -119,6 +119,7 @@ def assert_reads_at(h: History, snapshot_id: int) -> None:
 
 
 @pytest.mark.parametrize("shape", [CROSS, FIXED], ids=["cross-partition", "fixed-bucket"])
+@pytest.mark.slow
 def test_manifest_count_stays_bounded_and_reads_match_the_oracle(warehouse, shape):
     min_count, n = 8, 42
     h = History(warehouse, shape, {"manifest.merge-min-count": str(min_count)}, n)
@@ -197,6 +198,7 @@ def test_without_full_compaction_the_base_keeps_delete_entries(warehouse):
     assert sum(m.num_deleted_files for m in ManifestListManager(table).read_base(h.latest())) > 0
 
 
+@pytest.mark.slow
 def test_expiry_deletes_manifests_only_expired_snapshots_listed(warehouse):
     h = History(warehouse, CROSS, {"manifest.merge-min-count": "6"}, 30)
     table = h.table()

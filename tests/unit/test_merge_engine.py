@@ -32,7 +32,8 @@ def test_ignore_delete_resolves_paimons_fallback_keys(options, expected):
 
 def test_each_engine_has_paimons_existing_processor():
     assert {e: MergeRules.of({"merge-engine": e.value}).existing for e in MergeEngine} == {
-        MergeEngine.DEDUPLICATE: ExistingProcessor.DELETE_EXISTING, MergeEngine.PARTIAL_UPDATE: ExistingProcessor.USE_OLD,
+        MergeEngine.DEDUPLICATE: ExistingProcessor.DELETE_EXISTING,
+        MergeEngine.PARTIAL_UPDATE: ExistingProcessor.USE_OLD,
         MergeEngine.AGGREGATE: ExistingProcessor.USE_OLD, MergeEngine.FIRST_ROW: ExistingProcessor.SKIP_NEW}
     same = np.array([True, False])
     moves, takes = ExistingProcessor.DELETE_EXISTING.process_exists(same)

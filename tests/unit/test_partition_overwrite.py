@@ -67,10 +67,12 @@ def test_overwrite_two_partitions_then_upsert(warehouse, tmp_path, spec, mode):
     kinds = [manager.get_snapshot_by_id(i).commit_kind for i in range(base + 1, manager.get_latest_snapshot().id + 1)]
     assert kinds == (["OVERWRITE"] if mode == "plain" else ["OVERWRITE", "COMPACT"])
     assert (first.snapshot_id, first.already_committed) == (base + len(kinds), False)
-    if mode != "plain":  # readers of such tables skip level 0: none is left, and Paimon's overwrite commits no changelog
+    # readers of such tables skip level 0: none is left, and Paimon's overwrite commits no changelog
+    if mode != "plain":
         latest = manager.get_latest_snapshot()
         assert all(e.file.level > 0 for e in live_entries(get_table(opts, "db.t"), latest))
-        assert all(manager.get_snapshot_by_id(i).changelog_manifest_list is None for i in range(base + 1, latest.id + 1))
+        assert all(manager.get_snapshot_by_id(i).changelog_manifest_list is None
+                   for i in range(base + 1, latest.id + 1))
         assert_vectors_of_live_files(get_table(opts, "db.t"), latest)
     if spec.primary_keys == ["id"]:  # c lost the keys that moved into b/a, but was not replaced: its other rows stay
         assert set(actual[actual.dt == "c"].id) == set(before[before.dt == "c"].id) - set(from_c)
@@ -135,7 +137,8 @@ def test_a_bucket_of_a_replaced_partition_with_only_deletes(warehouse):
     """Every key of one bucket of partition a moves to b, while a is replaced by one other row: that bucket's
     write holds only DELETEs. Its lookups marked files the OVERWRITE removes, so the commit leaves it out."""
     opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
-    spec = TableSpec.from_dict({**CROSS.to_dict(), "options": {**CROSS.options, **LEVEL_0_COMPACTED["deletion-vectors"]}})
+    spec = TableSpec.from_dict({**CROSS.to_dict(),
+                                "options": {**CROSS.options, **LEVEL_0_COMPACTED["deletion-vectors"]}})
     get_or_create_table(opts, "db.t", spec)
     seed = pd.DataFrame({"id": np.arange(60), "dt": "a", "v": 1.0})
     upsert(bootstrap(opts, "db.t", index_root, 2), arrow(seed, spec), "seed")

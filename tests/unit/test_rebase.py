@@ -45,7 +45,8 @@ def race(opts, index_root, spec, a, b):
 def started(warehouse, spec):
     opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
     get_or_create_table(opts, "db.t", spec)
-    upsert(bootstrap(opts, "db.t", index_root, 2), arrow(spec, START), run_id="start")  # snapshot 1 (and 2 with vectors)
+    # snapshot 1 (and 2 with vectors)
+    upsert(bootstrap(opts, "db.t", index_root, 2), arrow(spec, START), run_id="start")
     return opts, index_root
 
 

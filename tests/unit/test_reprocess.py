@@ -208,7 +208,8 @@ def test_reprocess_on_clear_is_checked_when_the_dag_is_parsed():
 
     with DAG("parse_reprocess", schedule=None):
         for value in ("upsert", "always", "never"):
-            op = PaimonAssignAndWriteOperator(task_id=f"w_{value}", table="db.t", source="/in", reprocess_on_clear=value)
+            op = PaimonAssignAndWriteOperator(task_id=f"w_{value}", table="db.t", source="/in",
+                                              reprocess_on_clear=value)
             assert op.reprocess_on_clear == value
         with pytest.raises(ValueError, match=r"reprocess_on_clear must be one of \['upsert', 'always', 'never'\]"):
             PaimonAssignAndWriteOperator(task_id="w_bad", table="db.t", source="/in", reprocess_on_clear="twice")

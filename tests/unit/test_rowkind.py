@@ -74,7 +74,8 @@ def test_deduplicate_keeps_the_last_record_in_sequence_order(seq, ascending):
 
 def test_deduplicate_ignore_delete_drops_retractions_first():
     df = pd.DataFrame({"k": [1, 1, 2, 2], "v": [1.0, 2.0, 3.0, 4.0]})
-    got = resolve_duplicates(_arrow(df), np.array([0, 3, 0, 1], np.int8), ["k"], MergeRules.of({"ignore-delete": "true"}))
+    got = resolve_duplicates(_arrow(df), np.array([0, 3, 0, 1], np.int8), ["k"],
+                             MergeRules.of({"ignore-delete": "true"}))
     assert got.rows.to_pydict() == {"k": [1, 2], "v": [1.0, 3.0]} and got.row_kinds.tolist() == [0, 0]
 
 
@@ -91,8 +92,8 @@ def test_first_row_keeps_the_first_and_refuses_retractions():
 @pytest.mark.parametrize("seq", [None, "seq"])
 def test_partial_update_takes_each_columns_last_non_null_value(seq):
     df = _batch()
-    got = resolve_duplicates(_arrow(df), np.zeros(len(df), np.int8), ["k1", "k2"],
-                             MergeRules.of({"merge-engine": "partial-update", **({"sequence.field": seq} if seq else {})}))
+    options = {"merge-engine": "partial-update", **({"sequence.field": seq} if seq else {})}
+    got = resolve_duplicates(_arrow(df), np.zeros(len(df), np.int8), ["k1", "k2"], MergeRules.of(options))
     ordered = _oracle_order(df, seq)
     grouped = ordered.groupby(["k1", "k2"], sort=False)
     expected = grouped[["seq", "a", "b"]].last()  # pandas' last() skips nulls: partial-update

@@ -49,6 +49,7 @@ def day2(warehouse, run_id="day2", evolution="add_columns"):
                   schema_evolution=evolution)
 
 
+@pytest.mark.slow
 def test_add_columns_adds_a_nullable_column_older_rows_read_null_and_the_index_survives(warehouse):
     opts = day1_table(warehouse)
     snapshot, _ = day2(warehouse)

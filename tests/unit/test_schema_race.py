@@ -40,6 +40,7 @@ def changer(opts, w, aligned, out):
             out.put((rnd, w, None, repr(e)))
 
 
+@pytest.mark.slow
 def test_two_processes_adding_columns_at_once_both_land(catalog_options):
     get_or_create_table(catalog_options, "db.t", SPEC)
     mpc = mp.get_context("spawn")

@@ -63,6 +63,7 @@ SPEC = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v"
 
 
 @pytest.mark.parametrize("buffer_size", ["8 kb", "256 mb"])
+@pytest.mark.slow
 def test_writes_through_a_spilling_buffer_match_the_oracle(warehouse, buffer_size, monkeypatch):
     """Inserts, in-batch duplicates, moves between partitions and deletes, five runs; with an 8 kb buffer each
     run's write spills and takes every shard in several chunks."""

@@ -7,6 +7,7 @@ else to the smallest owned bucket id not used yet.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +15,7 @@ import pyarrow as pa
 
 class BucketAssigner:
     def __init__(self, shard: int, shards: int, target_row_num: int,
-                 counts: dict[str, dict[int, int]] | None = None):
+                 counts: dict[str, dict[Any, int]] | None = None):  # bucket ids as ints or, from JSON, text
         if target_row_num <= 0:
             raise ValueError(f"dynamic-bucket.target-row-num must be positive, got {target_row_num}")
         self.shard, self.shards, self.target = shard, shards, target_row_num

@@ -12,6 +12,8 @@ HashBucketAssigner / PartitionIndex / DynamicBucketIndexMaintainer do it, column
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 
@@ -21,8 +23,11 @@ from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.hash_index import hash_index_entries, read_hashes, write_hashes
 from airflow_paimon.engine.table_options import MAX_DYNAMIC_BUCKETS, check_table, integer
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
-def check_dynamic_table(table) -> None:
+
+def check_dynamic_table(table: FileStoreTable) -> None:
     """Refuse what Paimon refuses for a dynamic-bucket write (options: engine/table_options.py)."""
     opts, ident = table.table_schema.options, table.identifier.get_full_name()
     if integer(ident, opts, "bucket", -1) != -1:
@@ -38,13 +43,13 @@ def check_dynamic_table(table) -> None:
     check_table(table)  # bucket-key, dynamic-bucket.* and every other option
 
 
-def key_hashes(table, rows: pa.Table | pa.RecordBatch) -> np.ndarray:
+def key_hashes(table: FileStoreTable, rows: pa.Table | pa.RecordBatch) -> np.ndarray:
     """Java int hash of each row's trimmed primary key (the HASH index's unit)."""
     fields = table.trimmed_primary_keys_fields
     return hash_codes([rows.column(f.name) for f in fields], [f.type for f in fields])
 
 
-def partition_hashes(table, rows: pa.Table | pa.RecordBatch) -> np.ndarray:
+def partition_hashes(table: FileStoreTable, rows: pa.Table | pa.RecordBatch) -> np.ndarray:
     """Java int hash of each row's partition (BinaryRow.EMPTY_ROW, 8 zero bytes, when unpartitioned)."""
     fields = table.partition_keys_fields
     if not fields:
@@ -141,7 +146,7 @@ class PartitionIndex:
 class HashBucketAssigner:
     """Bucket assignment of one assigner (``assign_id`` of ``num_assigners``) at a base snapshot."""
 
-    def __init__(self, table, snapshot, *, num_channels: int = 1, num_assigners: int | None = None,
+    def __init__(self, table: FileStoreTable, snapshot, *, num_channels: int = 1, num_assigners: int | None = None,
                  assign_id: int = 0, target_row_num: int | None = None, max_buckets: int | None = None):
         check_dynamic_table(table)
         opts = table.table_schema.options
@@ -208,7 +213,7 @@ def partition_groups(rows: pa.Table, partition_keys: list[str]) -> list[tuple[tu
             for g in range(grouped.num_rows)]
 
 
-def bucket_index_update(table, snapshot, partition: tuple, bucket: int, written_hashes: np.ndarray,
+def bucket_index_update(table: FileStoreTable, snapshot, partition: tuple, bucket: int, written_hashes: np.ndarray,
                         entries: dict | None = None) -> list:
     """Java DynamicBucketIndexMaintainer for one (partition, bucket): the bucket's HASH file at ``snapshot``
     plus the hashes of every row written now. Returns the index_adds of the CommitMessage ([] if no new

@@ -4,6 +4,8 @@ default (the BinaryRow hash of murmur.py), ``Math.floorMod(key, N)`` for ``mod``
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 
@@ -11,23 +13,26 @@ from airflow_paimon.engine.codec.murmur import hash_codes
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.table_options import check_table
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
 BUCKET_FUNCTION = "bucket-function.type"
 
 
-def num_buckets(table) -> int:
+def num_buckets(table: FileStoreTable) -> int:
     return int(table.table_schema.options.get("bucket", -1))
 
 
-def bucket_keys(table) -> list[str]:
+def bucket_keys(table: FileStoreTable) -> list[str]:
     """The bucket key: option ``bucket-key``, else the trimmed primary key (Java TableSchema.bucketKeys)."""
     return list(table.table_schema.bucket_keys)
 
 
-def bucket_function(table) -> str:
+def bucket_function(table: FileStoreTable) -> str:
     return str(table.table_schema.options.get(BUCKET_FUNCTION, "default")).strip().lower()
 
 
-def check_fixed_table(table) -> None:
+def check_fixed_table(table: FileStoreTable) -> None:
     """Refuse what Paimon refuses for a fixed-bucket write (bucket, bucket-key and bucket-function.type are
     checked with every table option: engine/table_options.py), before anything is read or written."""
     n = num_buckets(table)
@@ -42,7 +47,7 @@ def bucket_of_hash(hashes: np.ndarray, buckets: int) -> np.ndarray:
     return np.abs(np.fmod(hashes.astype(np.int64), buckets)).astype(np.int32)
 
 
-def fixed_buckets(table, rows: pa.Table | pa.RecordBatch, buckets: int | None = None) -> np.ndarray:
+def fixed_buckets(table: FileStoreTable, rows: pa.Table | pa.RecordBatch, buckets: int | None = None) -> np.ndarray:
     """The bucket of every row of ``rows`` (which carry the bucket-key columns), as Paimon assigns it."""
     buckets = num_buckets(table) if buckets is None else buckets
     fields = table.table_schema.logical_bucket_key_fields
@@ -53,7 +58,7 @@ def fixed_buckets(table, rows: pa.Table | pa.RecordBatch, buckets: int | None = 
     return bucket_of_hash(hash_codes(columns, [f.type for f in fields]), buckets)
 
 
-def base_snapshot_id(table) -> int | None:
+def base_snapshot_id(table: FileStoreTable) -> int | None:
     """bootstrap-index for a fixed-bucket table: nothing to build, only the snapshot the write starts from."""
     latest = table.snapshot_manager().get_latest_snapshot()
     return latest.id if latest is not None else None

@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +37,7 @@ def row_kinds(op: pa.Array | pa.ChunkedArray, *, identifier: str = "?", column: 
     return _KIND_BYTES[np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)]
 
 
-def merge_order(rows: pa.Table, key_fields: list[str], seq_fields: list[str] = (), ascending: bool = True
+def merge_order(rows: pa.Table, key_fields: list[str], seq_fields: Sequence[str] = (), ascending: bool = True
                 ) -> np.ndarray:
     """Row indices sorted by key, then sequence fields, then input order: each key's records as Paimon
     merges them."""
@@ -67,7 +68,7 @@ def key_group_starts(rows: pa.Table, key_fields: list[str], order: np.ndarray) -
     return np.nonzero(new)[0]
 
 
-def occurrence_rounds(rows: pa.Table, key_fields: list[str], seq_fields: list[str] = (), ascending: bool = True
+def occurrence_rounds(rows: pa.Table, key_fields: list[str], seq_fields: Sequence[str] = (), ascending: bool = True
                       ) -> np.ndarray:
     """For each row, how many earlier records of its key precede it in merge order (0 for the first)."""
     order = merge_order(rows, key_fields, seq_fields, ascending)

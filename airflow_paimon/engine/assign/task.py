@@ -16,7 +16,7 @@ from airflow_paimon.engine.assign.assigner import KEY, assign_shard
 from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.index.layout import read_manifest
+from airflow_paimon.engine.index.layout import base_manifest
 from airflow_paimon.engine.index.store import export_changes, load_shard, stage_shard
 
 COUNTERS = ("rows_in", "moved_keys", "dropped", "removed_keys", "new_keys")
@@ -27,7 +27,7 @@ def shard_assigner(ctx: WriteContext, shard: int) -> Iterator[Callable[[pa.Table
     """``assign(rows) -> rows to write`` against the shard's index, for one or more key-disjoint batches of the
     shard's rows (carrying _order and _row_kind); the shard's changes and counters are staged when the block
     ends without an error."""
-    meta = read_manifest(ctx.index_uri, ctx.base_snapshot_id).shard(shard)
+    meta = base_manifest(ctx.index_uri, ctx.base_snapshot_id).shard(shard)
     counters = Counter({k: 0 for k in COUNTERS})
     with tempfile.TemporaryDirectory(prefix="paimon-shard-") as tmp:
         with load_shard(ctx.index_uri, meta, tmp, ctx.index_options) as index:

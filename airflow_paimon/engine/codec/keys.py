@@ -88,7 +88,7 @@ def _fixed_width_view(keys: pa.Array) -> np.ndarray | None:
 class SortedKeys:
     order: np.ndarray    # indices that sort the keys by their bytes (RocksDB's order)
     duplicated: bool     # whether a key occurs twice
-    ordered: object      # the keys in that order: an (n, width) uint8 matrix, or a binary Arrow array
+    ordered: np.ndarray | pa.Array  # the keys in that order: an (n, width) uint8 matrix, or a binary Arrow array
 
     @property
     def keys(self) -> list[bytes]:

@@ -5,23 +5,25 @@ arithmetic (which wraps like Java int arithmetic).
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from airflow_paimon.engine.codec.binary_row import RowBytes, binary_rows
 
 DEFAULT_SEED = 42
+U32 = npt.NDArray[np.uint32]
 _C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
 
 
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+def _rotl(x: U32, r: int) -> U32:
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
-def _mix(h: np.ndarray, k: np.ndarray) -> np.ndarray:
+def _mix(h: U32, k: U32) -> U32:
     k = _rotl(k * _C1, 15) * _C2
     return _rotl(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
 
 
-def _fmix(h: np.ndarray, length: np.ndarray) -> np.ndarray:
+def _fmix(h: U32, length: np.ndarray) -> U32:
     h = h ^ length.astype(np.uint32)
     h ^= h >> np.uint32(16)
     h *= np.uint32(0x85EBCA6B)

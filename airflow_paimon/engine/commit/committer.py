@@ -2,7 +2,7 @@
 conditionally (the snapshot lands right after one the index is still right for, or not at all)."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from airflow_paimon.engine.commit.compact_increment import (COMPACT, append_part, commit_compact_increment,
                                                            has_compact_increment)
@@ -16,13 +16,16 @@ from airflow_paimon.engine.errors import PaimonJobError, StaleIndexError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import check_base
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
-def find_commit(table, commit_user: str, commit_identifier: int, after_snapshot_id: int | None):
+
+def find_commit(table: FileStoreTable, commit_user: str, commit_identifier: int, after_snapshot_id: int | None):
     """The snapshot carrying this commit identity, looking only after ``after_snapshot_id``; None if absent."""
     return find_commits(table, {(commit_user, commit_identifier)}, after_snapshot_id)
 
 
-def find_commits(table, identities, after_snapshot_id: int | None):
+def find_commits(table: FileStoreTable, identities, after_snapshot_id: int | None):
     """The latest snapshot carrying one of ``identities`` ((commit user, commit identifier) pairs), looking only
     after ``after_snapshot_id`` (None: the whole history still kept); None if absent."""
     manager = table.snapshot_manager()
@@ -38,7 +41,8 @@ def find_commits(table, identities, after_snapshot_id: int | None):
     return None
 
 
-def check_not_moved(table, base_snapshot_id: int | None, latest=None, base_fingerprint: str | None = None,
+def check_not_moved(table: FileStoreTable, base_snapshot_id: int | None, latest=None,
+                    base_fingerprint: str | None = None,
                     rebase: Callable[[list], str | None] | None = None) -> list[int]:
     """Refuse if the base snapshot is no longer in the table's history (engine/history.py), or if any non-COMPACT
     snapshot landed after the snapshot the index was bootstrapped at, up to ``latest`` (default: the latest
@@ -76,7 +80,7 @@ def check_not_moved(table, base_snapshot_id: int | None, latest=None, base_finge
         "nothing committed, re-run from bootstrap-index")
 
 
-def commit_once(table, messages, commit_user: str, commit_identifier: int,
+def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identifier: int,
                 base_snapshot_id: int | None, overwrite: bool = False, base_fingerprint: str | None = None,
                 planned: dict | None = None, properties: dict[str, str] | None = None) -> tuple[int | None, bool, list[int]]:
     """Commit ``messages`` as one snapshot unless this identity already did; returns (snapshot id, already,
@@ -86,9 +90,10 @@ def commit_once(table, messages, commit_user: str, commit_identifier: int,
 
     Raises StaleIndexError, with nothing committed, if a non-COMPACT snapshot of another commit landed after
     ``base_snapshot_id`` that this write conflicts with (engine/commit/rebase.py: an overwrite or a
-    deletion-vector write always does), or the base (``base_fingerprint``) left the table's history; TableChangedError if the
-    table's options or schema are no longer what the write ``planned`` for; MissingFileError if a new file is
-    gone — each checked again against the exact snapshot each commit attempt builds on."""
+    deletion-vector write always does), or the base (``base_fingerprint``) left the table's history;
+    TableChangedError if the table's options or schema are no longer what the write ``planned`` for;
+    MissingFileError if a new file is gone — each checked again against the exact snapshot each commit attempt
+    builds on."""
     if overwrite:
         messages = without_replaced_deletes(table, messages)
     compact = [m for m in messages if has_compact_increment(m)]  # a deletion-vector write: APPEND, then COMPACT

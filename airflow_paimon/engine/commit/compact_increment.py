@@ -7,6 +7,7 @@ commits only one increment per snapshot, so it lands as its own snapshot, right 
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.table.row.generic_row import GenericRow
@@ -16,6 +17,9 @@ from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.paimon_compat import try_commit
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 COMPACT = "COMPACT"
 
@@ -31,7 +35,8 @@ def append_part(message):
                                compact_index_adds=[], compact_index_deletes=[])
 
 
-def commit_compact_increment(table, messages, commit_user: str, commit_identifier: int, append_snapshot_id: int
+def commit_compact_increment(table: FileStoreTable, messages, commit_user: str, commit_identifier: int,
+                             append_snapshot_id: int
                              ) -> int:
     """The COMPACT snapshot of ``messages``' compact increments, landing right after ``append_snapshot_id`` (the
     row positions its vectors mark are of the files at that snapshot); returns its id."""

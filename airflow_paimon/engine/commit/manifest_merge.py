@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pypaimon.common.memory_size import MemorySize
 from pypaimon.common.options.config_options import ConfigOptions
@@ -28,6 +29,9 @@ from pypaimon.manifest.schema.file_entry import FileEntry
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +48,7 @@ class ManifestMergeOptions:
     full_compaction_size: int
 
     @classmethod
-    def of(cls, table) -> "ManifestMergeOptions":
+    def of(cls, table: FileStoreTable) -> "ManifestMergeOptions":
         return cls.from_options(table.identifier.get_full_name(), table.options)
 
     @classmethod
@@ -83,7 +87,7 @@ class ManifestMerger:
     """Merges one commit attempt's manifests; remembers the manifest files it wrote so that an attempt that
     does not become a snapshot can delete them (nothing else references them)."""
 
-    def __init__(self, table, options: ManifestMergeOptions | None = None):
+    def __init__(self, table: FileStoreTable, options: ManifestMergeOptions | None = None):
         self.table = table
         self.options = options or ManifestMergeOptions.of(table)
         self.files = ManifestFileManager(table)
@@ -146,7 +150,8 @@ class ManifestMerger:
         deleted = {e.identifier() for m in manifests if m.num_deleted_files > 0
                    for e in self._read(m) if e.kind == FileKind.DELETE}
         partitions = {i.partition for i in deleted}
-        result, to_merge = [], []
+        result: list = []
+        to_merge: list = []
         for meta in manifests:  # a manifest that need not change and holds no deleted file's partition stays
             keep = not self._must_change(meta) and not (partitions and may_hold(meta, partitions))
             (result if keep else to_merge).append(meta)
@@ -188,7 +193,7 @@ class MergingManifestList(ManifestListManager):
     """pypaimon's manifest list manager whose ``read_all`` (called by FileStoreCommit to build the new base
     manifest list from the latest snapshot) returns the merged manifests."""
 
-    def __init__(self, table, merger: ManifestMerger):
+    def __init__(self, table: FileStoreTable, merger: ManifestMerger):
         super().__init__(table)
         self.merger = merger
 

@@ -20,10 +20,15 @@ table (engine/index/run.py rebuilds past any OVERWRITE snapshot), so it is right
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.paimon_compat import overwrite_changes_provider, overwrite_hash_index_deletes, try_commit
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.write.deletion_vectors import partition_index_deletes
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 WRITE_MODES = ("upsert", "overwrite")
 
@@ -38,7 +43,7 @@ def holds_live_rows(message) -> bool:
     return any(f.row_count - (f.delete_row_count or 0) > 0 for f in message.new_files)
 
 
-def without_replaced_deletes(table, messages) -> list:
+def without_replaced_deletes(table: FileStoreTable, messages) -> list:
     """``messages`` less those that only delete in a partition the overwrite replaces: their deletes are moot,
     and in a table whose writes compact level 0 their compaction looked up (and marked) files the OVERWRITE
     removes. Their files are never committed: deleted here (best effort; else orphans for orphan removal)."""
@@ -49,7 +54,7 @@ def without_replaced_deletes(table, messages) -> list:
     return [m for m, drop in zip(messages, moot) if not drop]
 
 
-def partition_filter(table, partitions: list[tuple]):
+def partition_filter(table: FileStoreTable, partitions: list[tuple]):
     """A pypaimon predicate matching exactly ``partitions`` (null values as IS NULL)."""
     from pypaimon.common.predicate_builder import PredicateBuilder
 
@@ -61,7 +66,7 @@ def partition_filter(table, partitions: list[tuple]):
     return builder.or_predicates(ors)
 
 
-def commit_overwrite(committer, table, messages, commit_identifier: int,
+def commit_overwrite(committer, table: FileStoreTable, messages, commit_identifier: int,
                      properties: dict[str, str] | None = None) -> None:
     """One OVERWRITE snapshot through ``committer`` (a FileStoreCommit, e.g. GuardedCommit): the live files of
     the overwritten partitions deleted, the files of ``messages`` added; retried on top of the latest snapshot

@@ -11,6 +11,8 @@ The global key index of the rebased snapshot is not published (it holds this run
 bootstrap catches up from the newest index, as after any other writer (engine/index/bootstrap.py)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -18,11 +20,14 @@ from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_value
 from airflow_paimon.engine.data_files import read_key_rows
 from airflow_paimon.engine.scan import added_entries, data_file_path
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
 APPEND, COMPACT = "APPEND", "COMPACT"
 EXAMPLES = 3  # keys a refusal names
 
 
-def rebase_conflict(table, landed: list, messages: list) -> str | None:
+def rebase_conflict(table: FileStoreTable, landed: list, messages: list) -> str | None:
     """Why ``messages`` (this run's APPEND) cannot be committed on top of the snapshots ``landed`` since its base
     (None: they can)."""
     other = next((s for s in landed if s.commit_kind not in (APPEND, COMPACT)), None)
@@ -49,17 +54,17 @@ def rebase_conflict(table, landed: list, messages: list) -> str | None:
     return None
 
 
-def _keys(table, keys: list[str], files: list[tuple]) -> pa.Array:
+def _keys(table: FileStoreTable, keys: list[str], files: list[tuple]) -> pa.Array:
     """The encoded primary keys of the rows of ``files`` ((partition, bucket, DataFileMeta)), distinct."""
     parts = [encode_keys(read_key_rows(data_file_path(table, p, b, f), keys), keys) for p, b, f in files]
     return pa.concat_arrays(parts).unique() if parts else pa.array([], pa.binary())
 
 
-def _partition_types(table) -> list:
+def _partition_types(table: FileStoreTable) -> list:
     from pypaimon.schema.data_types import PyarrowFieldParser
 
     return [PyarrowFieldParser.from_paimon_type(f.type) for f in table.partition_keys_fields]
 
 
-def _partition(values: tuple, types: list) -> bytes:
+def _partition(values: tuple, types: list) -> str:
     return encode_partition_values(tuple(values), types)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
@@ -23,6 +24,9 @@ from airflow_paimon.engine.index.store import clean_up, publish_committed, stage
 from airflow_paimon.engine.scan import added_file_count
 from airflow_paimon.engine.specs import CommitResult, CommitSpec
 from airflow_paimon.engine.table import get_table
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +73,7 @@ def run_commit(spec: CommitSpec) -> CommitResult:
                         **_described(table, snapshot))
 
 
-def _described(table, snapshot) -> dict:
+def _described(table: FileStoreTable, snapshot) -> dict:
     """The CommitResult fields describing the run's snapshot, from Paimon's own counters (the same on a retry
     that finds it committed); none without one (nothing committed)."""
     if snapshot is None:
@@ -87,11 +91,12 @@ def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
     if not uri.endswith(suffix) or (root is not None and uri != storage.join(root, *tail)):
         raise PaimonJobError(f"table {tail[0]}: {uri} is not <root>{suffix}; refusing to clean up under it")
     root = uri[: -len(suffix)]
-    layout.under(root, validate_identifier(tail[0]), *tail[1:])  # every segment safe, and inside the root as the file system resolves it
+    # every segment safe, and inside the root as the file system resolves it
+    layout.under(root, validate_identifier(tail[0]), *tail[1:])
     return layout.under(root, *tail[:-1]) if len(tail) > 1 else root
 
 
-def _already_done(table, spec: CommitSpec) -> CommitResult:
+def _already_done(table: FileStoreTable, spec: CommitSpec) -> CommitResult:
     """Nothing staged: a retry after this run committed and cleaned up, or a run that never wrote."""
     snap = find_commit(table, spec.commit_user, spec.commit_identifier, spec.base_snapshot_id)
     if snap is None:

@@ -14,6 +14,7 @@ Each attempt also compacts the manifests it carries into the new base manifest l
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any
 
 from pypaimon.common.json_util import JSON
 from pypaimon.filesystem.local_file_io import LocalFileIO
@@ -24,6 +25,9 @@ from pypaimon.write.file_store_commit import FileStoreCommit
 from airflow_paimon.engine import paimon_compat, storage
 from airflow_paimon.engine.commit.manifest_merge import ManifestMergeOptions, ManifestMerger, MergingManifestList
 from airflow_paimon.engine.errors import ValidationError
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +57,7 @@ def snapshot_path(snapshot_manager, snapshot_id: int) -> str:
     return path
 
 
-def exclusive_snapshot_commit(table) -> SnapshotCommit:
+def exclusive_snapshot_commit(table: FileStoreTable) -> SnapshotCommit:
     """The table's snapshot commit, made exclusive across processes where pypaimon's is not; a warehouse whose
     snapshot files cannot be created exclusively is refused (a commit there could not know that it won)."""
     inner = table.new_snapshot_commit()
@@ -77,7 +81,10 @@ class GuardedCommit(FileStoreCommit):
 
     Its base manifest list is compacted (Paimon's manifest.merge-min-count / full-compaction threshold)."""
 
-    def __init__(self, table, commit_user: str, guard):
+    manifest_list_manager: Any  # pypaimon's ManifestListManager; swapped for a merging one per attempt
+
+
+    def __init__(self, table: FileStoreTable, commit_user: str, guard):
         super().__init__(exclusive_snapshot_commit(table), table, commit_user)
         self._guard = guard
         self._merge_options = ManifestMergeOptions.of(table)

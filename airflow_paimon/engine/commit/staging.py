@@ -4,12 +4,16 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.commit_message_serializer import deserialize_commit_message, serialize_commit_message
 
 from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.errors import MissingFileError
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 @dataclass
 class Staged:
@@ -39,15 +43,15 @@ def abandoned(run_staging: str, now_s: float, retention_s: float) -> bool:
     return now_s - storage.newest_mtime(run_staging) > retention_s
 
 
-def encode_message(table, message: CommitMessage) -> bytes:
+def encode_message(table: FileStoreTable, message: CommitMessage) -> bytes:
     return serialize_commit_message(message, table.partition_keys_fields)
 
 
-def decode_message(table, data: bytes) -> CommitMessage:
+def decode_message(table: FileStoreTable, data: bytes) -> CommitMessage:
     return deserialize_commit_message(data, table.partition_keys_fields, table.trimmed_primary_keys_fields)
 
 
-def stage(table, staging_uri: str, staged: Staged, encoded_messages: list[bytes]) -> str:
+def stage(table: FileStoreTable, staging_uri: str, staged: Staged, encoded_messages: list[bytes]) -> str:
     """Publish the staged commit atomically; returns the staged file's URI."""
     doc = {"table": staged.table, "base_snapshot_id": staged.base_snapshot_id, "commit_user": staged.commit_user,
            "commit_identifier": staged.commit_identifier, "extra": staged.extra,
@@ -64,7 +68,7 @@ def read_staged(staging_uri: str) -> dict | None:
     return json.loads(storage.read_bytes(uri)) if storage.exists(uri) else None
 
 
-def load(table, staging_uri: str) -> Staged:
+def load(table: FileStoreTable, staging_uri: str) -> Staged:
     doc = read_staged(staging_uri)
     if doc is None:
         raise FileNotFoundError(f"nothing staged at {staging_uri}")
@@ -73,7 +77,7 @@ def load(table, staging_uri: str) -> Staged:
                   messages, doc.get("extra", {}), doc.get("base_snapshot_fingerprint"), doc.get("planned"))
 
 
-def data_file_paths(table, messages: list[CommitMessage]) -> list[str]:
+def data_file_paths(table: FileStoreTable, messages: list[CommitMessage]) -> list[str]:
     """Where the new data files of ``messages`` live: data, changelog and compacted files (a deletion-vector
     write's compact increment), all next to each other."""
     from pypaimon.utils.file_store_path_factory import canonical_data_file_path
@@ -83,7 +87,8 @@ def data_file_paths(table, messages: list[CommitMessage]) -> list[str]:
         for m in messages for f in [*m.new_files, *m.changelog_files, *m.compact_after, *m.compact_changelog_files]))
 
 
-def check_files_exist(table, messages, what: str = "staged data file", rerun: str = "bootstrap-index") -> None:
+def check_files_exist(table: FileStoreTable, messages, what: str = "staged data file",
+                      rerun: str = "bootstrap-index") -> None:
     """Refuse to commit a snapshot whose new data files are gone (e.g. removed as orphans by a removal whose
     older_than was shorter than the write or compaction). Called by every attempt, just before it builds its
     snapshot."""

@@ -4,16 +4,21 @@ Paimon, a person's ALTER) has since changed under the run — e.g. deletion vect
 turned on, which change what a write must produce."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from airflow_paimon.engine.errors import TableChangedError
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
-def planned_state(table) -> dict:
+
+def planned_state(table: FileStoreTable) -> dict:
     """The table state a write plans for (JSON, staged with its messages)."""
     schema = table.table_schema
     return {"schema_id": schema.id, "options": {str(k): str(v) for k, v in schema.options.items()}}
 
 
-def check_unchanged(table, planned: dict | None) -> None:
+def check_unchanged(table: FileStoreTable, planned: dict | None) -> None:
     """Raise TableChangedError unless the table's latest schema is the one ``planned`` for, or that schema with
     columns added (a concurrent write's schema evolution), with the same options. ``planned`` None: a run
     staged by an earlier version, not checked."""

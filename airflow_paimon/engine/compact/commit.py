@@ -8,6 +8,7 @@ that a retry never lands on a snapshot the conflict check has not seen.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 
@@ -22,6 +23,9 @@ from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.paimon_compat import try_commit
 from airflow_paimon.engine.scan import file_path
 from airflow_paimon.engine.write.deletion_vectors import enabled as deletion_vectors_enabled
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 PROPERTY_PREFIX = "airflow-paimon.compact."
@@ -64,7 +68,7 @@ def changelog_entries(plan, messages) -> list[ManifestEntry]:
     return entries
 
 
-def discard_outputs(table, plan, messages) -> None:
+def discard_outputs(table: FileStoreTable, plan, messages) -> None:
     """Delete the files a failed compaction wrote (never a re-levelled input: it is still live)."""
     inputs = {f.file_name for m in messages for f in m.compact_before}
     for e in [*compact_entries(plan, messages), *changelog_entries(plan, messages)]:
@@ -82,7 +86,7 @@ def counters_from_snapshot(snapshot) -> dict:
     return {k: int(props.get(PROPERTY_PREFIX + k, 0)) for k in COUNTERS}
 
 
-def check_no_conflict(table, plan, messages, latest=None) -> None:
+def check_no_conflict(table: FileStoreTable, plan, messages, latest=None) -> None:
     """Refuse if a snapshot after the plan, up to ``latest`` (default: the latest now), removed a picked file
     or added a file above level 0 to a bucket being compacted (a concurrent compaction: two outputs on one
     level would overlap)."""
@@ -120,7 +124,7 @@ def check_no_conflict(table, plan, messages, latest=None) -> None:
                     "committed, re-run to plan again")
 
 
-def commit_compaction(table, plan, messages, commit_user: str, commit_identifier: int) -> int:
+def commit_compaction(table: FileStoreTable, plan, messages, commit_user: str, commit_identifier: int) -> int:
     """Commit the compaction as one COMPACT snapshot; returns its id. Raises CompactConflictError."""
     messages = [m for m in messages if m.compact_before or m.compact_after]
     check_no_conflict(table, plan, messages)

@@ -49,7 +49,7 @@ def interval_partition(files) -> list[list]:
     A section of one file overlaps nothing and may be re-levelled instead of rewritten."""
     ordered = sorted(files, key=lambda f: (key_of(f.min_key), key_of(f.max_key)))
     sections: list[list] = []
-    bound = None
+    bound: tuple = ()
     for f in ordered:
         if sections and key_of(f.min_key) <= bound:
             sections[-1].append(f)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.commit.committer import COMPACT
 from airflow_paimon.engine.compact.levels import level_sorted_runs, non_empty_highest_level, number_of_levels
@@ -13,6 +14,9 @@ from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, live_entries
 from airflow_paimon.engine.write.deletion_vectors import (bucket_deletion_vectors, deleted_entry as _deleted,
                                                           enabled as deletion_vectors_enabled, positions)
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 
 @dataclass
@@ -43,7 +47,7 @@ class CompactionPlan:
     snapshot_fingerprint: str | None = None  # which snapshot ``snapshot_id`` is (engine/history.py)
 
 
-def writes_since_compaction(table, snapshot_id: int | None, full_only: bool = False) -> list:
+def writes_since_compaction(table: FileStoreTable, snapshot_id: int | None, full_only: bool = False) -> list:
     """The writes up to ``snapshot_id`` since the latest compaction before it (``full_only``: the latest full
     compaction, engine/compact/commit.py marks them), newest first; stops at an expired snapshot. A COMPACT
     snapshot of the same commit identity as the snapshot before it is the second half of a deletion-vector or
@@ -73,13 +77,13 @@ def is_full_compaction(snapshot) -> bool:
     return (snapshot.properties or {}).get(FULL_PROPERTY) == "true"
 
 
-def touched_buckets(table, snapshots) -> set[tuple]:
+def touched_buckets(table: FileStoreTable, snapshots) -> set[tuple]:
     """(partition, bucket) pairs the snapshots' own deltas added or removed files in."""
     reader = SnapshotReader(table)
     return {(tuple(e.partition.values), e.bucket) for s in snapshots for e in reader.delta_entries(s)}
 
 
-def plan_compaction(table, snapshot, full: bool, scope_snapshots: list | None = None,
+def plan_compaction(table: FileStoreTable, snapshot, full: bool, scope_snapshots: list | None = None,
                     partition_filter: dict | None = None) -> CompactionPlan:
     """Pick per bucket at ``snapshot``. ``scope_snapshots``: only buckets their deltas touched (None: all)."""
     if snapshot is None:
@@ -104,7 +108,8 @@ def plan_compaction(table, snapshot, full: bool, scope_snapshots: list | None = 
         num_levels = number_of_levels(compact_options.levels, files)
         runs = level_sorted_runs(files)
         unit = pick_full_compaction(num_levels, runs) if full else strategy.pick(num_levels, runs)
-        vectors, deleted = [], {}
+        vectors: list = []
+        deleted: dict = {}
         if with_vectors:  # the whole bucket into one run at the max level: its deletion vectors all go
             vectors, dvs = bucket_deletion_vectors(table, snapshot, partition, bucket)
             deleted = {name: positions(dv) for name, dv in dvs.items()}
@@ -126,6 +131,6 @@ def plan_compaction(table, snapshot, full: bool, scope_snapshots: list | None = 
     return CompactionPlan(snapshot.id, buckets, entries, index_deletes, full, fingerprint(snapshot))
 
 
-def _matches(table, partition: tuple, partition_filter: dict) -> bool:
+def _matches(table: FileStoreTable, partition: tuple, partition_filter: dict) -> bool:
     values = dict(zip(table.partition_keys, partition))
     return all(str(values.get(k)) == str(v) for k, v in partition_filter.items())

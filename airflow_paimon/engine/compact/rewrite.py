@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,11 +32,14 @@ from airflow_paimon.engine.write.changelog_producers import (emits_full_compacti
                                                              full_compaction_changelog, row_deduplicate, sort_images)
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
 log = logging.getLogger(__name__)
 COMPACT_FILE_SOURCE = 1  # DataFileMeta.file_source: 0 APPEND, 1 COMPACT
 
 
-def min_file_size(table) -> int:
+def min_file_size(table: FileStoreTable) -> int:
     """Files at least this big are re-levelled rather than rewritten (Paimon: 70% of target-file-size)."""
     return table.options.target_file_size(True) // 10 * 7
 
@@ -43,7 +47,7 @@ def min_file_size(table) -> int:
 class BucketRewriter:
     """Carries out one BucketCompaction; ``compact_before`` / ``compact_after`` hold the outcome."""
 
-    def __init__(self, table, work: BucketCompaction):
+    def __init__(self, table: FileStoreTable, work: BucketCompaction):
         self.table, self.work = table, work
         self.schema = key_value_schema(table)
         self.key_columns = key_columns(table.trimmed_primary_keys)
@@ -174,7 +178,7 @@ class BucketRewriter:
         return without_rows(data, self.work.deleted.get(f.file_name))  # rows a deletion vector marks
 
 
-def rewrite_bucket(table, work: BucketCompaction) -> CommitMessage:
+def rewrite_bucket(table: FileStoreTable, work: BucketCompaction) -> CommitMessage:
     """Compact one bucket; returns the CommitMessage with compact_before / compact_after."""
     message = BucketRewriter(table, work).run()
     log.info("bucket %s/%s: %s files -> %s files at level %s", work.partition, work.bucket,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
@@ -20,6 +20,9 @@ from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import SCOPES, CompactResult, CompactSpec
 from airflow_paimon.engine.table_options import check_table, full_compaction_delta_commits
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
 log = logging.getLogger(__name__)
 
 
@@ -29,12 +32,13 @@ def compaction_identity(dag_id: str, run_id: str, identifier: str, generation: i
     return CommitIdentity.for_run(dag_id, run_id, identifier + ":compact", generation)
 
 
-def compact_task(table, work: BucketCompaction) -> bytes:
+def compact_task(table: FileStoreTable, work: BucketCompaction) -> bytes:
     """What one Spark task does: rewrite one bucket, return its encoded CommitMessage."""
     return encode_message(table, rewrite_bucket(table, work))
 
 
-def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | None, *, full: bool = False,
+def run_compaction(table: FileStoreTable, identity: CommitIdentity, input_snapshot_id: int | None, *,
+                   full: bool = False,
                    scope: str = "snapshot", partition_filter: dict | None = None,
                    execute: Callable[[list[BucketCompaction]], list[bytes]] | None) -> dict | None:
     """Compact ``table``; returns the compact XCom dict (snapshot_id is the input id when nothing was due).
@@ -77,7 +81,7 @@ def run_compaction(table, identity: CommitIdentity, input_snapshot_id: int | Non
     return {**result, "snapshot_id": snapshot_id, **counters_of(messages), "already_committed": False}
 
 
-def _validate(table, scope: str, partition_filter: dict | None) -> None:
+def _validate(table: FileStoreTable, scope: str, partition_filter: dict | None) -> None:
     identifier = table.identifier.get_full_name()
     if not table.primary_keys:
         raise ValidationError(identifier, "compaction here is for primary-key tables only")
@@ -90,7 +94,7 @@ def _validate(table, scope: str, partition_filter: dict | None) -> None:
     check_table(table, compaction=True)  # its own options, maybe set by another engine
 
 
-def compact(spec: CompactSpec, execute: Callable[[object, list[BucketCompaction]], list[bytes]] | None
+def compact(spec: CompactSpec, execute: Callable[[FileStoreTable, list[BucketCompaction]], list[bytes]] | None
             ) -> CompactResult | None:
     """The compact job on ``spec``: ``execute(table, work)`` rewrites the planned buckets (Spark tasks, or a loop
     in tests); None: decide from table metadata only (None when buckets must be rewritten)."""

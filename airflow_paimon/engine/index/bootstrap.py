@@ -18,6 +18,7 @@ import logging
 import os
 import tempfile
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +36,9 @@ from airflow_paimon.engine.index.store import advance, export_changes, load_shar
 from airflow_paimon.engine.index.sharding import shard_of
 from airflow_paimon.engine.scan import added_entries
 from airflow_paimon.engine.data_files import is_alive, is_last_of_key, read_key_rows, read_live_keys
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +58,7 @@ class BootstrapPlan:
     reason: str = ""
 
 
-def plan_bootstrap(table, index_uri: str, shards: int) -> BootstrapPlan:
+def plan_bootstrap(table: FileStoreTable, index_uri: str, shards: int) -> BootstrapPlan:
     """Decide how to get an index of the latest snapshot, from what is published under ``index_uri``."""
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot()
@@ -79,6 +83,8 @@ def plan_bootstrap(table, index_uri: str, shards: int) -> BootstrapPlan:
         return rebuild(problem)
     if base.snapshot_id == lid:
         return BootstrapPlan(REUSE, lid, lfp, base, reason="index is of the latest snapshot")
+    if lid is None:  # an index of a snapshot the table no longer has (_not_in_history refuses that first)
+        return rebuild("the table has no snapshot")
     added = []
     for sid in range((base.snapshot_id or 0) + 1, lid + 1):
         snap = manager.get_snapshot_by_id(sid)
@@ -99,7 +105,7 @@ def plan_bootstrap(table, index_uri: str, shards: int) -> BootstrapPlan:
     return BootstrapPlan(CATCH_UP, lid, lfp, base, added, reason=f"{len(added)} files appended since the index")
 
 
-def _not_in_history(table, base: IndexManifest) -> str | None:
+def _not_in_history(table: FileStoreTable, base: IndexManifest) -> str | None:
     """Why the snapshot ``base`` indexes is not in the table's history any more (None: it is, or the manifest
     predates fingerprints). A rollback deletes the later indexes, but an index published by a job that was
     running during the rollback would otherwise be taken for the snapshot that reuses its id."""
@@ -113,7 +119,7 @@ def _not_in_history(table, base: IndexManifest) -> str | None:
     return None
 
 
-def _keys_of(table, schema_id: int) -> str | None:
+def _keys_of(table: FileStoreTable, schema_id: int) -> str | None:
     """The key_signature of one of the table's schemas (None: that schema file is gone)."""
     schema = table.table_schema if schema_id == table.table_schema.id else table.schema_manager.get_schema(schema_id)
     return key_signature(schema) if schema is not None else None
@@ -163,8 +169,9 @@ def base_parts(buckets: list[tuple], *, primary_keys: list[str],
         path = os.path.join(local_dir, f"base-{shard:05d}-{part}.sst")
         try:
             count = write_sst(keys, values, path)
-        except ValueError:
-            raise ValueError(f"index shard {shard}: a key lives in more than one bucket; the table is inconsistent")
+        except ValueError as e:
+            raise ValueError(f"index shard {shard}: a key lives in more than one bucket; the table is inconsistent"
+                             ) from e
         del keys, values
         counts: dict[str, dict[str, int]] = {}
         for i, n in zip(refs, per_bucket):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pypaimon.index.index_file_handler import IndexFileHandler
@@ -18,10 +19,13 @@ from pypaimon.table.row.generic_row import GenericRow
 
 from airflow_paimon.engine.codec.kinds import FileKind
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
 HASH_INDEX = "HASH"
 
 
-def hash_index_entries(table, snapshot) -> dict[tuple, dict[int, IndexManifestEntry]]:
+def hash_index_entries(table: FileStoreTable, snapshot) -> dict[tuple, dict[int, IndexManifestEntry]]:
     """partition tuple -> bucket -> the HASH IndexManifestEntry live at ``snapshot`` (one manifest read)."""
     out: dict[tuple, dict[int, IndexManifestEntry]] = defaultdict(dict)
     if snapshot is None:
@@ -36,7 +40,7 @@ def hash_index_entries(table, snapshot) -> dict[tuple, dict[int, IndexManifestEn
     return out
 
 
-def read_hashes(table, entry: IndexManifestEntry) -> np.ndarray:
+def read_hashes(table: FileStoreTable, entry: IndexManifestEntry) -> np.ndarray:
     """The int32 key hashes of one HASH index file."""
     path = table.path_factory().bucket_index_path(tuple(entry.partition.values), entry.bucket, entry.index_file,
                                                   table.file_io)
@@ -47,7 +51,7 @@ def read_hashes(table, entry: IndexManifestEntry) -> np.ndarray:
     return np.frombuffer(payload, dtype=">i4").astype(np.int32)
 
 
-def write_hashes(table, partition: tuple, bucket: int, hashes: np.ndarray) -> IndexManifestEntry:
+def write_hashes(table: FileStoreTable, partition: tuple, bucket: int, hashes: np.ndarray) -> IndexManifestEntry:
     """Write a complete HASH index file for (partition, bucket); returns its ADD entry for the commit."""
     hashes = np.unique(np.asarray(hashes, dtype=np.int32))  # a set, as Java's IntHashSet
     file_name = f"index-{uuid.uuid4()}-0"

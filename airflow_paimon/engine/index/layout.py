@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, dataclass, field
+from typing import TypeGuard
 
 import pyarrow.fs as pafs
 
 from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 
 log = logging.getLogger(__name__)
@@ -142,6 +144,14 @@ def read_manifest(index_uri: str, snapshot_id: int | None) -> IndexManifest | No
         return None
 
 
+def base_manifest(index_uri: str, snapshot_id: int | None) -> IndexManifest:
+    """The index a write runs against, which its bootstrap-index published for ``snapshot_id``."""
+    manifest = read_manifest(index_uri, snapshot_id)
+    if manifest is None:  # removed or corrupt since: only a run from bootstrap-index builds it again
+        raise StaleIndexError(f"no readable index of snapshot {snapshot_id} at {index_uri}")
+    return manifest
+
+
 def published_snapshots(index_uri: str) -> list[int]:
     """Snapshot ids with a published index, ascending."""
     ids = []
@@ -158,7 +168,7 @@ def newest_published(index_uri: str, at_most: int | None) -> IndexManifest | Non
     return read_manifest(index_uri, candidates[-1]) if candidates else None
 
 
-def compatible(manifest: IndexManifest | None, shards: int) -> bool:
+def compatible(manifest: IndexManifest | None, shards: int) -> TypeGuard[IndexManifest]:
     """Whether an index has the shard count and key hash asked for. Its keys are compared by key_signature,
     not schema id: a column added or widened changes neither the keys nor their encoding."""
     return manifest is not None and manifest.shards == shards and manifest.key_hash_scheme == KEY_HASH_SCHEME

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import replace
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,9 @@ from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
+
 log = logging.getLogger(__name__)
 
 ROWS_PER_REBUILD_TASK = 10_000_000  # bounds a task's memory: its keys are sorted in memory per shard
@@ -38,7 +41,9 @@ ROWS_PER_REBUILD_TASK = 10_000_000  # bounds a task's memory: its keys are sorte
 class IndexTasks(Protocol):
     """How an executor runs the bootstrap's tasks (Spark: spark/bootstrap.py; in-process: tests/local_runner.py)."""
 
-    parallelism: int
+    @property
+    def parallelism(self) -> int:
+        """How many tasks the executor runs at once."""
 
     def rebuild(self, build: Callable[[int], list[ShardMeta]], parts: int) -> list[ShardMeta]:
         """``build(part)`` for every part in 0..parts-1, no shuffle; all the ShardMetas they return."""
@@ -73,11 +78,13 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
     files_read = 0
     if plan.decision == REUSE:
         manifest = plan.base
+        assert manifest is not None  # REUSE names the index it reuses
         if manifest.snapshot_id != plan.snapshot_id:  # only COMPACT snapshots since: same keys, newer snapshot
             manifest = publish_manifest(index_uri, replace(manifest, snapshot_id=plan.snapshot_id, origin=REUSE,
                                                            snapshot_fingerprint=plan.snapshot_fingerprint,
                                                            **_schema_of(table)))
     elif plan.decision == CATCH_UP:
+        assert tasks is not None  # without tasks, returned above
         files_read = len(plan.added_files)
         manifest = _catch_up(table, plan, index_uri, tasks)
     else:
@@ -92,13 +99,13 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
                            base_snapshot_fingerprint=plan.snapshot_fingerprint)
 
 
-def _planned_snapshot(table, plan):
+def _planned_snapshot(table: FileStoreTable, plan):
     """The snapshot the plan was made at, read again: the same one, or RolledBackError (a rollback since)."""
     check_base(table, plan.snapshot_id, plan.snapshot_fingerprint)
     return table.snapshot_manager().get_snapshot_by_id(plan.snapshot_id) if plan.snapshot_id else None
 
 
-def _no_index_needed(table, shape: TableShape, shards: int, decided_by: str) -> BootstrapResult:
+def _no_index_needed(table: FileStoreTable, shape: TableShape, shards: int, decided_by: str) -> BootstrapResult:
     """Fixed buckets hash the key, dynamic buckets keep Paimon's own HASH index, append tables have no key:
     the base snapshot is all the next task needs. Unsupported shapes are refused here, before any work."""
     shape.check(table)
@@ -109,12 +116,12 @@ def _no_index_needed(table, shape: TableShape, shards: int, decided_by: str) -> 
                            data_files_read=0, decided_by=decided_by, base_snapshot_fingerprint=fingerprint(snapshot))
 
 
-def _schema_of(table) -> dict:
+def _schema_of(table: FileStoreTable) -> dict:
     """The schema fields of a manifest of ``table`` now (a reused or caught-up index may be of an older one)."""
     return {"schema_id": table.table_schema.id, "key_signature": key_signature(table.table_schema)}
 
 
-def _key_facts(table) -> dict:
+def _key_facts(table: FileStoreTable) -> dict:
     """What a task needs to encode keys and places: plain data, picklable without pypaimon."""
     from pypaimon.schema.data_types import PyarrowFieldParser
 
@@ -124,19 +131,23 @@ def _key_facts(table) -> dict:
 
 # --- rebuild -------------------------------------------------------------------------------------------------
 
-def _rebuild(table, plan, bucket_files, shards: int, index_uri: str, tasks: IndexTasks) -> IndexManifest:
+def _rebuild(table: FileStoreTable, plan, bucket_files, shards: int, index_uri: str,
+             tasks: IndexTasks | None) -> IndexManifest:
     """One stage, no shuffle: each task reads a balanced share of the buckets and writes its part of every
     shard (a key lives in one bucket, so the parts never overlap)."""
     snapshot_id = plan.snapshot_id
     total_rows = sum(b.row_count for b in bucket_files)
-    n = min(len(bucket_files), max(tasks.parallelism, -(-total_rows // ROWS_PER_REBUILD_TASK))) if bucket_files else 0
+    # no tasks: an empty table's index, no files to read (bootstrap_index returns before a rebuild with files)
+    n = (min(len(bucket_files), max(tasks.parallelism, -(-total_rows // ROWS_PER_REBUILD_TASK)))
+         if bucket_files and tasks is not None else 0)
     # a deletion-vector table: path -> the row positions its vector marks ({} otherwise), read once
     marked = deleted_rows_at(table, table.snapshot_manager().get_snapshot_by_id(snapshot_id) if snapshot_id else None)
     groups = balance([(list(b.paths), b.partition, b.bucket, {p: marked[p] for p in b.paths if p in marked})
                       for b in bucket_files], [b.row_count for b in bucket_files], n)
     build = functools.partial(rebuild_part, groups=groups, index_uri=index_uri, snapshot_id=snapshot_id,
                               shards=shards, **_key_facts(table))
-    parts = sorted(tasks.rebuild(build, len(groups)), key=lambda m: [f.path for f in m.files]) if groups else []
+    parts = (sorted(tasks.rebuild(build, len(groups)), key=lambda m: [f.path for f in m.files])
+             if groups and tasks is not None else [])
     crash_point("bootstrap.before_manifest")
     name = table.identifier.get_full_name()
     manifest = publish_manifest(index_uri, IndexManifest(name, snapshot_id, table.table_schema.id, shards,
@@ -151,7 +162,8 @@ def _rebuild(table, plan, bucket_files, shards: int, index_uri: str, tasks: Inde
 
 def balance(items: list, weights: list[int], n: int) -> list[list]:
     """``items`` in ``n`` groups of about equal weight (largest first, each to the lightest group)."""
-    groups, loads = [[] for _ in range(n)], [0] * n
+    groups: list[list] = [[] for _ in range(n)]
+    loads = [0] * n
     for i in sorted(range(len(items)), key=lambda i: -weights[i]):
         lightest = loads.index(min(loads))
         groups[lightest].append(items[i])
@@ -161,7 +173,7 @@ def balance(items: list, weights: list[int], n: int) -> list[list]:
 
 # --- catch up ------------------------------------------------------------------------------------------------
 
-def _catch_up(table, plan, index_uri: str, tasks: IndexTasks) -> IndexManifest:
+def _catch_up(table: FileStoreTable, plan, index_uri: str, tasks: IndexTasks) -> IndexManifest:
     """The files appended since the base index, read in parallel; each shard's changes applied by one task."""
     base, target = plan.base, plan.snapshot_id
     files = [(file_path(table, e), tuple(e.partition.values), e.bucket, sid) for sid, e in plan.added_files]

@@ -269,7 +269,9 @@ class ShardIndex:
         """Write the whole shard, in key order, to one SST file; returns the key count."""
         self._flush()
         scan = ReadOptions()
-        scan.fill_cache(False)  # a scan reads each block once: caching them would fill the block cache to its size
+        # a scan reads each block once: caching them would fill the block cache to its size (rocksdict's stub
+        # lacks the flag its fill_cache takes)
+        scan.fill_cache(False)  # type: ignore[call-arg]
         items = iter(self._db.items(read_opt=scan))
         first = next(items, None)
         if first is None:

@@ -7,6 +7,7 @@ import logging
 import os
 import time
 from dataclasses import replace
+from typing import Any
 
 import pyarrow.fs as pafs
 
@@ -87,8 +88,8 @@ def advance(meta: ShardMeta, new_file: IndexFile | None, file_type: str, keys: i
 def stage_shard(staging_uri: str, shard: int, local_path: str | None, file_type: str, entries: int, keys: int,
                 bucket_counts: dict, counters: dict | None = None) -> None:
     """Hand a shard's changes over to the commit task (which publishes them once its snapshot exists)."""
-    doc = {"shard": shard, "file_type": file_type, "entries": entries, "keys": keys, "bucket_counts": bucket_counts,
-           "file": None, "counters": counters or {}}
+    doc: dict[str, Any] = {"shard": shard, "file_type": file_type, "entries": entries, "keys": keys,
+                           "bucket_counts": bucket_counts, "file": None, "counters": counters or {}}
     if local_path is not None:
         doc["file"] = layout.staged_shard_file(staging_uri, shard, file_type)
         storage.upload(local_path, doc["file"])

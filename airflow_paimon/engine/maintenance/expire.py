@@ -15,12 +15,16 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.specs import ExpireResult
 from airflow_paimon.engine.table_options import JAVA_INT_MAX, duration_ms, integer
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +64,7 @@ def expire_until(snapshots: list, options: ExpireOptions, now_ms: int) -> int:
     return max(end, earliest)
 
 
-def expire_snapshots(table, options: ExpireOptions, now_ms: int | None = None,
+def expire_snapshots(table: FileStoreTable, options: ExpireOptions, now_ms: int | None = None,
                      dry_run: bool = False) -> ExpireResult:
     """Expire snapshots of ``table``; returns the counts (the job's result)."""
     if table.branch_manager().branches():

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
@@ -24,6 +26,9 @@ from airflow_paimon.engine.commit.staging import abandoned, data_file_paths, loa
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.maintenance.references import References, SnapshotReader, normalize
 from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, STAGING_RETENTION_SECONDS, OrphansResult
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
@@ -46,7 +51,7 @@ def _files(uri: str) -> list[tuple[str, int, float | None]]:
     return found
 
 
-def staged_references(table, table_staging: str, now_s: float) -> set[str]:
+def staged_references(table: FileStoreTable, table_staging: str, now_s: float) -> set[str]:
     """Data files of the runs staged under ``table_staging`` that are not abandoned yet."""
     refs = set()
     for uri in runs(table_staging):
@@ -60,7 +65,7 @@ def staged_references(table, table_staging: str, now_s: float) -> set[str]:
     return refs
 
 
-def _check_paths_line_up(table, listed: list[str], referenced: References) -> None:
+def _check_paths_line_up(table: FileStoreTable, listed: list[str], referenced: References) -> None:
     """Refuse when a listed file bears the name of a referenced one under another spelling (scheme, prefix): the
     listing and the snapshots disagree on paths, and every live file would pass for an orphan. Paimon's file
     names are unique (UUIDs), so the same name is the same file."""
@@ -72,7 +77,8 @@ def _check_paths_line_up(table, listed: list[str], referenced: References) -> No
                                  f"{named}; paths do not line up, refusing to delete")
 
 
-def orphan_files(table, older_than_ms: int, staged: set[str] = frozenset()) -> list[tuple[str, int]]:
+def orphan_files(table: FileStoreTable, older_than_ms: int, staged: AbstractSet[str] = frozenset()
+                 ) -> list[tuple[str, int]]:
     """Unreferenced files of the table last modified before ``older_than_ms`` (epoch millis), and before the
     floor (MIN_ORPHAN_AGE_MS ago) whatever ``older_than_ms`` is; ``staged``: data files of staged runs,
     referenced too."""
@@ -95,7 +101,7 @@ def stale_staging(table_staging: str, now_s: float, older_than_ms: int) -> list[
             and storage.newest_mtime(uri) * 1000 < older_than_ms]
 
 
-def remove_orphan_files(table, older_than_ms: int | None = None, staging_root: str | None = None,
+def remove_orphan_files(table: FileStoreTable, older_than_ms: int | None = None, staging_root: str | None = None,
                         dry_run: bool = False) -> OrphansResult:
     """Delete orphans (unless ``dry_run``); returns the counts and a sample (the job's result)."""
     if older_than_ms is None:
@@ -109,8 +115,9 @@ def remove_orphan_files(table, older_than_ms: int | None = None, staging_root: s
         for path, _ in orphans:
             storage.require_within(table.table_path, path)
             table.file_io.delete_quietly(path)
-        for path in staged:
-            storage.delete_dir_within(table_staging, path)
+        if table_staging:  # stale runs are looked for only under a staging root
+            for path in staged:
+                storage.delete_dir_within(table_staging, path)
     log.debug("%s: %s orphan files (%s bytes), %s stale staging dirs%s", identifier, len(orphans),
               sum(s for _, s in orphans), len(staged), " (dry run)" if dry_run else "")
     return OrphansResult(table=identifier, orphan_files=len(orphans), orphan_bytes=sum(s for _, s in orphans),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pypaimon.manifest.index_manifest_file import IndexManifestFile
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
@@ -14,6 +15,9 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.scan import file_path, live_entries
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 
 def normalize(path: str) -> str:
@@ -39,7 +43,7 @@ class References:
 class SnapshotReader:
     """Reads snapshot metadata once per file (manifests are shared by many snapshots)."""
 
-    def __init__(self, table):
+    def __init__(self, table: FileStoreTable):
         self.table = table
         self.lists, self.manifests = ManifestListManager(table), ManifestFileManager(table)
         self.paths = table.path_factory()

@@ -7,6 +7,8 @@ delete_row_count, see kv_writer).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,8 +21,11 @@ from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.data_files import is_last_of_key
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
-def key_value_layout(table, rows: pa.Table, kinds: pa.Array, max_sequence_number: int) -> pa.Table:
+
+def key_value_layout(table: FileStoreTable, rows: pa.Table, kinds: pa.Array, max_sequence_number: int) -> pa.Table:
     """Rows (the table's columns) sorted by key, with Paimon's system columns in front."""
     keys = list(table.trimmed_primary_keys)
     order = pc.sort_indices(rows, sort_keys=[(k, "ascending") for k in keys], null_placement="at_start")
@@ -41,7 +46,7 @@ def key_value_layout(table, rows: pa.Table, kinds: pa.Array, max_sequence_number
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def write_bucket(table, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array,
+def write_bucket(table: FileStoreTable, partition: tuple, bucket: int, rows: pa.Table, kinds: pa.Array,
                  max_sequence_number: int, changelog: bool = False, level: int = 0) -> CommitMessage:
     """Write the rows of one (partition, bucket); returns the CommitMessage that adds the new files.
     ``changelog``: Paimon's ``changelog-producer=input`` — pypaimon's writer writes each data file's rows (with
@@ -51,7 +56,7 @@ def write_bucket(table, partition: tuple, bucket: int, rows: pa.Table, kinds: pa
     return write_key_values(table, partition, bucket, kv, changelog=changelog, level=level)
 
 
-def write_key_values(table, partition: tuple, bucket: int, kv: pa.Table, changelog: bool = False,
+def write_key_values(table: FileStoreTable, partition: tuple, bucket: int, kv: pa.Table, changelog: bool = False,
                      level: int = 0) -> CommitMessage:
     """Write rows already in the key-value layout (sorted by key, one row per key, sequence numbers set) as files
     at ``level``; returns the CommitMessage that adds them."""
@@ -62,11 +67,12 @@ def write_key_values(table, partition: tuple, bucket: int, kv: pa.Table, changel
     return _roll(writer, partition, bucket, kv)
 
 
-def write_changelog_files(table, partition: tuple, bucket: int, kv: pa.Table) -> list:
+def write_changelog_files(table: FileStoreTable, partition: tuple, bucket: int, kv: pa.Table) -> list:
     """Changelog records in the key-value layout (a key may appear twice: -U then +U) written as changelog files,
     named as Paimon names them (``changelog-file.prefix``, default ``changelog-``); their metadata."""
     options = CoreOptions.copy(table.options)
-    options.set(CoreOptions.DATA_FILE_PREFIX, str(table.table_schema.options.get("changelog-file.prefix", "changelog-")))
+    options.set(CoreOptions.DATA_FILE_PREFIX,
+                str(table.table_schema.options.get("changelog-file.prefix", "changelog-")))
     writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket, max_seq_number=0,
                                 options=options)
     return _roll(writer, partition, bucket, kv).new_files
@@ -82,7 +88,7 @@ def _roll(writer, partition: tuple, bucket: int, kv: pa.Table) -> CommitMessage:
                          changelog_files=list(writer.committed_changelog_files))
 
 
-def key_value_schema(table) -> pa.Schema:
+def key_value_schema(table: FileStoreTable) -> pa.Schema:
     """The physical layout of a primary-key data file (what key_value_layout builds): _KEY_ columns, sequence
     number, value kind, row."""
     row = file_schema(table)
@@ -90,12 +96,12 @@ def key_value_schema(table) -> pa.Schema:
     return pa.schema(keys + [SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, *row])
 
 
-def file_schema(table) -> pa.Schema:
+def file_schema(table: FileStoreTable) -> pa.Schema:
     from pypaimon.schema.data_types import PyarrowFieldParser
     return PyarrowFieldParser.from_paimon_schema(table.table_schema.fields)
 
 
-def _check_unique(table, kv: pa.Table) -> None:
+def _check_unique(table: FileStoreTable, kv: pa.Table) -> None:
     """Rows are sorted by key: a key written twice would sit next to itself."""
     if kv.num_rows < 2:
         return

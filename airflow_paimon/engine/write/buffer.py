@@ -131,17 +131,20 @@ class WriteBuffer:
 
     def _chunks_of(self, shard: int) -> Iterator[pa.Table]:
         """Shard ``shard``'s parts read back, consecutive parts together while they fit the buffer."""
-        group, size = [], 0
+        assert self.runs is not None  # called only once spilled
+        runs = self.runs
+        group: list[int] = []
+        size = 0
         for part in range(shard, self.shards * SPLITS, self.shards):
-            if not self.runs.bytes[part]:
+            if not runs.bytes[part]:
                 continue
-            if group and size + self.runs.bytes[part] > self.limit:
-                yield all_nullable(self.runs.read(group))
+            if group and size + runs.bytes[part] > self.limit:
+                yield all_nullable(runs.read(group))
                 group, size = [], 0
             group.append(part)
-            size += self.runs.bytes[part]
+            size += runs.bytes[part]
         if group:
-            yield all_nullable(self.runs.read(group))
+            yield all_nullable(runs.read(group))
 
     def close(self) -> None:
         if self._spill_dir:

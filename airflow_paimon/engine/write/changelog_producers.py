@@ -11,6 +11,8 @@ no -U/+U pair (default false: the pair is emitted).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +21,9 @@ from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.codec.kinds import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, retracts
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND, key_columns
 from airflow_paimon.engine.write.bucket_writer import key_value_schema
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
 
@@ -32,7 +37,7 @@ def emits_full_compaction_changelog(producer: str, output_level: int, max_level:
     return producer == "full-compaction" and output_level == max_level
 
 
-def lookup_changelog(table, before: pa.Table, after: pa.Table, deduplicate: bool = False) -> pa.Table:
+def lookup_changelog(table: FileStoreTable, before: pa.Table, after: pa.Table, deduplicate: bool = False) -> pa.Table:
     """Paimon's lookup changelog of one bucket's write, in the key-value layout, by key: a key whose old row was
     replaced reads -U (old) then +U (new), a new key +I, a key whose old row is gone (deleted, or moved to
     another partition) -D (old). ``before``: the old rows (live, one per key); ``after``: the new rows (live, one
@@ -58,7 +63,7 @@ def lookup_changelog(table, before: pa.Table, after: pa.Table, deduplicate: bool
     return sort_images(images, keys)
 
 
-def full_compaction_changelog(table, top: pa.Table, merged: pa.Table, touched: pa.Array,
+def full_compaction_changelog(table: FileStoreTable, top: pa.Table, merged: pa.Table, touched: pa.Array,
                               deduplicate: bool = False) -> pa.Table:
     """Paimon's full-compaction changelog of one compacted section: ``top`` the rows the max level held (what the
     previous full compaction emitted), ``merged`` the compaction's result, ``touched`` the encoded keys with a
@@ -76,7 +81,7 @@ def sort_images(images: pa.Table, keys: list[str]) -> pa.Table:
     return images.take(pc.sort_indices(images, sort_keys=order))
 
 
-def _same_values(table, olds: pa.Table, news: pa.Table) -> np.ndarray:
+def _same_values(table: FileStoreTable, olds: pa.Table, news: pa.Table) -> np.ndarray:
     """Per row pair: whether every column holds the same value (nulls equal). A column type Arrow cannot
     compare counts as changed: the pair is then emitted, as without deduplication."""
     same = np.ones(olds.num_rows, dtype=bool)

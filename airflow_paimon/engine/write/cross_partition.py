@@ -36,7 +36,8 @@ def assign_and_write_shards(ctx: WriteContext, buffer: WriteBuffer,
             yield from write(pa.concat_tables(assigned))
         return
 
-    by_bucket, groups = Runs(os.path.join(buffer.spill_directory(), "assigned")), {}
+    by_bucket = Runs(os.path.join(buffer.spill_directory(), "assigned"))
+    groups: dict = {}
     for shard, chunks in buffer.shard_chunks():
         with shard_assigner(ctx, shard) as assign:
             for chunk in chunks:

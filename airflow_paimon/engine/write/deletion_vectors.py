@@ -27,6 +27,7 @@ import dataclasses
 import uuid
 from array import array
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -53,6 +54,10 @@ from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_la
                                                       write_changelog_files, write_key_values)
 from airflow_paimon.engine.write.changelog_producers import lookup_changelog, row_deduplicate
 
+if TYPE_CHECKING:
+    from pypaimon.manifest.schema.data_file_meta import DataFileMeta
+    from pypaimon.table.file_store_table import FileStoreTable
+
 DV_INDEX = IndexManifestFile.DELETION_VECTORS_INDEX
 DV_INDEX_VERSION = 1  # the first byte of a deletion-vector index file
 
@@ -61,7 +66,7 @@ DV_INDEX_VERSION = 1  # the first byte of a deletion-vector index file
 class LiveFile:
     """A live data file of the bucket at the base snapshot."""
     path: str
-    meta: object  # its DataFileMeta
+    meta: DataFileMeta
 
     @property
     def name(self) -> str:
@@ -76,7 +81,7 @@ def enabled(options: dict) -> bool:
     return str(options.get("deletion-vectors.enabled", "false")).strip().lower() == "true"
 
 
-def live_files_by_bucket(table, snapshot, partition_types, entries: list | None = None
+def live_files_by_bucket(table: FileStoreTable, snapshot, partition_types, entries: list | None = None
                          ) -> dict[tuple[str, int], list[LiveFile]]:
     """(encoded partition, bucket) -> the bucket's live files at ``snapshot`` (computed once, on the driver).
     ``entries``: the snapshot's live_entries when the caller has them already."""
@@ -105,7 +110,7 @@ def check_no_level_0(identifier: str, levels) -> None:
 _VECTOR_ENTRIES: dict = {}
 
 
-def _vector_entries(table, index_manifest: str) -> dict[tuple, list[IndexManifestEntry]]:
+def _vector_entries(table: FileStoreTable, index_manifest: str) -> dict[tuple, list[IndexManifestEntry]]:
     """(partition, bucket) -> the deletion-vector index entries of one index manifest (an immutable file), read
     once per process: a task process writes many buckets of one snapshot."""
     key = (table.table_path, index_manifest)
@@ -119,7 +124,7 @@ def _vector_entries(table, index_manifest: str) -> dict[tuple, list[IndexManifes
     return _VECTOR_ENTRIES[key]
 
 
-def bucket_deletion_vectors(table, snapshot, partition: tuple, bucket: int
+def bucket_deletion_vectors(table: FileStoreTable, snapshot, partition: tuple, bucket: int
                             ) -> tuple[list[IndexManifestEntry], dict[str, DeletionVector]]:
     """The bucket's deletion-vector index entries at ``snapshot`` and the vector of each data file they hold."""
     if snapshot is None or not snapshot.index_manifest:
@@ -128,7 +133,7 @@ def bucket_deletion_vectors(table, snapshot, partition: tuple, bucket: int
     return entries, _read_vectors(table, tuple(partition), bucket, entries)
 
 
-def _read_vectors(table, partition: tuple, bucket: int, entries) -> dict[str, DeletionVector]:
+def _read_vectors(table: FileStoreTable, partition: tuple, bucket: int, entries) -> dict[str, DeletionVector]:
     """Data file name -> its deletion vector, from the bucket's index entries."""
     vectors = {}
     for e in entries:
@@ -139,7 +144,7 @@ def _read_vectors(table, partition: tuple, bucket: int, entries) -> dict[str, De
     return vectors
 
 
-def level_0_paths(table, snapshot) -> set[str]:
+def level_0_paths(table: FileStoreTable, snapshot) -> set[str]:
     """The level-0 data files at ``snapshot`` of a deletion-vector table, which its readers skip (set() for other
     tables: their readers merge level 0)."""
     from airflow_paimon.engine.scan import file_path, live_entries
@@ -149,7 +154,7 @@ def level_0_paths(table, snapshot) -> set[str]:
     return {file_path(table, e) for e in live_entries(table, snapshot) if e.file.level == 0}
 
 
-def deleted_rows_at(table, snapshot) -> dict[str, np.ndarray]:
+def deleted_rows_at(table: FileStoreTable, snapshot) -> dict[str, np.ndarray]:
     """Data file path -> the row positions its deletion vector marks at ``snapshot`` (every bucket; {} for a
     table without deletion vectors)."""
     from airflow_paimon.engine.scan import file_path, live_entries
@@ -166,7 +171,7 @@ def deleted_rows_at(table, snapshot) -> dict[str, np.ndarray]:
     return out
 
 
-def partition_index_deletes(table, snapshot, partitions) -> list[IndexManifestEntry]:
+def partition_index_deletes(table: FileStoreTable, snapshot, partitions) -> list[IndexManifestEntry]:
     """DELETE entries for the deletion-vector index files of ``partitions`` at ``snapshot`` (dropped partitions)."""
     if snapshot is None or not snapshot.index_manifest:
         return []
@@ -175,7 +180,8 @@ def partition_index_deletes(table, snapshot, partitions) -> list[IndexManifestEn
             if e.kind == FileKind.ADD and e.index_file.index_type == DV_INDEX and tuple(e.partition.values) in wanted]
 
 
-def write_index_file(table, partition: tuple, bucket: int, vectors: dict[str, DeletionVector]) -> IndexManifestEntry:
+def write_index_file(table: FileStoreTable, partition: tuple, bucket: int,
+                     vectors: dict[str, DeletionVector]) -> IndexManifestEntry:
     """One deletion-vector index file holding ``vectors`` (data file name -> vector), as Paimon lays it out:
     a version byte, then per data file its serialized vector (length, magic number, bitmap, checksum)."""
     name = f"index-{uuid.uuid4()}-0"
@@ -215,7 +221,7 @@ def with_positions(vector: DeletionVector | None, marked: np.ndarray) -> Deletio
     return BitmapDeletionVector(bitmap)
 
 
-def locate(table, files: list[LiveFile], vectors: dict[str, DeletionVector], keys: pa.Table
+def locate(table: FileStoreTable, files: list[LiveFile], vectors: dict[str, DeletionVector], keys: pa.Table
            ) -> tuple[np.ndarray, np.ndarray]:
     """For each row of ``keys`` (the trimmed primary key columns, file types): the index in ``files`` and the
     row position of its live row, -1 / -1 where the bucket does not hold the key (rows a vector marks are not
@@ -244,7 +250,7 @@ def locate(table, files: list[LiveFile], vectors: dict[str, DeletionVector], key
     return file_of, position
 
 
-def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, files: list[LiveFile],
+def lookup_compact(message: CommitMessage, table: FileStoreTable, rules: MergeRules, snapshot, files: list[LiveFile],
                    num_levels: int, rows: pa.Table, kinds: np.ndarray, max_sequence_number: int,
                    changelog: bool = False) -> CommitMessage:
     """Fill the compact increment of ``message`` — whose new files are the batch's records at level 0 (``rows``,
@@ -259,7 +265,8 @@ def lookup_compact(message: CommitMessage, table, rules: MergeRules, snapshot, f
     file_of, position = locate(table, files, vectors, rows.select(pk))
     hit = file_of >= 0
     # the old rows to mark (a key repeats under aggregation: each old row once), as (file, position) pairs
-    old = np.unique(np.stack([file_of[hit], position[hit]], axis=1), axis=0) if hit.any() else np.zeros((0, 2), np.int64)
+    old = (np.unique(np.stack([file_of[hit], position[hit]], axis=1), axis=0) if hit.any()
+           else np.zeros((0, 2), np.int64))
     old_file, old_pos = old[:, 0], old[:, 1]
     live = ~is_retract(kinds)
     if rules.engine is MergeEngine.FIRST_ROW:  # the old row stays, the batch's row of that key goes
@@ -312,14 +319,15 @@ def _holds_exactly(level_0: list, live: int) -> bool:
     return pure and sum(f.row_count for f in level_0 if not f.delete_row_count) == live
 
 
-def _rows_at(table, files: list[LiveFile], file_ids: np.ndarray, rows_at: np.ndarray) -> pa.Table:
+def _rows_at(table: FileStoreTable, files: list[LiveFile], file_ids: np.ndarray, rows_at: np.ndarray) -> pa.Table:
     """The key-value rows at (file, position), read in the table's current schema."""
     schema = key_value_schema(table)
-    parts = [read_live_file(table, files[i], schema).take(pa.array(rows_at[file_ids == i])) for i in np.unique(file_ids)]
+    parts = [read_live_file(table, files[i], schema).take(pa.array(rows_at[file_ids == i]))
+             for i in np.unique(file_ids)]
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
-def read_live_file(table, f: LiveFile, schema: pa.Schema) -> pa.Table:
+def read_live_file(table: FileStoreTable, f: LiveFile, schema: pa.Schema) -> pa.Table:
     """A data file in the current schema (a file of an older one by field id, added columns null)."""
     from airflow_paimon.engine.schema_evolution import file_column_names
 
@@ -328,7 +336,8 @@ def read_live_file(table, f: LiveFile, schema: pa.Schema) -> pa.Table:
     return read_columns(f.path, schema.names).select(schema.names).cast(schema)
 
 
-def _merge_into(table, files: list[LiveFile], merged_in: list[int], vectors, marks, fresh: pa.Table) -> pa.Table:
+def _merge_into(table: FileStoreTable, files: list[LiveFile], merged_in: list[int], vectors, marks,
+                fresh: pa.Table) -> pa.Table:
     """The live rows of the files ``merged_in`` (their vectors and this batch's marks applied) and the batch's
     rows, as one sorted run (their keys are disjoint: the batch's keys were marked in the old files)."""
     schema = key_value_schema(table)

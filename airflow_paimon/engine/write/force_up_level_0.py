@@ -12,6 +12,7 @@ compaction's changelog compares each written key's old value with its new one.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -29,8 +30,12 @@ from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_la
 from airflow_paimon.engine.write.changelog_producers import lookup_changelog, row_deduplicate
 from airflow_paimon.engine.write.deletion_vectors import LiveFile, read_live_file
 
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
-def force_up_level_0(message: CommitMessage, table, rules: MergeRules, files: list[LiveFile], num_levels: int,
+
+def force_up_level_0(message: CommitMessage, table: FileStoreTable, rules: MergeRules, files: list[LiveFile],
+                     num_levels: int,
                      rows: pa.Table, kinds: np.ndarray, max_sequence_number: int, changelog: bool = True
                      ) -> CommitMessage:
     """Fill the compact increment of ``message`` — whose new files are the batch's records at level 0 (``rows``,
@@ -77,7 +82,7 @@ def force_up_level_0(message: CommitMessage, table, rules: MergeRules, files: li
     return message
 
 
-def _versions(table, files: list[LiveFile], wanted: pa.Array) -> pa.Table:
+def _versions(table: FileStoreTable, files: list[LiveFile], wanted: pa.Array) -> pa.Table:
     """Every version of the ``wanted`` keys (encoded) in ``files``, in the key-value layout; a file is read whole
     only when its key columns hold one of them."""
     schema = key_value_schema(table)

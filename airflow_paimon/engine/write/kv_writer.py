@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
@@ -22,6 +24,7 @@ class KeyValueFileWriter(KeyValueDataWriter):
     """``level``: the LSM level its data files are written at (0 unless a deletion-vector write places its run
     higher, engine/write/deletion_vectors.py)."""
     _retracts: int | None = None
+    parquet_writer_options: dict[str, Any]
 
     def __init__(self, *args, level: int = 0, **kwargs):
         super().__init__(*args, **kwargs)

@@ -8,7 +8,7 @@ is a reprocess, which ``reprocess_on_clear`` decides (specs.REPROCESS_ON_CLEAR).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.committer import find_commit, find_commits
@@ -22,7 +22,7 @@ from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.codec.keys import encode_partition_values
-from airflow_paimon.engine.index.layout import read_manifest
+from airflow_paimon.engine.index.layout import base_manifest
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.scan import buckets_at, live_entries
@@ -33,6 +33,9 @@ from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import check_table
 from airflow_paimon.engine.write import planned_columns
 from airflow_paimon.engine.write.deletion_vectors import check_no_level_0, live_files_by_bucket
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +59,10 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     shape = shape_of(table)
     ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, identifier, spec.generation)
     staged_at = layout.staging_dir(spec.staging_root, identifier, ident.commit_user)
-    result = {"table": identifier, "base_snapshot_id": spec.base_snapshot_id, "commit_user": ident.commit_user,
-              "commit_identifier": ident.commit_identifier, "staging_uri": staged_at,
-              "base_snapshot_fingerprint": spec.base_snapshot_fingerprint, "generation": spec.generation}
+    result: dict[str, Any] = {
+        "table": identifier, "base_snapshot_id": spec.base_snapshot_id, "commit_user": ident.commit_user,
+        "commit_identifier": ident.commit_identifier, "staging_uri": staged_at,
+        "base_snapshot_fingerprint": spec.base_snapshot_fingerprint, "generation": spec.generation}
 
     done = find_commit(table, ident.commit_user, ident.commit_identifier, spec.base_snapshot_id)
     if done is not None:  # a retry after this run already committed: write nothing again
@@ -89,7 +93,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
                        staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
     if shape.needs_index:
-        ctx.shared_buckets = read_manifest(ctx.index_uri, ctx.base_snapshot_id).shares_buckets()
+        ctx.shared_buckets = base_manifest(ctx.index_uri, ctx.base_snapshot_id).shares_buckets()
     entries = live_entries(table, ctx.base_snapshot())  # one manifest scan for both uses below
     ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
                                 b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot(), entries)}
@@ -120,7 +124,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
                              superseded_keys=0 if superseded is None else superseded.num_rows)
 
 
-def earlier_commit(table, spec: AssignWriteSpec):
+def earlier_commit(table: FileStoreTable, spec: AssignWriteSpec):
     """(snapshot, generation) of the latest commit an earlier generation of this run made, or None. The whole kept
     history is read: the cleared run's bootstrap-index ran after that commit."""
     earlier = CommitIdentity.generations(spec.dag_id, spec.run_id, spec.table, spec.generation - 1)
@@ -129,7 +133,7 @@ def earlier_commit(table, spec: AssignWriteSpec):
     return None if snap is None else (snap, by_pair[(snap.commit_user, snap.commit_identifier)])
 
 
-def reprocess(table, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult | None:
+def reprocess(table: FileStoreTable, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult | None:
     """A cleared run (generation ``spec.generation``) whose generation ``generation`` committed ``snap``: None to
     write the source again (logged); the earlier generation's result when ``reprocess_on_clear`` is ``never``;
     a ValidationError (nothing staged, table unchanged) when writing again would not replace the earlier rows."""
@@ -156,7 +160,7 @@ def reprocess(table, spec: AssignWriteSpec, snap, generation: int) -> AssignWrit
     return None
 
 
-def kept_result(table, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult:
+def kept_result(table: FileStoreTable, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult:
     """The result of a write that stands: the identity, staging and base of generation ``generation``'s commit
     ``snap``, so the commit task finds that snapshot and reports it (already committed)."""
     ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, spec.table, generation)
@@ -171,7 +175,7 @@ def kept_result(table, spec: AssignWriteSpec, snap, generation: int) -> AssignWr
                              generation=spec.generation, reprocessed_snapshot_id=None)
 
 
-def check_write_mode(table, identifier: str, shape: TableShape, write_mode: str) -> str:
+def check_write_mode(table: FileStoreTable, identifier: str, shape: TableShape, write_mode: str) -> str:
     """``upsert`` for every shape; ``overwrite`` (dynamic partition overwrite) for partitioned tables of the
     shapes that take it."""
     if write_mode not in WRITE_MODES:

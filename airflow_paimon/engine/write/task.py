@@ -45,7 +45,8 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
         rounds = np.zeros(rows.num_rows, dtype=np.int64)
 
     seq = first_seq = ctx.max_sequence_numbers.get((encoded_partition, bucket), -1)
-    files, changelog = [], []
+    files: list = []
+    changelog: list = []
     for r in range(int(rounds.max()) + 1 if len(rounds) else 0):
         for part in _level_0_files(rounds == r, kinds, ctx.deletion_vectors):
             part = pa.array(part)
@@ -58,7 +59,8 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     retract = is_retract(kinds)
     replaced = ctx.write_mode == "overwrite" and not retract.all()
     files_at_base = [] if replaced else ctx.bucket_files.get((encoded_partition, bucket), [])
-    if ctx.deletion_vectors:  # the level-0 files compacted up at once, old rows marked (engine/write/deletion_vectors.py)
+    # deletion vectors: the level-0 files compacted up at once, old rows marked (engine/write/deletion_vectors.py)
+    if ctx.deletion_vectors:
         lookup_compact(message, table, rules, ctx.base_snapshot(), files_at_base, ctx.num_levels, rows, kinds,
                        first_seq, changelog=ctx.lookup_changelog)
     elif ctx.compacts_level_0:  # changelog-producer lookup: level 0 compacted up, its lookup changelog emitted

@@ -58,7 +58,9 @@ def pipeline(source, ctx: WriteContext):
 
             with WriteBuffer(primary_keys, shards, buffer_size, spark_local_dir()) as buffer:
                 buffer.extend(batches)
-                check_shards_of_task(buffer.rows_per_shard, ctx, TaskContext.get().partitionId(), tasks)
+                task = TaskContext.get()
+                assert task is not None  # on an executor, in a Spark task
+                check_shards_of_task(buffer.rows_per_shard, ctx, task.partitionId(), tasks)
                 out = []
                 for table in assign_and_write_shards(ctx, buffer, handle):
                     if stream:  # a spilled task's buckets one at a time, not all of them at its end

@@ -28,7 +28,8 @@ class InProcessWritesOperator(BaseOperator):
 
         hook = PaimonHook()
         table = context["params"]["table"]
-        arrow_schema = PyarrowFieldParser.from_paimon_schema(get_table(hook.catalog_options(), table).table_schema.fields)
+        fields = get_table(hook.catalog_options(), table).table_schema.fields
+        arrow_schema = PyarrowFieldParser.from_paimon_schema(fields)
         done = []
         for i, rows in enumerate(context["params"]["batches"]):
             source = pa.Table.from_pandas(pd.DataFrame(rows), schema=arrow_schema, preserve_index=False)
