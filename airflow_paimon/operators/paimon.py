@@ -83,6 +83,7 @@ class UpstreamResultMixin:
     task_id: str  # the operator's
     table: str  # the operator's
     upstream_list: list  # the operator's upstream tasks
+    dag: Any  # the operator's DAG
 
     # The result of the task this one continues from (an XComArg such as ``bootstrap.output``, or the dict);
     # set by the operators that take one, checked by upstream_output_of.
@@ -132,7 +133,7 @@ class UpstreamResultMixin:
                 f"{upstream_table}; chain each table's tasks together")
         return value
 
-    def upstream_task(self, operator_class: type) -> BaseOperator:
+    def upstream_task(self, operator_class: type[BaseOperator]) -> Any:
         """The task this one continues from: the one ``upstream_output`` names, else the nearest upstream task of
         ``operator_class``."""
         task = (self.dag.get_task(self._upstream_task_id) if self._upstream_task_id

@@ -74,7 +74,8 @@ def test_a_rollback_between_write_and_commit_is_healed_by_the_commit_writing_the
 
 
 @pytest.mark.parametrize("mode", list(OPTIONS))
-def test_without_rewrites_a_rollback_between_write_and_commit_lands_nothing_of_the_run(airflow_home, warehouse, monkeypatch,
+def test_without_rewrites_a_rollback_between_write_and_commit_lands_nothing_of_the_run(airflow_home, warehouse,
+                                                                                        monkeypatch,
                                                                        tmp_path, mode):
     from paimon_history_dags import rollback_between
     from paimon_test_dags import write

@@ -82,7 +82,8 @@ def check_not_moved(table: FileStoreTable, base_snapshot_id: int | None, latest=
 
 def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identifier: int,
                 base_snapshot_id: int | None, overwrite: bool = False, base_fingerprint: str | None = None,
-                planned: dict | None = None, properties: dict[str, str] | None = None) -> tuple[int | None, bool, list[int]]:
+                planned: dict | None = None,
+                properties: dict[str, str] | None = None) -> tuple[int | None, bool, list[int]]:
     """Commit ``messages`` as one snapshot unless this identity already did; returns (snapshot id, already,
     the ids of other writers' snapshots it was committed on top of). ``overwrite``: an OVERWRITE snapshot
     replacing the partitions the messages write rows into (engine/commit/overwrite.py). ``properties``: the

@@ -38,7 +38,8 @@ def write(dag_id: str, table: str, source: str, between=None, spec: dict = SPEC)
     # the daily DAGs end with the backfilled days: unpaused (a backfill runs only then), the scheduler starts no
     # run of its own (catchup off and the latest day past the end)
     with DAG(dag_id, schedule="@daily" if daily else None, start_date=START, end_date=LAST if daily else None,
-             catchup=False, max_active_runs=16, params={"sources": "", "source": "", "barrier": ""}, default_args=RETRIES) as dag:
+             catchup=False, max_active_runs=16, params={"sources": "", "source": "", "barrier": ""},
+             default_args=RETRIES) as dag:
         steps = [PaimonBootstrapIndexOperator(task_id="bootstrap_index", table=table, table_schema=spec, shards=2),
                  PaimonAssignAndWriteOperator(task_id="assign_and_write", table=table, source=source,
                                               row_kind_column="op")]
