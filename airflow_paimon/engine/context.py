@@ -120,8 +120,8 @@ class WriteContext:
 
     @property
     def deletion_vectors(self) -> bool:
-        """``deletion-vectors.enabled``: the write task looks up and marks old rows (engine/write/deletion_vectors.py)."""
-        from airflow_paimon.engine.write.deletion_vectors import enabled
+        """``deletion-vectors.enabled``: the write task looks up and marks old rows (engine/write/lookup_compact.py)."""
+        from airflow_paimon.engine.deletion_vectors import enabled
         return enabled(self.options)
 
     @property

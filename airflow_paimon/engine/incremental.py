@@ -92,7 +92,7 @@ def plan_incremental(table, start: int, end: int) -> list[PartitionDiff]:
     """Per partition, the buckets whose live files differ between snapshot ``start`` and ``end`` (0: the empty
     table). The unit is the partition, not the bucket: a key deleted and written again can change bucket
     within its partition (dynamic buckets), and must then read as +U, not as -D in one bucket and +I in another."""
-    from airflow_paimon.engine.write.deletion_vectors import deleted_rows_at, level_0_paths
+    from airflow_paimon.engine.deletion_vectors import deleted_rows_at, level_0_paths
 
     manager = table.snapshot_manager()
     at: dict[tuple, dict[str, tuple]] = {}

@@ -27,10 +27,10 @@ MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
 MERGE_ENGINES = tuple(m.value for m in MergeEngine)  # every merge engine Paimon has
 FILE_FORMATS = ("parquet", "orc")
 # Paimon's changelog producers, all written here: 'input' by the writer (engine/write/bucket_writer.py), 'lookup' by
-# a write's compaction of level 0 (engine/write/deletion_vectors.py, engine/write/force_up_level_0.py),
+# a write's compaction of level 0 (engine/write/lookup_compact.py, engine/write/force_up_level_0.py),
 # 'full-compaction' by every compaction into the max level (engine/compact/rewrite.py)
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
-# merge engines whose deletion-vector writes need no old values (engine/write/deletion_vectors.py)
+# merge engines whose deletion-vector writes need no old values (engine/write/lookup_compact.py)
 DELETION_VECTOR_ENGINES = ("deduplicate", "first-row")  # what engine/data_files.py reads back (index bootstrap, compaction)
 
 # Integer options this provider reads: (smallest, largest, other accepted values) as Paimon accepts them.

@@ -231,7 +231,7 @@ def test_partition_expiry_plans_its_vector_index_deletes_on_every_attempt(opts, 
     """A writer marks rows of a partition being dropped while the drop is planned: the drop's first attempt
     loses the snapshot id, its retry drops the writer's new vector index entry of that partition too."""
     from airflow_paimon.engine import partition_expiry
-    from airflow_paimon.engine.write.deletion_vectors import _vector_entries
+    from airflow_paimon.engine.deletion_vectors import _vector_entries
 
     spec = TableSpec.from_dict({**SCHEMA, "partition_keys": ["dt"],
                                 "options": {**DV_CROSS.options, "partition.expiration-time": "1 d"}})

@@ -11,7 +11,7 @@ from airflow_paimon.engine.commit.overwrite import overwritten_partitions
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.commit.run import run_commit
 from airflow_paimon.engine.scan import file_path, live_entries
-from airflow_paimon.engine.write.deletion_vectors import _vector_entries
+from airflow_paimon.engine.deletion_vectors import _vector_entries
 from deletion_vector_tables import assert_vectors_of_live_files
 from faults.harness import index_content
 from local_runner import bootstrap, stage_run, upsert

@@ -23,7 +23,7 @@ from __future__ import annotations
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.paimon_compat import overwrite_changes_provider, overwrite_hash_index_deletes, try_commit
 from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.write.deletion_vectors import partition_index_deletes
+from airflow_paimon.engine.deletion_vectors import partition_index_deletes
 
 WRITE_MODES = ("upsert", "overwrite")
 

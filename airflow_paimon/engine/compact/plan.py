@@ -11,7 +11,7 @@ from airflow_paimon.engine.compact.strategy import (CompactOptions, CompactUnit,
 from airflow_paimon.engine.history import fingerprint
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, live_entries
-from airflow_paimon.engine.write.deletion_vectors import (bucket_deletion_vectors, deleted_entry as _deleted,
+from airflow_paimon.engine.deletion_vectors import (bucket_deletion_vectors, deleted_entry as _deleted,
                                                           enabled as deletion_vectors_enabled, positions)
 
 

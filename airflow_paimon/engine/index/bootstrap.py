@@ -90,7 +90,7 @@ def plan_bootstrap(table, index_uri: str, shards: int) -> BootstrapPlan:
             return rebuild(f"snapshot {sid} has schema {snap.schema_id} with other keys")
         if snap.commit_kind == "APPEND":
             added += [(sid, e) for e in added_entries(table, snap)]
-    from airflow_paimon.engine.write.deletion_vectors import enabled as deletion_vectors_enabled
+    from airflow_paimon.engine.deletion_vectors import enabled as deletion_vectors_enabled
 
     if added and deletion_vectors_enabled(table.table_schema.options):
         return rebuild("another writer's deletes are in deletion vectors, which catching up does not read")

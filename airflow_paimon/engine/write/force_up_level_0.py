@@ -27,7 +27,8 @@ from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_layout, key_value_schema,
                                                       write_changelog_files, write_key_values)
 from airflow_paimon.engine.write.changelog_producers import lookup_changelog, row_deduplicate
-from airflow_paimon.engine.write.deletion_vectors import LiveFile, read_live_file
+from airflow_paimon.engine.deletion_vectors import LiveFile
+from airflow_paimon.engine.write.lookup_compact import read_live_file
 
 
 def force_up_level_0(message: CommitMessage, table, rules: MergeRules, files: list[LiveFile], num_levels: int,

@@ -31,7 +31,7 @@ from airflow_paimon.engine.specs import REPROCESS_ON_CLEAR, AssignWriteResult, A
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import check_table
 from airflow_paimon.engine.write import planned_columns
-from airflow_paimon.engine.write.deletion_vectors import check_no_level_0, live_files_by_bucket
+from airflow_paimon.engine.deletion_vectors import check_no_level_0, live_files_by_bucket
 
 log = logging.getLogger(__name__)
 
