@@ -11,7 +11,7 @@ from pypaimon.schema.data_types import PyarrowFieldParser
 
 from airflow_paimon.engine import paimon_compat, storage
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import changelog_producer, memory_bytes

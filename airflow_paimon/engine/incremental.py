@@ -10,7 +10,7 @@ Buckets whose data files did not change between the two snapshots are skipped wi
 cost follows the change, not the table. Compactions and overwrites in between need no special case (the
 diff is of table states). A table with a changelog producer is read from its changelog instead
 (engine/changelog_read.py) unless the diff is asked for: ``scan_mode``.
-A bucket's rows are merged exactly as the table's merge engine merges them (engine/compact/merge.py).
+A bucket's rows are merged exactly as the table's merge engine merges them (engine/merge/merge_function.py).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from airflow_paimon.engine.codec.kinds import DELETE_TEXT, INSERT_TEXT, UPDATE_AFTER_TEXT
 from airflow_paimon.engine.codec.system_fields import key_columns
-from airflow_paimon.engine.compact.merge import merge_key_values
+from airflow_paimon.engine.merge.merge_function import merge_key_values
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.data_files import read_as, without_rows
 from airflow_paimon.engine.scan import buckets_at

@@ -20,7 +20,7 @@ from pypaimon.common.memory_size import MemorySize
 from pypaimon.common.time_utils import parse_duration
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.merge_engine import IGNORE_DELETE_KEYS, MergeEngine
+from airflow_paimon.engine.merge.merge_engine import IGNORE_DELETE_KEYS, MergeEngine
 
 JAVA_INT_MAX = 2**31 - 1
 MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
@@ -300,7 +300,7 @@ def _check_sequence_field(identifier: str, options: dict, shape: TableColumns, e
 
 def check_compaction_options(identifier: str, options: dict) -> None:
     """What only compaction needs beyond check_options: the aggregation options it merges with."""
-    from airflow_paimon.engine.compact.aggregate import check_function
+    from airflow_paimon.engine.merge.aggregate import check_function
 
     options = {str(k): str(v) for k, v in dict(options or {}).items() if v is not None}
     if _given(options, "record-level.expire-time"):

@@ -8,7 +8,7 @@ from airflow_paimon.engine.assign.buckets import BucketAssigner
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.codec.keys import encode_keys, encode_partitions
 from airflow_paimon.engine.index.shard import ShardIndex, encode_values
-from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeRules
 
 PTYPES = [pa.string()]
 

@@ -23,7 +23,7 @@ from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.codec.keys import encode_partition_values
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import staged_shards
-from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.scan import buckets_at, live_entries
 from airflow_paimon.engine.schema_evolution import evolve_for_source
 from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking

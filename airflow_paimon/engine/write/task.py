@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.assigner import BUCKET, ROW_KIND, ORDER
-from airflow_paimon.engine.assign.rowkind import occurrence_rounds, resolve_duplicates
+from airflow_paimon.engine.merge.rowkind import occurrence_rounds, resolve_duplicates
 from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.commit.staging import encode_message
 from airflow_paimon.engine.context import WriteContext
