@@ -111,7 +111,7 @@ def test_aggregation_with_ignore_delete_writes_no_retraction():
     """Paimon's RowKindFilter runs before every merge engine: under aggregation the -U/-D rows are dropped, not
     handed to the aggregate functions."""
     from airflow_paimon.engine.assign.assigner import KEY, ROW_KIND, ORDER, assign_shard
-    from airflow_paimon.engine.assign.buckets import BucketAssigner
+    from airflow_paimon.engine.index.buckets import BucketAssigner
     from airflow_paimon.engine.codec.keys import encode_keys
     from airflow_paimon.engine.index.shard import ShardIndex
 

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine.assign.buckets import BucketAssigner
+from airflow_paimon.engine.index.buckets import BucketAssigner
 from airflow_paimon.engine.merge.rowkind import pick_per_key, resolve_duplicates
 from airflow_paimon.engine.codec.kinds import DELETE, is_retract
 from airflow_paimon.engine.codec.keys import decode_partition, encode_partitions

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine.assign.buckets import BucketAssigner
+from airflow_paimon.engine.index.buckets import BucketAssigner
 from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_values
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 from airflow_paimon.engine.faults import crash_point
