@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 def bootstrap_decide(spec: dict) -> dict | None:
     """The bootstrap result when table metadata decides it (an index to reuse, a table that needs none)."""
-    from airflow_paimon.engine.index.run import bootstrap_index
+    from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index
     from airflow_paimon.engine.specs import BootstrapSpec
 
     result = bootstrap_index(BootstrapSpec.from_dict(spec), None)
@@ -17,7 +17,7 @@ def bootstrap_decide(spec: dict) -> dict | None:
 
 def compact_decide(spec: dict) -> dict | None:
     """The compaction result when nothing is due, or this run's compaction is committed already."""
-    from airflow_paimon.engine.compact.run import decide_compaction
+    from airflow_paimon.engine.runs.compact import decide_compaction
     from airflow_paimon.engine.specs import CompactSpec
 
     result = decide_compaction(CompactSpec.from_dict(spec))

@@ -38,7 +38,7 @@ def assign_and_write(spec: AssignWriteSpec) -> Wire:
 
 
 def commit(spec: CommitSpec) -> Wire:
-    from airflow_paimon.engine.commit.run import run_commit
+    from airflow_paimon.engine.runs.commit import run_commit
     # the commit also drops this DAG's old result files, next to its own
     return run_commit(replace(spec, result_uri=current_run().result_uri))
 

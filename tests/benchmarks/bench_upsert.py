@@ -744,7 +744,7 @@ def make_spark():
 
 def _worker_warm_up():
     def warm(batches):  # nested: pickled by value, so workers need not import this module
-        import airflow_paimon.engine.assign.task  # noqa: F401
+        import airflow_paimon.engine.runs.assign_shard  # noqa: F401
         import airflow_paimon.engine.index.bootstrap  # noqa: F401
         import airflow_paimon.engine.write.task  # noqa: F401
 

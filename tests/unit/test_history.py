@@ -11,7 +11,7 @@ import pytest
 
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.identity import CommitIdentity
-from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.commit.staging import read_staged
 from airflow_paimon.engine.compact.commit import CompactConflictError
 from airflow_paimon.engine.errors import (MissingFileError, PaimonJobError, RolledBackError, TableChangedError,
@@ -176,7 +176,7 @@ def test_a_column_another_writer_added_meanwhile_does_not_stop_the_commit(opts, 
 def test_a_compaction_whose_output_vanished_before_its_commit_commits_nothing(opts, index_root, monkeypatch):
     """Orphan removal with a short older_than during a long compaction: the commit attempt finds a file it adds
     gone, refuses naming it, and the table reads as before."""
-    from airflow_paimon.engine.compact import run as compact_run
+    from airflow_paimon.engine.runs import compact as compact_run
 
     create_table(opts, "db.t", SPEC)
     write(opts, index_root, RUNS)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.engine.jobs import progress_line

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.commit.snapshot_commit import ExclusiveSnapshotCommit
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.maintenance.orphans import _check_paths_line_up, remove_orphan_files

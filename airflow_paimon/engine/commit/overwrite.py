@@ -16,7 +16,7 @@ partition is not replaced, or its message is dropped here: see without_replaced_
 
 The global key index is not published for an OVERWRITE snapshot: keys of the replaced partitions that the
 batch does not have are gone from the table, and the next bootstrap-index rebuilds the index in full from the
-table (engine/index/run.py rebuilds past any OVERWRITE snapshot), so it is right by construction.
+table (engine/runs/bootstrap_index.py rebuilds past any OVERWRITE snapshot), so it is right by construction.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@
             Paimon's GlobalIndexAssigner bootstrap.
 
 The per-task steps (read a bucket's or a file's keys, write or update one shard) live here too, importing
-no pypaimon; engine/index/run.py orchestrates them and an executor (Spark, or the tests' local runner)
+no pypaimon; engine/runs/bootstrap_index.py orchestrates them and an executor (Spark, or the tests' local runner)
 distributes them.
 """
 from __future__ import annotations
