@@ -4,7 +4,7 @@ connection's default roots), run by a job runner:
 
 - ``in_process``: the engine's orchestrations (engine/runs/bootstrap_index.py, engine/runs/assign_and_write.py, engine/runs/commit.py,
   engine/runs/compact.py), the tasks the Spark glue distributes run one after another here — fast engine tests;
-- ``in_spark(spark)``: each job's Spark function (engine/jobs.py) on a session the caller made — the Spark glue
+- ``in_spark(spark)``: each job's Spark function (spark/job_registry.py) on a session the caller made — the Spark glue
   without spark-submit (tests/spark, the fault tests, the benchmarks).
 
 ``bootstrap`` / ``write_run`` / ``stage_run`` / ``upsert`` are the in-process steps of one run on rows in
@@ -26,7 +26,7 @@ from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.runs.compact import compact as compact_job, compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index, shards_in
-from airflow_paimon.engine.jobs import JOBS
+from airflow_paimon.spark.job_registry import JOBS
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.shapes import CROSS_PARTITION, HASH_DYNAMIC, HASH_FIXED, TableShape
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
@@ -111,12 +111,13 @@ class Pipeline:
 # --- runners ---------------------------------------------------------------------------------------------------
 
 def in_spark(spark) -> JobRunner:
-    """Each job's Spark function (engine/jobs.py) with ``spark`` as its session (None: driver-only jobs)."""
+    """Each job's Spark function (spark/job_registry.py) with ``spark`` as its session (None: driver-only jobs)."""
     def run(job: str, spec: JobSpec) -> Wire:
-        from airflow_paimon.spark.job import JobRun, job_running
+        from airflow_paimon.spark.job_frame import JobRun, job_running
+        from airflow_paimon.spark.job_runner import job_function
 
         with job_running(JobRun(None, spark=spark)):
-            return JOBS[job].spark_function()(spec)
+            return job_function(JOBS[job])(spec)
     return run
 
 

@@ -105,12 +105,13 @@ def connect_job(job: str, spec: dict, result_uri: str, remote: str, conf: dict) 
     SIGTERM (the task's on_kill) interrupts its sessions' work on the server, as JobRun.kill does in-process."""
     import signal
 
-    from airflow_paimon.engine.jobs import JOBS
-    from airflow_paimon.spark.job import JobRun, execute_job
+    from airflow_paimon.spark.job_frame import JobRun, execute_job
+    from airflow_paimon.spark.job_registry import JOBS
+    from airflow_paimon.spark.job_runner import job_function
 
     run = JobRun(result_uri, remote=remote, conf=conf)
     signal.signal(signal.SIGTERM, lambda *_: run.kill())
-    return execute_job(JOBS[job].spark_function(), JOBS[job].spec, spec, run)
+    return execute_job(job_function(JOBS[job]), JOBS[job].spec, spec, run)
 
 
 def ui_table_summaries(catalog_options: dict) -> list[dict]:

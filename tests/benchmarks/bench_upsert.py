@@ -359,7 +359,7 @@ def submit_env() -> dict:
 def e2e_runner(work: Path, conf: dict | None = None):
     counter = iter(range(1000))
 
-    from airflow_paimon.spark.job import spec_file
+    from airflow_paimon.spark.job_frame import spec_file
 
     def run(job: str, spec: dict):
         n = next(counter)
