@@ -18,7 +18,7 @@ from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.scan import buckets_at, live_entries
 from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.table import get_table
-from airflow_paimon.engine.table_options import changelog_producer, memory_bytes
+from airflow_paimon.engine.table_options import CompactOptions, changelog_producer, memory_bytes
 
 # Not Paimon's 256 mb: a Python worker holds several copies of a chunk while it assigns it (a 10M-row first load,
 # two workers: 2.4 GiB per task at 16 mb, 3.1 GiB at 64 mb, the same time)
@@ -147,7 +147,6 @@ class WriteContext:
 
     @property
     def num_levels(self) -> int:
-        from airflow_paimon.engine.compact.strategy import CompactOptions
         return CompactOptions.of(self.options).levels
 
     @property
