@@ -64,12 +64,12 @@ def _incremental_read():
 
 
 def _expire_snapshots():
-    from airflow_paimon.spark.maintenance import run_expire_snapshots
+    from airflow_paimon.spark.expire_snapshots import run_expire_snapshots
     return run_expire_snapshots
 
 
 def _remove_orphan_files():
-    from airflow_paimon.spark.maintenance import run_remove_orphan_files
+    from airflow_paimon.spark.remove_orphan_files import run_remove_orphan_files
     return run_remove_orphan_files
 
 

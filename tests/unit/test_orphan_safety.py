@@ -18,7 +18,7 @@ from airflow_paimon.engine.maintenance.references import References, SnapshotRea
 from airflow_paimon.engine.specs import OrphansSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
-from airflow_paimon.spark.maintenance import run_remove_orphan_files
+from airflow_paimon.spark.remove_orphan_files import run_remove_orphan_files
 from compaction_tables import assert_reads, batches, cross_partition_table
 from file_age import age
 from local_runner import bootstrap, compact, stage_run, upsert

@@ -14,7 +14,7 @@ from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_tabl
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
 from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, OrphansSpec
-from airflow_paimon.spark.maintenance import run_remove_orphan_files
+from airflow_paimon.spark.remove_orphan_files import run_remove_orphan_files
 from file_age import age
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
