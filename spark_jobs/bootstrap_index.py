@@ -1,5 +1,5 @@
 """Spark job: bootstrap-index. Arguments: --spec-file PATH (deleted once read) --result-uri URI."""
-from airflow_paimon.spark.job import run_job
+from airflow_paimon.spark.job_runner import run_job
 
 if __name__ == "__main__":
     run_job("bootstrap_index")

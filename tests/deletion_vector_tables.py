@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table import TableSpec
-from airflow_paimon.engine.write.deletion_vectors import _vector_entries
+from airflow_paimon.engine.deletion_vectors import _vector_entries
 from local_runner import bootstrap, upsert
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]

@@ -2,9 +2,10 @@
 commit → compact) on the specs the operators build (engine/specs.py: each from the results before it, the
 connection's default roots), run by a job runner:
 
-- ``in_process``: the engine's orchestrations (engine/index/run.py, engine/write/run.py, engine/commit/run.py,
-  engine/compact/run.py), the tasks the Spark glue distributes run one after another here — fast engine tests;
-- ``in_spark(spark)``: each job's Spark function (engine/jobs.py) on a session the caller made — the Spark glue
+- ``in_process``: the engine's orchestrations (engine/runs/bootstrap_index.py,
+  engine/runs/assign_and_write.py, engine/runs/commit.py, engine/runs/compact.py), the tasks the Spark glue
+  distributes run one after another here — fast engine tests;
+- ``in_spark(spark)``: each job's Spark function (spark/job_registry.py) on a session the caller made — the Spark glue
   without spark-submit (tests/spark, the fault tests, the benchmarks).
 
 ``bootstrap`` / ``write_run`` / ``stage_run`` / ``upsert`` are the in-process steps of one run on rows in
@@ -23,18 +24,18 @@ from airflow_paimon.engine import layout
 from airflow_paimon.engine.assign.assigner import BUCKET, ORDER, ROW_KIND
 from airflow_paimon.engine.assign.fixed import fixed_buckets
 from airflow_paimon.engine.codec.keys import encode_keys
-from airflow_paimon.engine.commit.run import run_commit
-from airflow_paimon.engine.compact.run import compact as compact_job, compact_task, compaction_identity, run_compaction
+from airflow_paimon.engine.runs.commit import run_commit
+from airflow_paimon.engine.runs.compact import compact as compact_job, compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.index.run import bootstrap_index, shards_in
-from airflow_paimon.engine.jobs import JOBS
+from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index, shards_in
+from airflow_paimon.spark.job_registry import JOBS
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.shapes import CROSS_PARTITION, HASH_DYNAMIC, HASH_FIXED, TableShape
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitResult, CommitSpec, CompactSpec, JobSpec, Wire, source_spec)
-from airflow_paimon.engine.write.run import assign_and_write
+from airflow_paimon.engine.runs.assign_and_write import assign_and_write
 from airflow_paimon.engine.write.buffer import WriteBuffer
-from airflow_paimon.engine.write.cross_partition import assign_and_write_shards
+from airflow_paimon.engine.runs.cross_partition import assign_and_write_shards
 from airflow_paimon.engine.write.task import write_task
 
 DAG_RUN = ("bootstrap_index", "assign_and_write", "commit", "compact")  # one DAG run's jobs, in order
@@ -112,12 +113,13 @@ class Pipeline:
 # --- runners ---------------------------------------------------------------------------------------------------
 
 def in_spark(spark) -> JobRunner:
-    """Each job's Spark function (engine/jobs.py) with ``spark`` as its session (None: driver-only jobs)."""
+    """Each job's Spark function (spark/job_registry.py) with ``spark`` as its session (None: driver-only jobs)."""
     def run(job: str, spec: JobSpec) -> Wire:
-        from airflow_paimon.spark.job import JobRun, job_running
+        from airflow_paimon.spark.job_frame import JobRun, job_running
+        from airflow_paimon.spark.job_runner import job_function
 
         with job_running(JobRun(None, spark=spark)):
-            return JOBS[job].spark_function()(spec)
+            return job_function(JOBS[job])(spec)
     return run
 
 
@@ -139,7 +141,7 @@ def in_process(job: str, spec: JobSpec, rows: pa.Table | None = None, row_kinds=
 
 
 class LocalIndexTasks:
-    """engine/index/run.py IndexTasks, in this process."""
+    """engine/runs/bootstrap_index.py IndexTasks, in this process."""
 
     parallelism = 1
 

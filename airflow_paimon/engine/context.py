@@ -4,17 +4,21 @@ from __future__ import annotations
 import functools
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
 from airflow_paimon.engine import paimon_compat, storage
+from airflow_paimon.engine.codec.keys import encode_partition_values
+from airflow_paimon.engine.deletion_vectors import enabled as deletion_vectors_enabled, live_files_by_bucket
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.index.layout import base_manifest
+from airflow_paimon.engine.merge.merge_engine import MergeRules
+from airflow_paimon.engine.scan import buckets_at, live_entries
 from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.table import get_table
-from airflow_paimon.engine.table_options import changelog_producer, memory_bytes
+from airflow_paimon.engine.table_options import CompactOptions, changelog_producer, memory_bytes
 
 # Not Paimon's 256 mb: a Python worker holds several copies of a chunk while it assigns it (a 10M-row first load,
 # two workers: 2.4 GiB per task at 16 mb, 3.1 GiB at 64 mb, the same time)
@@ -59,6 +63,24 @@ class WriteContext:
     bucket_files: dict[tuple[str, int], list] = field(default_factory=dict)
     # cross-partition: some bucket holds keys of several index shards (IndexManifest.shares_buckets)
     shared_buckets: bool = False
+
+    @classmethod
+    def plan(cls, spec, table, shape: TableShape, shards: int, staging_uri: str, write_mode: str) -> "WriteContext":
+        """The context of one write (``spec``: its AssignWriteSpec, ``table`` at the schema it writes), whole: the
+        base snapshot's buckets and, where the write compacts level 0, their live files, read once on the driver."""
+        ctx = cls(spec.catalog_options, spec.table, spec.base_snapshot_id, spec.index_uri or "", shards,
+                  staging_uri, schema_id=table.table_schema.id, write_mode=write_mode)
+        shared_buckets = ctx.shared_buckets
+        if shape.needs_index:
+            shared_buckets = base_manifest(ctx.index_uri, ctx.base_snapshot_id).shares_buckets()
+        entries = live_entries(table, ctx.base_snapshot())  # one manifest scan for both uses below
+        max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
+                                b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot(), entries)}
+        bucket_files = ctx.bucket_files
+        if ctx.compacts_level_0:  # each write task looks up its bucket's old rows in these files
+            bucket_files = live_files_by_bucket(table, ctx.base_snapshot(), ctx.partition_types, entries)
+        return replace(ctx, shared_buckets=shared_buckets, max_sequence_numbers=max_sequence_numbers,
+                       bucket_files=bucket_files)
 
     def __setstate__(self, state: dict) -> None:
         """Unpickled in a Python worker: its index, staging and data files use the connection's options."""
@@ -120,14 +142,11 @@ class WriteContext:
 
     @property
     def deletion_vectors(self) -> bool:
-        """``deletion-vectors.enabled``: the write task looks up and marks old rows
-        (engine/write/deletion_vectors.py)."""
-        from airflow_paimon.engine.write.deletion_vectors import enabled
-        return enabled(self.options)
+        """``deletion-vectors.enabled``: the write task looks up and marks old rows (engine/write/lookup_compact.py)."""
+        return deletion_vectors_enabled(self.options)
 
     @property
     def num_levels(self) -> int:
-        from airflow_paimon.engine.compact.strategy import CompactOptions
         return CompactOptions.of(self.options).levels
 
     @property

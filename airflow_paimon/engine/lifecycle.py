@@ -17,7 +17,7 @@ from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_tabl
 from airflow_paimon.engine.table_alter import AlterPlan, plan_alter, resulting_options
 from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table_options import TableColumns, check_options
-from airflow_paimon.engine.write.deletion_vectors import check_no_level_0, enabled
+from airflow_paimon.engine.deletion_vectors import check_no_level_0, enabled
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

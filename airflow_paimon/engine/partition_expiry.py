@@ -23,7 +23,7 @@ from airflow_paimon.engine.paimon_compat import (overwrite_changes_provider, ove
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import choice, duration_ms
-from airflow_paimon.engine.write.deletion_vectors import partition_index_deletes
+from airflow_paimon.engine.deletion_vectors import partition_index_deletes
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

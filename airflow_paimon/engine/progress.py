@@ -4,7 +4,7 @@
     12 files staged, 6.8 s      (one line)
 
 Made from the job's result (engine/specs.py), the same dict the task returns to XCom; ``seconds`` is what the
-task spent on the job, Spark's start included. One ``describe_*`` per job, named in its record in engine/jobs.py
+task spent on the job, Spark's start included. One ``describe_*`` per job, named in its record in spark/job_registry.py
 (``progress_line`` there makes the line).
 """
 from __future__ import annotations

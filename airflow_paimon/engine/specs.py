@@ -1,5 +1,5 @@
 """The job specs and results: what an operator hands a Spark job (as JSON in a private file, see
-airflow_paimon/spark/job.py) and what the job hands back (the result file; the operator returns it to XCom).
+airflow_paimon/spark/job_frame.py) and what the job hands back (the result file; the operator returns it to XCom).
 
 One dataclass per job and direction, shared by the operators, the jobs and the tests, so a key is named in
 one place. ``from_dict`` refuses unknown and missing keys by name: a spec written by another version of the

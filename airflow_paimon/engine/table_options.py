@@ -21,7 +21,7 @@ from pypaimon.common.memory_size import MemorySize
 from pypaimon.common.time_utils import parse_duration
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.merge_engine import IGNORE_DELETE_KEYS, MergeEngine
+from airflow_paimon.engine.merge.merge_engine import IGNORE_DELETE_KEYS, MergeEngine
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -31,10 +31,11 @@ MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
 MERGE_ENGINES = tuple(m.value for m in MergeEngine)  # every merge engine Paimon has
 FILE_FORMATS = ("parquet", "orc")  # what engine/data_files.py reads back (index bootstrap, compaction)
 # Paimon's changelog producers, all written here: 'input' by the writer (engine/write/bucket_writer.py), 'lookup' by
-# a write's compaction of level 0 (engine/write/deletion_vectors.py, engine/write/force_up_level_0.py),
+# a write's compaction of level 0 (engine/write/lookup_compact.py, engine/write/force_up_level_0.py),
 # 'full-compaction' by every compaction into the max level (engine/compact/rewrite.py)
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
-# merge engines whose deletion-vector writes need no old values (engine/write/deletion_vectors.py)
+# merge engines whose deletion-vector writes need no old values (engine/write/lookup_compact.py)
+# what engine/data_files.py reads back (index bootstrap, compaction)
 DELETION_VECTOR_ENGINES = ("deduplicate", "first-row")
 
 # Integer options this provider reads: (smallest, largest, other accepted values) as Paimon accepts them.
@@ -316,7 +317,7 @@ def _check_sequence_field(identifier: str, options: dict, shape: TableColumns, e
 
 def check_compaction_options(identifier: str, options: dict) -> None:
     """What only compaction needs beyond check_options: the aggregation options it merges with."""
-    from airflow_paimon.engine.compact.aggregate import check_function
+    from airflow_paimon.engine.merge.aggregate import check_function
 
     options = {str(k): str(v) for k, v in dict(options or {}).items() if v is not None}
     if _given(options, "record-level.expire-time"):
@@ -334,3 +335,27 @@ def check_compaction_options(identifier: str, options: dict) -> None:
         if key == "fields.default-aggregate-function" or (key.startswith("fields.")
                                                          and key.endswith(".aggregate-function")):
             check_function(identifier, key, value)
+
+
+@dataclass(frozen=True)
+class CompactOptions:
+    """The table options that steer compaction, with Paimon's defaults."""
+
+    num_sorted_run_compaction_trigger: int = 5
+    max_size_amplification_percent: int = 200
+    size_ratio: int = 1
+    num_levels: int | None = None  # Paimon: trigger + 1 when unset
+
+    @classmethod
+    def of(cls, options: dict) -> "CompactOptions":
+        def get(key, default):
+            value = options.get(key)
+            return default if value is None or str(value) == "" else int(value)
+        return cls(get("num-sorted-run.compaction-trigger", 5),
+                   get("compaction.max-size-amplification-percent", 200),
+                   get("compaction.size-ratio", 1),
+                   get("num-levels", None))
+
+    @property
+    def levels(self) -> int:
+        return self.num_levels if self.num_levels is not None else self.num_sorted_run_compaction_trigger + 1

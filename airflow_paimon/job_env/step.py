@@ -1,7 +1,7 @@
 """One job-side step (job_env/steps.py) run from Airflow's side: in this process when it holds the job side,
 else as ``JOB_PYTHON -m airflow_paimon.job_env.step SPEC RESULT`` in the job environment. The spec file holds
 the step's arguments, catalog options (keys, tokens) included: mode 0600 in a private directory, deleted once
-read (the spark-submit jobs' own spec file, spark/job.py); never argv. The result file holds ``{"value": ...}``
+read (the spark-submit jobs' own spec file, spark/job_frame.py); never argv. The result file holds ``{"value": ...}``
 or ``{"error": {"type", "message", "retryable"}}``."""
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def run_step(step: str, extras: dict | None = None, timeout: float | None = None
 
 def _in_job_env(python: str, step: str, arguments: dict, timeout: float | None = None,
                 on_start: Callable[[subprocess.Popen], None] | None = None):
-    from airflow_paimon.spark.job import spec_file
+    from airflow_paimon.spark.job_frame import spec_file
 
     started = time.monotonic()
     # the result's own private directory: the child removes the spec's once it has read it
@@ -116,7 +116,7 @@ def _log(step: str, python: str, seconds: float) -> None:
 def main(argv: list[str]) -> int:
     """The job environment's side: run the spec's step, write its result (or error)."""
     from airflow_paimon.job_env.steps import STEPS
-    from airflow_paimon.spark.job import read_spec_file
+    from airflow_paimon.spark.job_frame import read_spec_file
 
     spec_path, result_path = argv
     spec = read_spec_file(spec_path)

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 def bootstrap_decide(spec: dict) -> dict | None:
     """The bootstrap result when table metadata decides it (an index to reuse, a table that needs none)."""
-    from airflow_paimon.engine.index.run import bootstrap_index
+    from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index
     from airflow_paimon.engine.specs import BootstrapSpec
 
     result = bootstrap_index(BootstrapSpec.from_dict(spec), None)
@@ -17,7 +17,7 @@ def bootstrap_decide(spec: dict) -> dict | None:
 
 def compact_decide(spec: dict) -> dict | None:
     """The compaction result when nothing is due, or this run's compaction is committed already."""
-    from airflow_paimon.engine.compact.run import decide_compaction
+    from airflow_paimon.engine.runs.compact import decide_compaction
     from airflow_paimon.engine.specs import CompactSpec
 
     result = decide_compaction(CompactSpec.from_dict(spec))
@@ -105,12 +105,13 @@ def connect_job(job: str, spec: dict, result_uri: str, remote: str, conf: dict) 
     SIGTERM (the task's on_kill) interrupts its sessions' work on the server, as JobRun.kill does in-process."""
     import signal
 
-    from airflow_paimon.engine.jobs import JOBS
-    from airflow_paimon.spark.job import JobRun, execute_job
+    from airflow_paimon.spark.job_frame import JobRun, execute_job
+    from airflow_paimon.spark.job_registry import JOBS
+    from airflow_paimon.spark.job_runner import job_function
 
     run = JobRun(result_uri, remote=remote, conf=conf)
     signal.signal(signal.SIGTERM, lambda *_: run.kill())
-    return execute_job(JOBS[job].spark_function(), JOBS[job].spec, spec, run)
+    return execute_job(job_function(JOBS[job]), JOBS[job].spec, spec, run)
 
 
 def ui_table_summaries(catalog_options: dict) -> list[dict]:

@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from airflow.exceptions import AirflowException
 
-from airflow_paimon.engine.jobs import Job
+from airflow_paimon.spark.job_registry import Job
 from airflow_paimon.spark.connect import CONN_TYPE as CONNECT_CONN_TYPE
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-    from airflow_paimon.spark.job import JobRun
+    from airflow_paimon.spark.job_frame import JobRun
 
 
 class JobBackend(ABC):
-    """Runs one job of engine/jobs.py on a spec dict; the result goes to ``result_uri`` (the job writes it)."""
+    """Runs one job of spark/job_registry.py on a spec dict; the result goes to ``result_uri`` (the job writes it)."""
 
     def __init__(self, job: Job, table: str):
         self.job, self.table = job, table
@@ -73,7 +73,7 @@ class SparkSubmitBackend(JobBackend):
     def run(self, spec: dict, result_uri: str) -> str | None:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        from airflow_paimon.spark.job import spec_file
+        from airflow_paimon.spark.job_frame import spec_file
         from airflow_paimon.spark.submit import submit_conf, submit_settings, with_driver_archive
 
         settings = submit_settings(self.extras, self.master, self.deploy_mode, self.spark_conf, self.spark_bin_dir)
@@ -116,13 +116,14 @@ class ConnectBackend(JobBackend):
     def __init__(self, job: Job, table: str, conn_id: str, spark_conf: dict[str, Any]):
         super().__init__(job, table)
         self.conn_id, self.spark_conf = conn_id, spark_conf
-        self.job_run: JobRun | None = None  # the running job's (spark/job.py)
+        self.job_run: JobRun | None = None  # the running job's (spark/job_frame.py)
         self.process = None  # or the job environment's process running it (airflow_paimon/job_env)
 
     def run(self, spec: dict, result_uri: str) -> str | None:
         from airflow_paimon.job_env import runs_here
         from airflow_paimon.spark.connect import connection_url
-        from airflow_paimon.spark.job import JobRun, execute_job
+        from airflow_paimon.spark.job_frame import JobRun, execute_job
+        from airflow_paimon.spark.job_runner import job_function
 
         if not runs_here():  # the client in the job environment; the URL (its token) goes in the spec file
             from airflow_paimon.job_env.step import run_step
@@ -132,7 +133,7 @@ class ConnectBackend(JobBackend):
             return None if succeeded else "Spark Connect job failed"
 
         self.job_run = run = JobRun(result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
-        if not execute_job(self.job.spark_function(), self.job.spec, spec, run):
+        if not execute_job(job_function(self.job), self.job.spec, spec, run):
             return "Spark Connect job failed"
         return None
 

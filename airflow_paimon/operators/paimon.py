@@ -1,6 +1,6 @@
 """The write as Airflow tasks: bootstrap-index → assign-and-write → commit, each a Spark job.
 
-Operators stay thin: build the job spec (the type engine/jobs.py names for the operator's ``job``), run the
+Operators stay thin: build the job spec (the type spark/job_registry.py names for the operator's ``job``), run the
 job through the backend of the Spark connection's type (operators/backends.py: spark-submit of
 ``spark_jobs/<job>.py``, or a Spark Connect client in the task process), read the result file the job wrote,
 return it (it lands in XCom). Each reads what it needs from its upstream task's
@@ -24,7 +24,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.errors import ValidationError, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.jobs import JOBS, progress_line
+from airflow_paimon.spark.job_registry import JOBS, progress_line
 from airflow_paimon.engine.specs import (REPROCESS_ON_CLEAR, SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec,
                                          BootstrapResult, BootstrapSpec, CommitResult, CommitSpec, JobSpec, source_spec)
 from airflow_paimon.hooks.paimon import PaimonHook
@@ -202,7 +202,8 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         hook = PaimonHook(self.paimon_conn_id)
         storage.configure(hook.catalog_options())  # the result file is read with the connection's credentials
         spec = self.job_spec(context, hook)
-        if not isinstance(spec, JOBS[self.job].spec):  # the operator's job and its spec, as engine/jobs.py pairs them
+        # the operator's job and its spec, as spark/job_registry.py pairs them
+        if not isinstance(spec, JOBS[self.job].spec):
             raise TypeError(f"{type(self).__name__}.job_spec gave a {type(spec).__name__}, not the "
                             f"{JOBS[self.job].spec.__name__} of job {self.job}")
         raw = spec.to_dict()
@@ -246,7 +247,7 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
         from airflow.sdk.log import mask_secret
 
         from airflow_paimon.operators.backends import backend_for
-        from airflow_paimon.spark.job import secrets_of
+        from airflow_paimon.spark.job_frame import secrets_of
 
         for secret in secrets_of(spec):
             mask_secret(secret)

@@ -1,4 +1,4 @@
-"""assign-and-write on Spark: the engine's orchestration (engine/write/run.py) with a Spark source and the
+"""assign-and-write on Spark: the engine's orchestration (engine/runs/assign_and_write.py) with a Spark source and the
 bucket mode's Spark pipeline (spark/pipelines/: cross-partition, dynamic, fixed, append)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import functools
 from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
-from airflow_paimon.engine.write.run import assign_and_write
+from airflow_paimon.engine.runs.assign_and_write import assign_and_write
 from airflow_paimon.spark.pipelines import PIPELINES
 from airflow_paimon.spark.routing import without_adaptive_execution
 from airflow_paimon.spark.source import arrow_schema, read_source, validate_and_cast, validation_errors

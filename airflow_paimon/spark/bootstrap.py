@@ -1,4 +1,4 @@
-"""bootstrap-index on Spark: the engine's orchestration (engine/index/run.py) with Spark running its tasks.
+"""bootstrap-index on Spark: the engine's orchestration (engine/runs/bootstrap_index.py) with Spark running its tasks.
 A rebuild is one stage: task p builds part p. A catch-up reads the added files in parallel, shuffles the
 change rows to their shard, and task s applies shard s. The driver publishes the manifest last.
 The task functions themselves are the engine's (engine/index/bootstrap.py)."""
@@ -12,7 +12,7 @@ import pyarrow as pa
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.index.bootstrap import CHANGE_ROWS
 from airflow_paimon.engine.index.layout import ShardMeta, shard_meta_from_dict, shard_meta_json
-from airflow_paimon.engine.index.run import bootstrap_index
+from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index
 from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.routing import ROUTE, per_group, route_column, routes, without_adaptive_execution

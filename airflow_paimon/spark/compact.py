@@ -6,7 +6,7 @@ import logging
 
 import pyarrow as pa
 
-from airflow_paimon.engine.compact.run import compact, compact_task
+from airflow_paimon.engine.runs.compact import compact, compact_task
 from airflow_paimon.engine.context import cached_table
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.specs import CompactResult, CompactSpec

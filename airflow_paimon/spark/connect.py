@@ -52,7 +52,7 @@ class JobKilled(Exception):
 
 def connect_session(builder, remote: str, run):
     """A new session on the Connect server ``remote``, registered with the running job (``run``, a
-    spark/job.py JobRun) so that it is released when the job ends and interrupted when the task is killed."""
+    spark/job_frame.py JobRun) so that it is released when the job ends and interrupted when the task is killed."""
     for key, value in session_conf(run.conf if run else {}).items():
         builder = builder.config(key, value)
     if run is not None and run.killed:

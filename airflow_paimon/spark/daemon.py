@@ -14,8 +14,8 @@ import sys
 # What the closures of airflow_paimon/spark/*.py pull in on the workers (pyspark.worker imports pandas and
 # pyarrow for the Arrow UDFs).
 PRELOAD = ("pyspark.worker", "pyarrow", "pyarrow.compute", "pyarrow.parquet", "numpy", "pandas", "rocksdict",
-           "airflow_paimon.engine.index.bootstrap", "airflow_paimon.engine.assign.task",
-           "airflow_paimon.engine.write.task", "airflow_paimon.engine.compact.run", "airflow_paimon.spark.bootstrap")
+           "airflow_paimon.engine.index.bootstrap", "airflow_paimon.engine.runs.assign_shard",
+           "airflow_paimon.engine.write.task", "airflow_paimon.engine.runs.compact", "airflow_paimon.spark.bootstrap")
 
 
 def preload(modules=PRELOAD) -> None:

@@ -319,13 +319,13 @@ def _corrupt_parquet(uri: str) -> str | None:
     return None
 
 
-# --- the merge engine's rule for -U/-D rows (engine/merge_engine.py), as a check inside the projection
+# --- the merge engine's rule for -U/-D rows (engine/merge/merge_engine.py), as a check inside the projection
 
 def _refused_retractions(table: FileStoreTable, identifier: str, op: str) -> str:
     """A CASE branch failing on -U/-D rows where the table's merge engine refuses them as Paimon does
     (after ``ignore-delete`` and its fallback keys drop them), else ''."""
     from airflow_paimon.engine.codec.kinds import RETRACT_TEXTS
-    from airflow_paimon.engine.merge_engine import MergeRules
+    from airflow_paimon.engine.merge.merge_engine import MergeRules
 
     rules = MergeRules.of(table.table_schema.options, identifier)
     if not rules.refuses_retractions:

@@ -24,7 +24,7 @@ def recent_runs(limit: int = RECENT_RUNS) -> list[tuple[str, str, int]]:
 def runs_by_commit_user(identifier: str, runs: list[tuple]) -> dict[str, tuple[str, str, int]]:
     """commit user -> (dag_id, run_id, generation), for the write and the compaction each generation of a run
     (0 up to its clear_number; a run given as (dag_id, run_id) was never cleared) may have committed."""
-    from airflow_paimon.engine.compact.run import compaction_identity  # the job side's (ui/tables.py's caller)
+    from airflow_paimon.engine.runs.compact import compaction_identity  # the job side's (ui/tables.py's caller)
 
     found = {}
     for dag_id, run_id, *clears in runs:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.staging import read_staged, runs
 from airflow_paimon.engine.compact.levels import level_sorted_runs
-from airflow_paimon.engine.compact.strategy import CompactOptions
+from airflow_paimon.engine.table_options import CompactOptions
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.shapes import shape_of

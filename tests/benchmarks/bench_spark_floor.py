@@ -60,7 +60,7 @@ def throughput(spark, path: str, rows: int, repeat: int) -> dict:
     batches cut as the jobs' sessions cut them."""
     from pyspark.sql import functions as F
 
-    from airflow_paimon.spark.job import ARROW_MAX_BYTES, ARROW_MAX_BYTES_DEFAULT
+    from airflow_paimon.spark.job_frame import ARROW_MAX_BYTES, ARROW_MAX_BYTES_DEFAULT
 
     def count_batches(batches):  # nested: pickled by value
         import pyarrow as pa

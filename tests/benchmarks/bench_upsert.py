@@ -359,7 +359,7 @@ def submit_env() -> dict:
 def e2e_runner(work: Path, conf: dict | None = None):
     counter = iter(range(1000))
 
-    from airflow_paimon.spark.job import spec_file
+    from airflow_paimon.spark.job_frame import spec_file
 
     def run(job: str, spec: dict):
         n = next(counter)
@@ -749,7 +749,7 @@ def make_spark():
 
 def _worker_warm_up():
     def warm(batches):  # nested: pickled by value, so workers need not import this module
-        import airflow_paimon.engine.assign.task
+        import airflow_paimon.engine.runs.assign_shard
         import airflow_paimon.engine.index.bootstrap
         import airflow_paimon.engine.write.task  # noqa: F401
 

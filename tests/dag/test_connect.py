@@ -180,7 +180,7 @@ ARROW, EIGHT_MB = "spark.sql.execution.arrow.maxBytesPerBatch", str(8 * 2**20)
 ])
 def test_session_conf_of_a_job_session(connect_server, spec_partitions, conf, expected, arrow_bytes):
     from airflow_paimon.engine.specs import JobSpec
-    from airflow_paimon.spark.job import JobRun, job_running, spark_session
+    from airflow_paimon.spark.job_frame import JobRun, job_running, spark_session
 
     spec = JobSpec(catalog_options={}, table="db.t", shuffle_partitions=spec_partitions)
     with job_running(JobRun(None, remote=connect_server["url"], conf=conf)):

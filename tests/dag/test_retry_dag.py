@@ -4,6 +4,7 @@ work, and a SpecError from a real spark-submit driver. try_number shows whether 
 try's result file carries the flag."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -19,7 +20,7 @@ ERRORS = error_classes() + [OSError]
 def test_each_error_is_retried_as_its_class_says(airflow_home, warehouse, monkeypatch, cls):
     from paimon_retry_dags import CONNECT_CONN_ID, retry_connect
 
-    import airflow_paimon.spark.jobs
+    from airflow_paimon.spark.job_registry import JOBS
 
     use_warehouse(monkeypatch, warehouse)
     monkeypatch.setenv(f"AIRFLOW_CONN_{CONNECT_CONN_ID.upper()}",
@@ -28,7 +29,8 @@ def test_each_error_is_retried_as_its_class_says(airflow_home, warehouse, monkey
     def expire_snapshots(spec):  # the job, failing before it opens a session on the (absent) server
         raise instance(cls)
 
-    monkeypatch.setattr(airflow_paimon.spark.jobs, "expire_snapshots", expire_snapshots)
+    monkeypatch.setitem(JOBS, "expire_snapshots", dataclasses.replace(JOBS["expire_snapshots"],
+                                                                  load=lambda: expire_snapshots))
     retryable = RETRIED[cls.__name__]
 
     run, states, _ = run_dag(retry_connect)

@@ -1,4 +1,4 @@
-"""A task's log through a real spark-submit (the driver JVM gets our log4j2 configuration, spark/job.py
+"""A task's log through a real spark-submit (the driver JVM gets our log4j2 configuration, spark/job_frame.py
 submit_conf): one progress line per job, made from the job's result, and no Spark INFO line unless spark_conf
 asks for Spark's INFO level."""
 from __future__ import annotations

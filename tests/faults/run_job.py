@@ -1,5 +1,5 @@
 """One attempt of a Spark job as its own process, the way spark_jobs/<job>.py runs it under spark-submit:
-read the spec (a JSON file) as the job's spec type (engine/jobs.py), start a local[1] Spark session with the
+read the spec (a JSON file) as the job's spec type (spark/job_registry.py), start a local[1] Spark session with the
 jobs' submit conf, call the job's Spark function, write its result as JSON. The fault tests run it with
 AIRFLOW_PAIMON_CRASH_AT set and SIGKILL lands at that point (airflow_paimon/engine/faults.py).
 
@@ -12,7 +12,7 @@ import os
 import sys
 
 from airflow_paimon.engine.faults import CRASH_AT
-from airflow_paimon.engine.jobs import JOBS
+from airflow_paimon.spark.job_registry import JOBS
 from local_runner import in_spark
 
 

@@ -13,7 +13,7 @@ import pytest
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.index.bootstrap import CATCH_UP, REBUILD, REUSE
 from airflow_paimon.engine.commit.identity import CommitIdentity
-from airflow_paimon.engine.compact.run import compaction_identity
+from airflow_paimon.engine.runs.compact import compaction_identity
 from airflow_paimon.engine.layout import index_snapshot_dir
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.table import get_table

@@ -60,7 +60,7 @@ RUNNER = '''
 import importlib.util, json, subprocess, sys
 from pathlib import Path
 import airflow_paimon
-from airflow_paimon.engine.jobs import JOBS
+from airflow_paimon.spark.job_registry import JOBS
 from airflow_paimon.operators.backends import entry_script
 
 assert importlib.util.find_spec("pypaimon") is None, "the user's Airflow must not have the job side"

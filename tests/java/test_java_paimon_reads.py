@@ -194,7 +194,7 @@ def test_full_compaction_changelog(warehouse, shape):
 def test_partition_overwrite_of_a_table_whose_writes_compact_level_0(warehouse, shape, mode):
     """write_mode="overwrite" into a deletion-vector or lookup-changelog table: Java Paimon reads the replaced
     partitions (OVERWRITE, then the COMPACT lifting level 0) and the next upsert as pypaimon does."""
-    from airflow_paimon.engine.commit.run import run_commit
+    from airflow_paimon.engine.runs.commit import run_commit
     from deletion_vector_tables import CROSS, FIXED, runs, write
     from local_runner import stage_run
 

@@ -69,7 +69,7 @@ def test_reuse_catch_up_and_rebuild(spark, warehouse, tmp_path):
 
 
 def test_retried_commit_still_publishes_the_index(spark, warehouse, tmp_path, monkeypatch):
-    import airflow_paimon.engine.commit.run as commit_job
+    import airflow_paimon.engine.runs.commit as commit_job
 
     jobs = pipeline_on(spark, warehouse, "db.t", SPEC)
     path = tmp_path / "r1.parquet"

@@ -1,4 +1,4 @@
-"""The shuffle partitions and Arrow batch bytes of a spark-submitted job's session (spark/job.py spark_session):
+"""The shuffle partitions and Arrow batch bytes of a spark-submitted job's session (spark/job_frame.py spark_session):
 Spark's default parallelism and 8 mb unless the operator's spark_conf (or shuffle_partitions) says otherwise.
 Run as spark-submit does it: the driver's session is whatever ``--master`` and ``--conf`` made it."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.spark
 ARROW, EIGHT_MB = "spark.sql.execution.arrow.maxBytesPerBatch", str(8 * 2**20)
 DRIVER = """import sys
 from airflow_paimon.engine.specs import JobSpec
-from airflow_paimon.spark.job import JobRun, job_running, spark_session
+from airflow_paimon.spark.job_frame import JobRun, job_running, spark_session
 
 partitions = int(sys.argv[1]) or None
 with job_running(JobRun(None)):

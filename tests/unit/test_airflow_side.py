@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "airflow_paimon"
 JOB_SIDE_DIRS = ("engine", "spark", "_spark_jobs")  # the job side's own modules (spark/submit.py excepted)
 JOB_SIDE_MODULES = {("job_env", "steps"), ("ui", "tables")}  # run as steps (job_env/steps.py)
-AIRFLOW_SIDE_EXTRA = ["airflow_paimon.spark.submit", "airflow_paimon.spark.job", "airflow_paimon.spark.connect"]
+AIRFLOW_SIDE_EXTRA = ["airflow_paimon.spark.submit", "airflow_paimon.spark.job_frame", "airflow_paimon.spark.connect"]
 
 # A meta-path finder that refuses the job side, installed before anything else is imported.
 _BLOCK = """

@@ -4,11 +4,11 @@ import pytest
 
 from airflow_paimon.engine.assign.assigner import BUCKET, KEY, ROW_KIND, ORDER, assign_shard
 from airflow_paimon.engine.codec.kinds import DELETE, INSERT
-from airflow_paimon.engine.assign.buckets import BucketAssigner
+from airflow_paimon.engine.index.buckets import BucketAssigner
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.codec.keys import encode_keys, encode_partitions
 from airflow_paimon.engine.index.shard import ShardIndex, encode_values
-from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeRules
 
 PTYPES = [pa.string()]
 

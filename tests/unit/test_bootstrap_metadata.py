@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from airflow_paimon.engine.index.run import bootstrap_index
+from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index
 from airflow_paimon.engine.specs import BootstrapSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, bootstrap_result, upsert
@@ -65,7 +65,7 @@ def _compact_spec(opts, snapshot_id, run_id="c", **kwargs):
 def test_compaction_not_due_or_done_is_decided_from_metadata(warehouse):
     """Compaction: nothing due → the job's "nothing" result without Spark; due → None (the job rewrites); this
     run's compaction committed by an earlier try → that snapshot, without Spark."""
-    from airflow_paimon.engine.compact.run import decide_compaction
+    from airflow_paimon.engine.runs.compact import decide_compaction
     from local_runner import compact
 
     opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"

@@ -1,7 +1,7 @@
 import numpy as np
 import pyarrow as pa
 
-from airflow_paimon.engine.assign.buckets import BucketAssigner, count_buckets
+from airflow_paimon.engine.index.buckets import BucketAssigner, count_buckets
 
 
 def reference_assign(shard, shards, target, counts, partitions):

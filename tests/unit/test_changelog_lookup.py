@@ -86,7 +86,7 @@ def test_aggregation_changelog_carries_the_old_and_new_aggregate(warehouse):
 
 def test_a_retry_between_append_and_compact_finishes_it_and_a_snapshot_in_between_is_refused(warehouse, monkeypatch):
     from airflow_paimon.engine.commit import committer
-    from airflow_paimon.engine.commit.run import run_commit
+    from airflow_paimon.engine.runs.commit import run_commit
 
     spec = with_options(SPECS["fixed-bucket"], LOOKUP)
     opts = {"warehouse": warehouse}

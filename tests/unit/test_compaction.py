@@ -14,8 +14,9 @@ import pytest
 from airflow_paimon.engine.compact import rewrite
 from airflow_paimon.engine.compact.commit import CompactConflictError
 from airflow_paimon.engine.compact.levels import LevelSortedRun, interval_partition
-from airflow_paimon.engine.compact.run import compact_task, compaction_identity, run_compaction
-from airflow_paimon.engine.compact.strategy import CompactOptions, UniversalCompaction, create_unit
+from airflow_paimon.engine.runs.compact import compact_task, compaction_identity, run_compaction
+from airflow_paimon.engine.compact.strategy import UniversalCompaction, create_unit
+from airflow_paimon.engine.table_options import CompactOptions
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.scan import file_path, latest_snapshot
 from airflow_paimon.engine.shapes import shape_of

@@ -11,7 +11,7 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon.write.file_store_commit import FileStoreCommit
 
 from airflow_paimon.engine.assign.fixed import fixed_buckets
-from airflow_paimon.engine.compact.merge import merge_key_values
+from airflow_paimon.engine.merge.merge_function import merge_key_values
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.scan import buckets_at, file_path, latest_snapshot
 from airflow_paimon.engine.data_files import read_columns

@@ -11,7 +11,7 @@ from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.index.store import clean_up
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.specs import CommitSpec
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
@@ -97,7 +97,7 @@ def test_index_clean_up_never_follows_a_link_out(tmp_path):
 
 
 def test_old_result_files_of_the_dag_are_dropped(tmp_path):
-    from airflow_paimon.engine.commit.run import drop_old_results
+    from airflow_paimon.engine.runs.commit import drop_old_results
 
     results = tmp_path / "results"
     old_run, new_run, other_dag = results / "dag" / "run-1", results / "dag" / "run-2", results / "other" / "run-1"
@@ -113,7 +113,7 @@ def test_old_result_files_of_the_dag_are_dropped(tmp_path):
 
 def test_a_result_uri_outside_the_results_layout_deletes_nothing(tmp_path):
     """A job run by hand with its result file in some folder: that folder's files and other folders stay."""
-    from airflow_paimon.engine.commit.run import drop_old_results
+    from airflow_paimon.engine.runs.commit import drop_old_results
 
     work = tmp_path / "work"
     (work / "data").mkdir(parents=True)

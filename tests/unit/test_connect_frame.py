@@ -9,7 +9,7 @@ import threading
 
 from airflow_paimon.engine.specs import ExpireResult, ExpireSpec
 from airflow_paimon.spark.connect import session_conf
-from airflow_paimon.spark.job import JobRun, current_run, execute_job
+from airflow_paimon.spark.job_frame import JobRun, current_run, execute_job
 
 SPEC = {"catalog_options": {"warehouse": "/nowhere", "token": "s3cr3t"}, "table": "db.t"}
 

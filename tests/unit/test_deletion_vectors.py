@@ -83,7 +83,7 @@ def test_a_snapshot_in_between_is_refused_even_a_compaction(warehouse):
     ctx = bootstrap(opts, "db.t", warehouse + "/.index", 2)
     spec = stage_run(ctx, pa.Table.from_pandas(second[0], schema=FIXED.arrow_schema(), preserve_index=False), "r1")
     write(warehouse, FIXED, *second, "other")  # another writer's snapshot lands first
-    from airflow_paimon.engine.commit.run import run_commit
+    from airflow_paimon.engine.runs.commit import run_commit
 
     with pytest.raises(StaleIndexError):
         run_commit(spec)
@@ -235,7 +235,7 @@ def test_a_write_is_an_append_then_its_compact_and_a_retry_finishes_it(warehouse
     same commit identity lifts them and swaps the vectors. A commit task stopped between the two commits the
     COMPACT when it is retried, and the run's rows become visible."""
     from airflow_paimon.engine.commit import committer
-    from airflow_paimon.engine.commit.run import run_commit
+    from airflow_paimon.engine.runs.commit import run_commit
 
     opts = {"warehouse": warehouse}
     get_or_create_table(opts, "db.t", FIXED)

@@ -11,7 +11,7 @@ import pytest
 
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.identity import CommitIdentity
-from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.commit.staging import read_staged
 from airflow_paimon.engine.compact.commit import CompactConflictError
 from airflow_paimon.engine.errors import (MissingFileError, PaimonJobError, RolledBackError, TableChangedError,
@@ -177,7 +177,7 @@ def test_a_column_another_writer_added_meanwhile_does_not_stop_the_commit(opts, 
 def test_a_compaction_whose_output_vanished_before_its_commit_commits_nothing(opts, index_root, monkeypatch):
     """Orphan removal with a short older_than during a long compaction: the commit attempt finds a file it adds
     gone, refuses naming it, and the table reads as before."""
-    from airflow_paimon.engine.compact import run as compact_run
+    from airflow_paimon.engine.runs import compact as compact_run
 
     create_table(opts, "db.t", SPEC)
     write(opts, index_root, RUNS)
@@ -232,7 +232,7 @@ def test_partition_expiry_plans_its_vector_index_deletes_on_every_attempt(opts, 
     """A writer marks rows of a partition being dropped while the drop is planned: the drop's first attempt
     loses the snapshot id, its retry drops the writer's new vector index entry of that partition too."""
     from airflow_paimon.engine import partition_expiry
-    from airflow_paimon.engine.write.deletion_vectors import _vector_entries
+    from airflow_paimon.engine.deletion_vectors import _vector_entries
 
     spec = TableSpec.from_dict({**SCHEMA, "partition_keys": ["dt"],
                                 "options": {**DV_CROSS.options, "partition.expiration-time": "1 d"}})

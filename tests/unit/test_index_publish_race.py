@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine import layout
-from airflow_paimon.engine.commit import run as commit_run
-from airflow_paimon.engine.index import run as index_run
+from airflow_paimon.engine.runs import commit as commit_run
+from airflow_paimon.engine.runs import bootstrap_index as index_run
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, publish_manifest, read_manifest, verify
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
-from airflow_paimon.engine.jobs import progress_line
+from airflow_paimon.spark.job_registry import progress_line
 from airflow_paimon.engine.specs import CommitSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.spark.submit import LOG4J2_CONFIG, SHORT_JOB_JAVA_OPTIONS, submit_conf

@@ -1,4 +1,4 @@
-"""The table of jobs (airflow_paimon/engine/jobs.py) is whole and agrees with everything that reads it: every
+"""The table of jobs (airflow_paimon/spark/job_registry.py) is whole and agrees with everything that reads it: every
 job has its entry script, spec and result types, progress formatter and Spark function, every Spark-job
 operator names a job of the table and builds its spec type; and the submission backends
 (airflow_paimon/operators/backends.py) are picked by the Spark connection's type."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from airflow.exceptions import AirflowException
 
-from airflow_paimon.engine.jobs import JOBS, progress_line
+from airflow_paimon.spark.job_registry import JOBS, progress_line
 from airflow_paimon.engine.specs import JobSpec, Wire
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,8 +46,8 @@ def test_every_job_has_its_script_types_formatter_and_spark_function(name):
     assert issubclass(job.spec, JobSpec) and issubclass(job.result, Wire) and not issubclass(job.result, JobSpec)
     assert "table" in {f.name for f in dataclasses.fields(job.result)}
     assert typing.get_type_hints(job.describe)["r"] is job.result  # the formatter reads this job's result
-    function = job.spark_function()
-    assert function.__name__ == name and typing.get_type_hints(function)["spec"] is job.spec
+    function = job.load()  # the job's own function, for this job's spec
+    assert typing.get_type_hints(function)["spec"] is job.spec, function
 
 
 def test_every_entry_script_is_a_job():
@@ -80,7 +80,7 @@ def modules_after_importing(module: str) -> list[str]:
 
 
 def test_the_connect_client_imports_no_job_frame_and_the_server_no_operator_nor_airflow():
-    assert "airflow_paimon.spark.job" not in modules_after_importing("airflow_paimon.spark.connect")
+    assert "airflow_paimon.spark.job_frame" not in modules_after_importing("airflow_paimon.spark.connect")
     server = modules_after_importing("airflow_paimon.spark.connect_server")
     assert not [m for m in server if m.startswith("airflow_paimon.operators") or m.split(".")[0] == "airflow"], server
 
@@ -102,8 +102,8 @@ def package_imports() -> dict[str, set[str]]:
     return graph
 
 
-# The modules that submit and run jobs: spark/job.py and spark/connect.py once imported each other.
-JOB_RUNNING = ("airflow_paimon.spark", "airflow_paimon.operators", "airflow_paimon.engine.jobs")
+# The modules that submit and run jobs: spark/job_frame.py and spark/connect.py once imported each other.
+JOB_RUNNING = ("airflow_paimon.spark", "airflow_paimon.operators")
 
 
 def test_no_import_cycle_where_jobs_are_run_not_even_through_a_function_level_import():

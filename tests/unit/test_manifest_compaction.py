@@ -17,7 +17,7 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.commit.manifest_merge import ManifestMergeOptions
-from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files

@@ -1,4 +1,4 @@
-"""The merge engine's rules, read once (engine/merge_engine.py): options resolved as Paimon's CoreOptions
+"""The merge engine's rules, read once (engine/merge/merge_engine.py): options resolved as Paimon's CoreOptions
 resolves them, and the steps that merge — assign, write, compaction — agreeing on a real table."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.assign.rowkind import resolve_duplicates
+from airflow_paimon.engine.merge.rowkind import resolve_duplicates
 from airflow_paimon.engine.codec.kinds import DELETE, INSERT
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.merge_engine import ExistingProcessor, MergeEngine, MergeRules
+from airflow_paimon.engine.merge.merge_engine import ExistingProcessor, MergeEngine, MergeRules
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, compact, upsert
 from oracle import read_table
@@ -112,7 +112,7 @@ def test_aggregation_with_ignore_delete_writes_no_retraction():
     """Paimon's RowKindFilter runs before every merge engine: under aggregation the -U/-D rows are dropped, not
     handed to the aggregate functions."""
     from airflow_paimon.engine.assign.assigner import KEY, ROW_KIND, ORDER, assign_shard
-    from airflow_paimon.engine.assign.buckets import BucketAssigner
+    from airflow_paimon.engine.index.buckets import BucketAssigner
     from airflow_paimon.engine.codec.keys import encode_keys
     from airflow_paimon.engine.index.shard import ShardIndex
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.commit.snapshot_commit import ExclusiveSnapshotCommit
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.maintenance.orphans import _check_paths_line_up, remove_orphan_files
@@ -18,7 +18,7 @@ from airflow_paimon.engine.maintenance.references import References, SnapshotRea
 from airflow_paimon.engine.specs import OrphansSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
-from airflow_paimon.spark.maintenance import run_remove_orphan_files
+from airflow_paimon.spark.remove_orphan_files import run_remove_orphan_files
 from compaction_tables import assert_reads, batches, cross_partition_table
 from file_age import age
 from local_runner import bootstrap, compact, stage_run, upsert

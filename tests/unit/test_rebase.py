@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.commit.properties import REBASED_OVER
-from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
-from airflow_paimon.spark.job import JobRun, execute_job, secrets_of
+from airflow_paimon.spark.job_frame import JobRun, execute_job, secrets_of
 
 
 @pytest.mark.parametrize("name", [

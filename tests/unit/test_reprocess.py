@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.commit.identity import CommitIdentity
-from airflow_paimon.engine.compact.run import compaction_identity
+from airflow_paimon.engine.runs.compact import compaction_identity
 from airflow_paimon.engine.errors import ValidationError, is_retryable
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.specs import BootstrapResult

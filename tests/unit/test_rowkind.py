@@ -7,9 +7,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.assign.rowkind import occurrence_rounds, resolve_duplicates, row_kinds
+from airflow_paimon.engine.merge.rowkind import occurrence_rounds, resolve_duplicates, row_kinds
 from airflow_paimon.engine.codec.kinds import DELETE, INSERT, ROW_KINDS
-from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeRules
 
 FIRST_ROW = MergeRules.of({"merge-engine": "first-row"})
 rng = np.random.default_rng(7)

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.index.run import bootstrap_index
+from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index
 from airflow_paimon.engine.scan import added_entries, latest_snapshot, live_entries
 from airflow_paimon.engine.schema_evolution import evolve, plan_for_source, source_columns
 from airflow_paimon.engine.specs import BootstrapSpec

@@ -18,7 +18,7 @@ from airflow_paimon.engine.shapes import (APPEND, CROSS_PARTITION, HASH_DYNAMIC,
                                           shape_of)
 from airflow_paimon.engine.specs import ExpireResult, ExpireSpec
 from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
-from airflow_paimon.spark.job import JobRun, execute_job
+from airflow_paimon.spark.job_frame import JobRun, execute_job
 from airflow_paimon.ui import render
 from airflow_paimon.ui.connections import _LoadedHook
 from airflow_paimon.ui.tables import table_summary, table_view

@@ -10,7 +10,7 @@ import pytest
 from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitResult, CommitSpec, CompactResult, CompactSpec, ExpireResult,
                                          ExpireSpec, OrphansResult, OrphansSpec, SpecError)
-from airflow_paimon.spark import job
+from airflow_paimon.spark import job_frame
 
 COMMON = {"catalog_options": {"warehouse": "/w", "fs.s3.secret-key": "s3cr3t-value"}, "table": "db.t"}
 EXAMPLES = [
@@ -92,7 +92,7 @@ def test_job_frame_refuses_a_bad_spec_before_running(tmp_path):
     spec_path.write_text(json.dumps({**EXAMPLES[10].to_dict(), "older_than": "1d"}))
     called = []
     with pytest.raises(SystemExit) as exit_:
-        job.run(lambda spec: called.append(spec), OrphansSpec,
+        job_frame.run(lambda spec: called.append(spec), OrphansSpec,
                 ["--spec-file", str(spec_path), "--result-uri", str(result)])
     assert exit_.value.code == 1 and called == [] and not spec_path.exists()
     error = json.loads(result.read_text())["error"]
@@ -104,7 +104,7 @@ def test_job_frame_hands_the_typed_spec_and_writes_the_result(tmp_path):
     spec_path.write_text(json.dumps(EXAMPLES[8].to_dict()))
     expected = EXAMPLES[9]
     seen = []
-    job.run(lambda spec: seen.append(spec) or expected, ExpireSpec,
+    job_frame.run(lambda spec: seen.append(spec) or expected, ExpireSpec,
             ["--spec-file", str(spec_path), "--result-uri", str(result)])
     assert seen == [EXAMPLES[8]]
     assert ExpireResult.from_dict(json.loads(result.read_text())) == expected

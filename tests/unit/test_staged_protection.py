@@ -12,9 +12,9 @@ from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
-from airflow_paimon.engine.commit.run import run_commit
+from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, OrphansSpec
-from airflow_paimon.spark.maintenance import run_remove_orphan_files
+from airflow_paimon.spark.remove_orphan_files import run_remove_orphan_files
 from file_age import age
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
@@ -91,7 +91,7 @@ def test_commit_and_orphan_removal_agree_on_what_is_abandoned(tmp_path):
     whose staged.json is old but that still writes shard files is not abandoned, for either clean-up."""
     import time
 
-    from airflow_paimon.engine.commit.run import _drop_abandoned_staging
+    from airflow_paimon.engine.runs.commit import _drop_abandoned_staging
     from airflow_paimon.engine.commit.staging import abandoned
     from airflow_paimon.engine.maintenance.orphans import stale_staging
     from airflow_paimon.engine.specs import STAGING_RETENTION_SECONDS

@@ -15,9 +15,9 @@ from pypaimon.write.file_store_commit import FileStoreCommit
 from airflow_paimon.engine.assign.dynamic import (HashBucketAssigner, bucket_index_update, key_hashes,
                                                   partition_groups)
 from airflow_paimon.engine.assign.fixed import base_snapshot_id, check_fixed_table, fixed_buckets
-from airflow_paimon.engine.assign.rowkind import occurrence_rounds, resolve_duplicates, row_kinds
+from airflow_paimon.engine.merge.rowkind import occurrence_rounds, resolve_duplicates, row_kinds
 from airflow_paimon.engine.codec.kinds import ROW_KINDS
-from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.index.hash_index import hash_index_entries
 from airflow_paimon.engine.scan import buckets_at
 from airflow_paimon.engine.shapes import HASH_DYNAMIC, shape_of

@@ -10,12 +10,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine.assign.buckets import BucketAssigner
-from airflow_paimon.engine.assign.rowkind import pick_per_key, resolve_duplicates
+from airflow_paimon.engine.index.buckets import BucketAssigner
+from airflow_paimon.engine.merge.rowkind import pick_per_key, resolve_duplicates
 from airflow_paimon.engine.codec.kinds import DELETE, is_retract
 from airflow_paimon.engine.codec.keys import decode_partition, encode_partitions
 from airflow_paimon.engine.index.shard import ShardIndex, decode_values, encode_values
-from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeRules
 
 KEY, ORDER, BUCKET, ROW_KIND = "_key", "_order", "_bucket", "_row_kind"
 __all__ = ["KEY", "ORDER", "BUCKET", "ROW_KIND", "Assigned", "assign_shard"]

@@ -52,7 +52,7 @@ def check_not_moved(table: FileStoreTable, base_snapshot_id: int | None, latest=
     the row positions a deletion-vector write marked: in a table whose writes compact (deletion vectors, or
     ``changelog-producer=lookup``) any snapshot in between is refused."""
     from airflow_paimon.engine.table_options import changelog_producer
-    from airflow_paimon.engine.write.deletion_vectors import enabled
+    from airflow_paimon.engine.deletion_vectors import enabled
 
     options = table.table_schema.options
     writes_compact = enabled(options) or changelog_producer(options) == "lookup"

@@ -2,7 +2,7 @@
 the APPEND snapshot adds the batch's records as level-0 files (which readers of a deletion-vector table skip), then
 a COMPACT snapshot of the same commit identity lifts them above level 0 — re-levelled or rewritten, old files
 replaced when a bucket is rewritten — swaps the buckets' deletion-vector index files and registers the lookup
-changelog (engine/write/deletion_vectors.py and engine/write/force_up_level_0.py build that increment; pypaimon
+changelog (engine/write/lookup_compact.py and engine/write/force_up_level_0.py build that increment; pypaimon
 commits only one increment per snapshot, so it lands as its own snapshot, right after the APPEND)."""
 from __future__ import annotations
 

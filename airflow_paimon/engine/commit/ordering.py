@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from airflow_paimon.engine.commit.properties import logical_date_of
 from airflow_paimon.engine.data_files import read_key_rows
-from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.scan import added_entries, data_file_path
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ partition is not replaced, or its message is dropped here: see without_replaced_
 
 The global key index is not published for an OVERWRITE snapshot: keys of the replaced partitions that the
 batch does not have are gone from the table, and the next bootstrap-index rebuilds the index in full from the
-table (engine/index/run.py rebuilds past any OVERWRITE snapshot), so it is right by construction.
+table (engine/runs/bootstrap_index.py rebuilds past any OVERWRITE snapshot), so it is right by construction.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.paimon_compat import overwrite_changes_provider, overwrite_hash_index_deletes, try_commit
 from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.write.deletion_vectors import partition_index_deletes
+from airflow_paimon.engine.deletion_vectors import partition_index_deletes
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

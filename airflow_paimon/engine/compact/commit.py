@@ -22,7 +22,7 @@ from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.paimon_compat import try_commit
 from airflow_paimon.engine.scan import file_path
-from airflow_paimon.engine.write.deletion_vectors import enabled as deletion_vectors_enabled
+from airflow_paimon.engine.deletion_vectors import enabled as deletion_vectors_enabled
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

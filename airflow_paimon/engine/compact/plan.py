@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.commit.committer import COMPACT
 from airflow_paimon.engine.compact.levels import level_sorted_runs, non_empty_highest_level, number_of_levels
-from airflow_paimon.engine.compact.strategy import (CompactOptions, CompactUnit, UniversalCompaction,
-                                                   pick_full_compaction)
+from airflow_paimon.engine.compact.strategy import CompactUnit, UniversalCompaction, pick_full_compaction
 from airflow_paimon.engine.history import fingerprint
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, live_entries
-from airflow_paimon.engine.write.deletion_vectors import (bucket_deletion_vectors, deleted_entry as _deleted,
+from airflow_paimon.engine.table_options import CompactOptions
+from airflow_paimon.engine.deletion_vectors import (bucket_deletion_vectors, deleted_entry as _deleted,
                                                           enabled as deletion_vectors_enabled, positions)
 
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ from pypaimon.write.commit_message import CommitMessage
 from airflow_paimon.engine.compact.levels import interval_partition
 from airflow_paimon.engine.codec.kinds import retracts
 from airflow_paimon.engine.codec.system_fields import VALUE_KIND, key_columns
-from airflow_paimon.engine.compact.merge import merge_key_values, retract_counts
+from airflow_paimon.engine.merge.merge_function import merge_key_values, retract_counts
 from airflow_paimon.engine.compact.plan import BucketCompaction
-from airflow_paimon.engine.merge_engine import MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
 from airflow_paimon.engine.schema_evolution import file_column_names

@@ -8,30 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from airflow_paimon.engine.compact.levels import LevelSortedRun
-
-
-@dataclass(frozen=True)
-class CompactOptions:
-    """The table options that steer compaction, with Paimon's defaults."""
-
-    num_sorted_run_compaction_trigger: int = 5
-    max_size_amplification_percent: int = 200
-    size_ratio: int = 1
-    num_levels: int | None = None  # Paimon: trigger + 1 when unset
-
-    @classmethod
-    def of(cls, options: dict) -> "CompactOptions":
-        def get(key, default):
-            value = options.get(key)
-            return default if value is None or str(value) == "" else int(value)
-        return cls(get("num-sorted-run.compaction-trigger", 5),
-                   get("compaction.max-size-amplification-percent", 200),
-                   get("compaction.size-ratio", 1),
-                   get("num-levels", None))
-
-    @property
-    def levels(self) -> int:
-        return self.num_levels if self.num_levels is not None else self.num_sorted_run_compaction_trigger + 1
+from airflow_paimon.engine.table_options import CompactOptions
 
 
 @dataclass(frozen=True)

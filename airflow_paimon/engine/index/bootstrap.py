@@ -9,7 +9,7 @@
             Paimon's GlobalIndexAssigner bootstrap.
 
 The per-task steps (read a bucket's or a file's keys, write or update one shard) live here too, importing
-no pypaimon; engine/index/run.py orchestrates them and an executor (Spark, or the tests' local runner)
+no pypaimon; engine/runs/bootstrap_index.py orchestrates them and an executor (Spark, or the tests' local runner)
 distributes them.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine.assign.buckets import BucketAssigner
+from airflow_paimon.engine.index.buckets import BucketAssigner
 from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_values
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 from airflow_paimon.engine.faults import crash_point
@@ -96,7 +96,7 @@ def plan_bootstrap(table: FileStoreTable, index_uri: str, shards: int) -> Bootst
             return rebuild(f"snapshot {sid} has schema {snap.schema_id} with other keys")
         if snap.commit_kind == "APPEND":
             added += [(sid, e) for e in added_entries(table, snap)]
-    from airflow_paimon.engine.write.deletion_vectors import enabled as deletion_vectors_enabled
+    from airflow_paimon.engine.deletion_vectors import enabled as deletion_vectors_enabled
 
     if added and deletion_vectors_enabled(table.table_schema.options):
         return rebuild("another writer's deletes are in deletion vectors, which catching up does not read")

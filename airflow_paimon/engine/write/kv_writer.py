@@ -22,7 +22,7 @@ from airflow_paimon.engine.codec.system_fields import VALUE_KIND
 
 class KeyValueFileWriter(KeyValueDataWriter):
     """``level``: the LSM level its data files are written at (0 unless a deletion-vector write places its run
-    higher, engine/write/deletion_vectors.py)."""
+    higher, engine/write/lookup_compact.py)."""
     _retracts: int | None = None
     parquet_writer_options: dict[str, Any]
 

@@ -13,13 +13,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.assigner import BUCKET, ROW_KIND, ORDER
-from airflow_paimon.engine.assign.rowkind import occurrence_rounds, resolve_duplicates
+from airflow_paimon.engine.merge.rowkind import occurrence_rounds, resolve_duplicates
 from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.commit.staging import encode_message
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.codec.keys import encode_partitions
 from airflow_paimon.engine.write.bucket_writer import write_bucket
-from airflow_paimon.engine.write.deletion_vectors import lookup_compact
+from airflow_paimon.engine.write.lookup_compact import lookup_compact
 from airflow_paimon.engine.write.force_up_level_0 import force_up_level_0
 from pypaimon.write.commit_message import CommitMessage
 
@@ -59,8 +59,7 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
     retract = is_retract(kinds)
     replaced = ctx.write_mode == "overwrite" and not retract.all()
     files_at_base = [] if replaced else ctx.bucket_files.get((encoded_partition, bucket), [])
-    # deletion vectors: the level-0 files compacted up at once, old rows marked (engine/write/deletion_vectors.py)
-    if ctx.deletion_vectors:
+    if ctx.deletion_vectors:  # the level-0 files compacted up at once, old rows marked (engine/write/lookup_compact.py)
         lookup_compact(message, table, rules, ctx.base_snapshot(), files_at_base, ctx.num_levels, rows, kinds,
                        first_seq, changelog=ctx.lookup_changelog)
     elif ctx.compacts_level_0:  # changelog-producer lookup: level 0 compacted up, its lookup changelog emitted
@@ -74,7 +73,7 @@ def write_task(ctx: WriteContext, rows: pa.Table) -> tuple[bytes, dict]:
 def _level_0_files(in_round: np.ndarray, kinds: np.ndarray, deletion_vectors: bool) -> list[np.ndarray]:
     """The row indices of each level-0 file one round writes. A deletion-vector table writes its -U/-D rows to a
     file of their own: the file of live rows then holds exactly what its compact increment lifts, and is
-    re-levelled rather than written again (engine/write/deletion_vectors.py)."""
+    re-levelled rather than written again (engine/write/lookup_compact.py)."""
     rows = np.nonzero(in_round)[0]
     if not deletion_vectors:
         return [rows]

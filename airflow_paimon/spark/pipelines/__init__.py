@@ -1,5 +1,5 @@
 """One assign-and-write pipeline per table shape (engine/shapes.py), keyed by the shape's name; spark/assign_write.py
-picks one, engine/write/run.py stages what it wrote.
+picks one, engine/runs/assign_and_write.py stages what it wrote.
 Each takes the validated source DataFrame and the WriteContext and returns a DataFrame of WRITTEN rows
 (one encoded CommitMessage and its counters per row)."""
 from __future__ import annotations

@@ -12,7 +12,7 @@ from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.write.buffer import WriteBuffer
-from airflow_paimon.engine.write.cross_partition import assign_and_write_shards, places
+from airflow_paimon.engine.runs.cross_partition import assign_and_write_shards, places
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.pipelines.common import WRITTEN, writer
 from airflow_paimon.spark.routing import groups, per_sorted_group
@@ -35,7 +35,7 @@ def pipeline(source, ctx: WriteContext):
 
     A task holding more than ``write-buffer-size`` of rows spills them and assigns its shards a buffer at a
     time (engine/write/buffer.py); the assigned rows are spilled again by bucket, so each bucket is still
-    written once per task (engine/write/cross_partition.py).
+    written once per task (engine/runs/cross_partition.py).
 
     A table whose writes compact level 0 (deletion vectors, ``changelog-producer=lookup``) takes a second
     shuffle: that compaction rewrites the bucket's runs and its deletion-vector index file from the whole batch

@@ -25,7 +25,7 @@ from airflow_paimon.engine.index.shard import IndexOptions
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.store import clean_up
 from airflow_paimon.engine.scan import buckets_at, file_path
-from airflow_paimon.engine.write.deletion_vectors import deleted_rows_at
+from airflow_paimon.engine.deletion_vectors import deleted_rows_at
 from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
 from airflow_paimon.engine.table import TableSpec, get_or_create_table

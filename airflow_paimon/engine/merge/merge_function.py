@@ -11,12 +11,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_paimon.engine.assign.rowkind import merge_partial_update
+from airflow_paimon.engine.merge.rowkind import merge_partial_update
 from airflow_paimon.engine.codec.kinds import INSERT, is_retract, retracts
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND, value_column
-from airflow_paimon.engine.compact.aggregate import aggregate
+from airflow_paimon.engine.merge.aggregate import aggregate
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.data_files import is_last_of_key
 
 

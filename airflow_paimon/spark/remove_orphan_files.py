@@ -1,19 +1,12 @@
-"""Table maintenance jobs (driver-only: metadata reads and deletes, no Spark work)."""
+"""Spark job: remove_orphan_files (driver-only: metadata reads and deletes, no Spark work)."""
 from __future__ import annotations
 
 import time
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
 from airflow_paimon.engine.maintenance.orphans import DEFAULT_OLDER_THAN_MS, remove_orphan_files
-from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, ExpireResult, ExpireSpec, OrphansResult, OrphansSpec
+from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, OrphansResult, OrphansSpec
 from airflow_paimon.engine.table import get_table
-
-
-def run_expire_snapshots(spec: ExpireSpec) -> ExpireResult:
-    table = get_table(spec.catalog_options, spec.table)
-    options = ExpireOptions.of(spec.table, dict(table.table_schema.options), spec.options)
-    return expire_snapshots(table, options, dry_run=spec.dry_run)
 
 
 def run_remove_orphan_files(spec: OrphansSpec) -> OrphansResult:

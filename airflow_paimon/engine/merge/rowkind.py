@@ -6,7 +6,7 @@
   ``sequence.field.sort-order`` = descending; nulls first either way), then by sequence number (input order
   here), and hands them to the merge function: deduplicate keeps the last, first-row the first,
   partial-update takes each column's last non-null value. Which retractions are dropped, refused or taken
-  is the table's MergeRules (engine/merge_engine.py).
+  is the table's MergeRules (engine/merge/merge_engine.py).
 - Aggregation needs the table's aggregate functions: resolve it in Paimon itself by writing the r-th
   occurrence of each key in the r-th file (``occurrence_rounds``) so the read/compaction merge aggregates.
 """
@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.codec.kinds import DELETE, INSERT, ROW_KINDS, is_retract
-from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
+from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 
 _KIND_BYTES = np.array(list(ROW_KINDS.values()), dtype=np.int8)
 _ORDER = "__input_order"

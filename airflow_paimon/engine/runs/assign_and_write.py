@@ -21,18 +21,15 @@ from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import check_base
-from airflow_paimon.engine.codec.keys import encode_partition_values
-from airflow_paimon.engine.index.layout import base_manifest
 from airflow_paimon.engine.index.store import staged_shards
-from airflow_paimon.engine.merge_engine import MergeEngine, MergeRules
-from airflow_paimon.engine.scan import buckets_at, live_entries
+from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.schema_evolution import evolve_for_source
 from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import REPROCESS_ON_CLEAR, AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.table_options import check_table
 from airflow_paimon.engine.write import planned_columns
-from airflow_paimon.engine.write.deletion_vectors import check_no_level_0, live_files_by_bucket
+from airflow_paimon.engine.deletion_vectors import check_no_level_0
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -90,15 +87,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
         if leave_out is None:
             raise ValueError("this executor cannot leave out the keys of runs with a later logical date")
         source = leave_out(source, superseded)
-    ctx = WriteContext(spec.catalog_options, identifier, spec.base_snapshot_id, spec.index_uri or "", shards,
-                       staged_at, schema_id=table.table_schema.id, write_mode=write_mode)
-    if shape.needs_index:
-        ctx.shared_buckets = base_manifest(ctx.index_uri, ctx.base_snapshot_id).shares_buckets()
-    entries = live_entries(table, ctx.base_snapshot())  # one manifest scan for both uses below
-    ctx.max_sequence_numbers = {(encode_partition_values(b.partition, ctx.partition_types), b.bucket):
-                                b.max_sequence_number for b in buckets_at(table, ctx.base_snapshot(), entries)}
-    if ctx.compacts_level_0:  # each write task looks up its bucket's old rows in these files
-        ctx.bucket_files = live_files_by_bucket(table, ctx.base_snapshot(), ctx.partition_types, entries)
+    ctx = WriteContext.plan(spec, table, shape, shards, staged_at, write_mode)
     if ctx.deletion_vectors:
         check_no_level_0(identifier, (f.level for files in ctx.bucket_files.values() for f in files))
 

@@ -3,12 +3,11 @@ reads in the task log (engine/progress.py), and the function that runs it on Spa
 (``job = "compact"``); the entry script ``spark_jobs/<name>.py``, both submission backends
 (operators/backends.py) and the fault tests' runner find everything else here.
 
-The Spark function is a dotted name, imported when the job runs: the engine imports no Spark, and a DAG file
-that imports an operator imports only this table.
+Each record loads its job's function when the job runs (``load``, which imports the job's module then): a DAG
+file that imports an operator imports only this table, no Spark and no engine beyond the specs.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -18,8 +17,6 @@ from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, Boo
                                          ExpireSpec, IncrementalReadResult, IncrementalReadSpec, JobSpec,
                                          OrphansResult, OrphansSpec, Wire)
 
-SPARK_FUNCTIONS = "airflow_paimon.spark.jobs"  # where every job's Spark function is, under the job's name
-
 
 @dataclass(frozen=True)
 class Job:
@@ -27,6 +24,8 @@ class Job:
     spec: type[JobSpec]
     result: type[Wire]
     describe: Callable[[Any], str]  # the result (of type ``result``) as the counts of the progress line
+    # imports the job's module, returns its function: (spark session, spec) -> result; driver-only: spec -> result
+    load: Callable[[], Callable[..., Wire]]
     driver_only: bool = False  # metadata work on the driver alone: no Spark session
 
     @property
@@ -34,22 +33,57 @@ class Job:
         """The entry script's file name, in spark_jobs/ (the wheel: airflow_paimon/_spark_jobs/)."""
         return f"{self.name}.py"
 
-    def spark_function(self) -> Callable[[JobSpec], Wire]:
-        """The function that runs the job on a spec of type ``spec`` (imports Spark glue: only where it runs)."""
-        return getattr(importlib.import_module(SPARK_FUNCTIONS), self.name)
-
     def describe_result(self, result: dict) -> str:
         return self.describe(self.result.from_dict(result))
 
 
+# The jobs' functions, imported only when a job runs (spark/job_runner.py)
+def _bootstrap_index():
+    from airflow_paimon.spark.bootstrap import run_bootstrap
+    return run_bootstrap
+
+
+def _assign_and_write():
+    from airflow_paimon.spark.assign_write import run_assign_and_write
+    return run_assign_and_write
+
+
+def _commit():
+    from airflow_paimon.spark.commit import run_commit
+    return run_commit
+
+
+def _compact():
+    from airflow_paimon.spark.compact import run_compact
+    return run_compact
+
+
+def _incremental_read():
+    from airflow_paimon.spark.incremental import run_incremental_read
+    return run_incremental_read
+
+
+def _expire_snapshots():
+    from airflow_paimon.spark.expire_snapshots import run_expire_snapshots
+    return run_expire_snapshots
+
+
+def _remove_orphan_files():
+    from airflow_paimon.spark.remove_orphan_files import run_remove_orphan_files
+    return run_remove_orphan_files
+
+
 JOBS: dict[str, Job] = {job.name: job for job in (
-    Job("bootstrap_index", BootstrapSpec, BootstrapResult, progress.describe_bootstrap),
-    Job("assign_and_write", AssignWriteSpec, AssignWriteResult, progress.describe_assign_write),
-    Job("commit", CommitSpec, CommitResult, progress.describe_commit, driver_only=True),
-    Job("compact", CompactSpec, CompactResult, progress.describe_compact),
-    Job("incremental_read", IncrementalReadSpec, IncrementalReadResult, progress.describe_incremental_read),
-    Job("expire_snapshots", ExpireSpec, ExpireResult, progress.describe_expire, driver_only=True),
-    Job("remove_orphan_files", OrphansSpec, OrphansResult, progress.describe_orphans, driver_only=True),
+    Job("bootstrap_index", BootstrapSpec, BootstrapResult, progress.describe_bootstrap, _bootstrap_index),
+    Job("assign_and_write", AssignWriteSpec, AssignWriteResult, progress.describe_assign_write, _assign_and_write),
+    Job("commit", CommitSpec, CommitResult, progress.describe_commit, _commit, driver_only=True),
+    Job("compact", CompactSpec, CompactResult, progress.describe_compact, _compact),
+    Job("incremental_read", IncrementalReadSpec, IncrementalReadResult, progress.describe_incremental_read,
+        _incremental_read),
+    Job("expire_snapshots", ExpireSpec, ExpireResult, progress.describe_expire, _expire_snapshots,
+        driver_only=True),
+    Job("remove_orphan_files", OrphansSpec, OrphansResult, progress.describe_orphans, _remove_orphan_files,
+        driver_only=True),
 )}
 
 

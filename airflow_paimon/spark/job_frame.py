@@ -31,7 +31,6 @@ from typing import Any, Callable, Iterator
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import heals_by_rewrite, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.jobs import JOBS
 from airflow_paimon.engine.specs import JobSpec, Wire
 from airflow_paimon.spark.connect import JobKilled, connect_session, default_parallelism
 
@@ -154,7 +153,7 @@ _RUN: ContextVar[JobRun | None] = ContextVar("airflow_paimon_job_run", default=N
 def current_run() -> JobRun:
     run = _RUN.get()
     if run is None:
-        raise RuntimeError("no job is running (airflow_paimon.spark.job.execute_job)")
+        raise RuntimeError("no job is running (airflow_paimon.spark.job_frame.execute_job)")
     return run
 
 
@@ -172,7 +171,7 @@ def job_running(run: JobRun) -> Iterator[JobRun]:
 
 
 def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: dict, run: JobRun) -> bool:
-    """Run ``job`` (a Job's spark_function, engine/jobs.py) on the spec ``raw`` read as ``spec_type``; write its
+    """Run ``job`` (spark/job_runner.py job_function) on the spec ``raw`` read as ``spec_type``; write its
     result, or its error (``{"error", "retryable", "rewrite"}``: whether a retry, or writing the run's batch again,
     can help: engine/errors.py),
     to ``run.result_uri``; True when it succeeded. A secret catalog option's value
@@ -203,17 +202,11 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
     return True
 
 
-def run_job(name: str, argv: list[str] | None = None) -> None:
-    """The main of ``spark_jobs/<name>.py`` under spark-submit: the job ``name`` of engine/jobs.py."""
-    job = JOBS[name]
-    run(job.spark_function(), job.spec, argv)
-
-
 def run(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], argv: list[str] | None = None) -> None:
     """``job`` on the spec file and result URI from ``argv``, as a driver's main; exits non-zero when the job
     failed."""
     # The driver's Python log: ours at INFO, libraries' (pypaimon, py4j) only from WARNING. The operator logs the
-    # result as one progress line (engine/jobs.py); restating it here would print it twice.
+    # result as one progress line (spark/job_registry.py); restating it here would print it twice.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("airflow_paimon").setLevel(logging.INFO)
     raw, result_uri = parse_args(argv)

@@ -1,0 +1,12 @@
+"""Spark job: expire_snapshots (driver-only: metadata reads and deletes, no Spark work)."""
+from __future__ import annotations
+
+from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.specs import ExpireResult, ExpireSpec
+from airflow_paimon.engine.table import get_table
+
+
+def run_expire_snapshots(spec: ExpireSpec) -> ExpireResult:
+    table = get_table(spec.catalog_options, spec.table)
+    options = ExpireOptions.of(spec.table, dict(table.table_schema.options), spec.options)
+    return expire_snapshots(table, options, dry_run=spec.dry_run)

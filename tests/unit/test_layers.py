@@ -1,0 +1,150 @@
+"""The package's floors (docs/internals.md, "Layers"): a module imports from its own floor and the floors below,
+never from one above — module-level and function-level imports and ``importlib.import_module("...")`` alike —
+and no two packages import each other, directly or round a circle."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "airflow_paimon"
+
+# Lowest floor first; each names packages and modules of airflow_paimon: a module's package is the longest name
+# that is it or prefixes it ("engine" and "job_env": their __init__ alone; "": the rest, the Airflow side).
+# docs/internals.md draws the same table.
+FLOORS: list[tuple[str, ...]] = [
+    # Paimon's bytes, files, names, snapshots and schemas
+    ("engine", "engine.codec", "engine.errors", "engine.faults", "engine.memory", "engine.identifier",
+     "engine.storage", "engine.paimon_compat", "engine.layout", "engine.specs", "engine.progress", "engine.history",
+     "engine.scan", "engine.data_files", "engine.snapshots", "engine.catalog", "engine.schema_commit",
+     "engine.table_alter", "engine.schema_evolution",
+     "table_files"),  # Paimon's metadata files read as JSON, without pypaimon (the Airflow side's light reader)
+    ("engine.merge",),  # the merge engines' rules and merge function
+    ("engine.table_options", "engine.table", "engine.deletion_vectors"),  # a table: its options, deletion vectors
+    ("engine.index",),
+    ("engine.assign",),
+    ("engine.shapes", "engine.context"),
+    ("engine.commit",),
+    ("engine.write", "engine.maintenance"),
+    ("engine.compact",),
+    ("engine.incremental", "engine.changelog_read", "engine.lifecycle", "engine.partition_expiry",
+     "engine.rollback"),
+    ("engine.runs",),  # one orchestration per job
+    ("job_env",),  # where the job side runs: an interpreter and an archive, from the connection or the config
+    ("spark",),  # Spark glue: the jobs' functions, their registry, their frame, submission and Spark Connect
+    ("",),  # the Airflow side: operators, hooks, sensors, triggers, ui, assets, lineage, job_env's steps
+]
+EXACT = {"engine", "job_env"}
+# The one import allowed to go up a floor (it is left out of the circle check too): every table option is
+# checked before anything is written, the manifest-merge options among them, which the commit reads.
+ALLOWED_UP = {("airflow_paimon.engine.table_options", "airflow_paimon.engine.commit.manifest_merge")}
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(module: str) -> list[tuple[str, int]]:
+    """(imported module of the package, line) for every import in ``module``, wherever it is in the file."""
+    found = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{module}:{node.lineno}: a relative import; name the module")
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module
+                     for a in node.names]
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) ==
+              "import_module" and node.args and isinstance(node.args[0], ast.Constant)):
+            names = [node.args[0].value]
+        found += [(n, node.lineno) for n in names if n in MODULES and n != module]
+    return found
+
+
+def package_of(module: str) -> str:
+    """The longest name of FLOORS that is ``module`` or prefixes it ("" and "engine": their __init__ only)."""
+    relative = module.removeprefix("airflow_paimon").removeprefix(".")
+    names = [n for floor in FLOORS for n in floor
+             if relative == n or (n not in EXACT and (n == "" or relative.startswith(n + ".")))]
+    package = max(names, key=len)
+    assert package or not relative.startswith("engine."), f"{module} is on no floor: add it to FLOORS (and docs)"
+    return package
+
+
+FLOOR = {name: i for i, floor in enumerate(FLOORS) for name in floor}
+EDGES = [(module, target, line) for module in MODULES for target, line in imports(module)]
+
+
+def test_every_module_has_a_floor():
+    names = [n for floor in FLOORS for n in floor]
+    assert len(names) == len(set(names)), "a name is on two floors"
+    unused = {n for n in names if not any(package_of(m) == n for m in MODULES)}
+    assert not unused, f"floors name what is not in the package: {sorted(unused)}"
+
+
+def up_imports(edges) -> list[str]:
+    return [f"{module} (line {line}) imports {target}: floor {FLOOR[package_of(module)]} "
+            f"({package_of(module) or 'the Airflow side'}) imports floor {FLOOR[package_of(target)]} "
+            f"({package_of(target) or 'the Airflow side'})"
+            for module, target, line in edges
+            if FLOOR[package_of(target)] > FLOOR[package_of(module)] and (module, target) not in ALLOWED_UP]
+
+
+def circles(edges) -> list[str]:
+    """Each circle of imports between packages, as the imports that make it."""
+    graph: dict[str, dict[str, str]] = {}
+    for module, target, line in edges:
+        a, b = package_of(module), package_of(target)
+        if a != b and (module, target) not in ALLOWED_UP:
+            graph.setdefault(a, {}).setdefault(b, f"{module} (line {line}) imports {target}")
+    found, done = [], set()
+
+    def visit(package: str, path: list[str]) -> None:
+        for nxt in graph.get(package, {}):
+            if nxt in path:
+                loop = path[path.index(nxt):] + [nxt]
+                found.append(" -> ".join(graph[a][b] for a, b in zip(loop, loop[1:])))
+            elif nxt not in done:
+                visit(nxt, path + [nxt])
+        done.add(package)
+
+    for package in list(graph):
+        if package not in done:
+            visit(package, [package])
+    return found
+
+
+def test_no_import_goes_up_a_floor():
+    assert len(ALLOWED_UP) <= 1
+    assert not up_imports(EDGES), "imports that go up a floor:\n" + "\n".join(up_imports(EDGES))
+
+
+def test_no_circle_between_packages():
+    assert not circles(EDGES), "import circles between packages:\n" + "\n".join(circles(EDGES))
+
+
+def test_an_import_up_or_round_a_circle_is_found():
+    planted = [("airflow_paimon.engine.scan", "airflow_paimon.engine.runs.commit", 7),
+               ("airflow_paimon.engine.runs.commit", "airflow_paimon.engine.scan", 9)]
+    assert up_imports(planted) == ["airflow_paimon.engine.scan (line 7) imports airflow_paimon.engine.runs.commit: "
+                                   "floor 0 (engine.scan) imports floor 10 (engine.runs)"]
+    assert len(circles(planted)) == 1 and "engine.scan (line 7)" in circles(planted)[0]
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("import airflow_paimon.engine.scan\n", ["airflow_paimon.engine.scan"]),
+    ("def f():\n    from airflow_paimon.engine import scan\n", ["airflow_paimon.engine.scan"]),
+    ("import importlib\nimportlib.import_module('airflow_paimon.spark')\n", ["airflow_paimon.spark"]),
+])
+def test_imports_sees_every_kind_of_import(tmp_path, monkeypatch, source, expected):
+    path = tmp_path / "probe.py"
+    path.write_text(source)
+    monkeypatch.setitem(MODULES, "probe", path)
+    assert [name for name, _ in imports("probe")] == expected
