@@ -5,10 +5,10 @@ step, the snapshot's manifest count (base + delta), manifest files on disk, and 
 pypaimon takes to plan a full scan. Run with Paimon's manifest compaction (the commit's default) and without
 it (``manifest.merge-min-count`` and the full-compaction threshold out of reach: pypaimon's own behaviour).
 
-The jobs' engine orchestrations run in-process (engine/runs/bootstrap_index.py,
-engine/runs/assign_and_write.py, engine/runs/commit.py, engine/runs/compact.py through tests/local_runner.py;
-engine/maintenance/expire.py), so this measures the engine's metadata work, not Spark or spark-submit. After the
-last commit the table is read back with pypaimon and compared with a pandas oracle (row count, no key twice, every value); a wrong run reports nothing.
+The jobs' engine orchestrations run in-process (engine/runs/bootstrap_index.py, engine/runs/assign_and_write.py,
+engine/runs/commit.py, engine/runs/compact.py through tests/local_runner.py; engine/maintenance/expire.py), so this
+measures the engine's metadata work, not Spark or spark-submit. After the last commit the table is read back with
+pypaimon and compared with a pandas oracle (row count, no key twice, every value); a wrong run reports nothing.
 
     python3 -m uv run --frozen --group bench python tests/benchmarks/bench_long_life.py [--commits 500]
         [--rows 300000] [--batch 1000] [--compact-every 10] [--expire-every 10] [--modes merge no-merge]
