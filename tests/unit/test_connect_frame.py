@@ -31,7 +31,7 @@ def test_a_kill_in_the_jobs_thread_stops_it_and_is_reported(tmp_path):
     assert execute_job(job, ExpireSpec, SPEC, run) is False
     assert reached == [] and run.killed and run.thread is None
     assert json.loads((tmp_path / "result.json").read_text()) == {"error": "JobKilled: the task was killed",
-                                                                  "retryable": True}
+                                                                  "retryable": True, "rewrite": False}
 
 
 def test_a_kill_from_another_thread_does_not_raise_there(tmp_path):
