@@ -58,16 +58,27 @@ def _die_with_parent() -> None:  # in the child, before exec: SIGKILL when the t
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def start(args, **popen) -> subprocess.Popen:
-    """``subprocess.Popen(args, **popen)`` in a new process group (session) that dies with this process: its
-    leader by pdeathsig, the rest by a watchdog process, and at interpreter exit by ``stop``."""
+def dying_options() -> dict:
+    """Popen's keyword arguments for a child that leads a new process group (session) and gets SIGKILL when
+    this thread ends; ``own`` the child then, for the rest of its group."""
     # pdeathsig fires when the forking *thread* ends: only the main thread outlives the tests
     main = threading.current_thread() is threading.main_thread()
-    proc = subprocess.Popen(args, start_new_session=True, preexec_fn=_die_with_parent if main else None, **popen)
+    return {"start_new_session": True, **({"preexec_fn": _die_with_parent} if main else {})}
+
+
+def own(proc: subprocess.Popen) -> subprocess.Popen:
+    """Ties the process group ``proc`` leads (started with ``dying_options``) to this process: a watchdog kills
+    it when this process dies, ``stop`` at interpreter exit."""
     subprocess.Popen([sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(proc.pid)], start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _started[proc.pid] = proc
     return proc
+
+
+def start(args, **popen) -> subprocess.Popen:
+    """``subprocess.Popen(args, **popen)`` in a new process group that dies with this process: its leader by
+    pdeathsig, the rest by a watchdog process, and at interpreter exit by ``stop``."""
+    return own(subprocess.Popen(args, **dying_options(), **popen))
 
 
 def stop(proc: subprocess.Popen | None, timeout: float = 30) -> None:
@@ -90,6 +101,22 @@ def stop(proc: subprocess.Popen | None, timeout: float = 30) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+
+
+def run(args, timeout: float | None = None, **popen) -> subprocess.CompletedProcess:
+    """``subprocess.run(args, timeout=..., **popen)`` through ``start``: on timeout (or an interrupt) the whole
+    group is killed, not only its leader as ``subprocess.run`` does. Takes ``capture_output`` and ``text``."""
+    if popen.pop("capture_output", False):
+        popen.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = start(args, **popen)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        stop(proc, timeout=5)
+        raise
+    if not _group_alive(proc.pid):  # a daemon it left (pg_ctl's server) stays owned until ``stop``
+        _started.pop(proc.pid, None)
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
 def _group_alive(group: int) -> bool:

@@ -30,6 +30,7 @@ from compaction_tables import batches, cross_partition_table
 from dag.dagrun import run_dag, use_warehouse
 from dag.test_kill import SLOW_SOURCE, processes_with, slow_write, wait_for
 from oracle import assert_table_equals, expected_upsert
+import processes
 from spark_cluster import free_port
 
 pytestmark = [pytest.mark.connect, pytest.mark.dag]
@@ -80,7 +81,7 @@ def start_server(port: int, log, *args: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "airflow_paimon.spark.connect_server", "--host", "127.0.0.1", "--port",
                str(port), "--master", "local[2]", "--python", sys.executable, *args]
     with open(log, "wb") as out:
-        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return processes.start(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def wait_until_serving(server: subprocess.Popen, url: str, log) -> None:
