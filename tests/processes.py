@@ -92,10 +92,10 @@ def stop(proc: subprocess.Popen | None, timeout: float = 30) -> None:
         except ProcessLookupError:
             break
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _group_alive(proc.pid):
+        while time.monotonic() < deadline and group_alive(proc.pid):
             proc.poll()
             time.sleep(0.1)
-        if not _group_alive(proc.pid):
+        if not group_alive(proc.pid):
             break
     try:
         proc.wait(timeout=10)
@@ -114,12 +114,13 @@ def run(args, timeout: float | None = None, **popen) -> subprocess.CompletedProc
     except BaseException:
         stop(proc, timeout=5)
         raise
-    if not _group_alive(proc.pid):  # a daemon it left (pg_ctl's server) stays owned until ``stop``
+    if not group_alive(proc.pid):  # a daemon it left (pg_ctl's server) stays owned until ``stop``
         _started.pop(proc.pid, None)
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
-def _group_alive(group: int) -> bool:
+def group_alive(group: int) -> bool:
+    """Whether any process is left in the process group ``group``."""
     try:
         os.killpg(group, 0)
         return True

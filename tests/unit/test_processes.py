@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from java_paimon import missing
+from processes import group_alive
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -36,14 +37,6 @@ def test_server():
     time.sleep(300)
 ''',
 }
-
-
-def group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 @pytest.mark.parametrize("server", list(INNER))
