@@ -164,8 +164,8 @@ def java_count(warehouse: str, table: str = "db.t", reads: int = 1) -> dict:
     JVM start excluded) — for timing a full read. ``reads`` > 1: that many reads in one JVM, and also
     {"warm_read_ms", "warm_cpu_ms"}, the best read after the first (classes loaded, code compiled)."""
     mode = "count" if reads == 1 else f"count:{reads}"
-    out = subprocess.run(["java", "-cp", reader_classpath(), "PaimonRead", warehouse, table, mode],
-                         capture_output=True, text=True, timeout=600 * reads)
+    out = processes.run(["java", "-cp", reader_classpath(), "PaimonRead", warehouse, table, mode],
+                        capture_output=True, text=True, timeout=600 * reads)
     if out.returncode != 0:
         raise AssertionError(f"Java Paimon could not read {table}: {out.stderr[-3000:]}")
     lines = [json.loads(line) for line in out.stdout.strip().splitlines()]

@@ -407,9 +407,9 @@ def profile(spark, warehouse: Path, shards: int, source: str, out: Path, rate: i
     pipeline, summaries, done = ours(warehouse, shards), {}, {}
     for step, job in (("cold_bootstrap", "bootstrap_index"), ("assign_and_write", "assign_and_write")):
         raw = out / f"profile_{step}.raw.txt"
-        spy = subprocess.Popen([py_spy, "record", "--pid", str(os.getpid()), "--subprocesses", "--rate", str(rate),
-                                "--format", "raw", "--nonblocking", "-o", str(raw)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spy = processes.start([py_spy, "record", "--pid", str(os.getpid()), "--subprocesses", "--rate", str(rate),
+                               "--format", "raw", "--nonblocking", "-o", str(raw)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # py-spy attached
         measured, done[job] = run_step(job, pipeline.spec(job, done, source, "profile"))
         time.sleep(0.5)
