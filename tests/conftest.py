@@ -45,6 +45,12 @@ LONGEST_FILES = {
 }
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """The Java reader JVM of this test process ends with its session (java_paimon), if one was started."""
+    if "java_paimon" in sys.modules:
+        sys.modules["java_paimon"].stop_reader()
+
+
 def pytest_collection_modifyitems(config, items):
     """The longest files first (LONGEST_FILES), the rest in collection order."""
     tests = Path(__file__).resolve().parent

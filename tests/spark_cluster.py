@@ -10,6 +10,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import processes
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -38,8 +40,7 @@ def standalone_cluster(root: Path, spark_class: Path, workers: int = 2, worker_e
     def start(name, args, env):
         log = open(root / f"{name}.log", "w")
         logs.append(log)
-        procs.append(subprocess.Popen([str(spark_class), *args], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True))
+        procs.append(processes.start([str(spark_class), *args], env=env, stdout=log, stderr=subprocess.STDOUT))
 
     def log_has(name, text):
         return text in (root / f"{name}.log").read_text()
@@ -61,12 +62,7 @@ def standalone_cluster(root: Path, spark_class: Path, workers: int = 2, worker_e
         yield {"master": master, "root": root}
     finally:
         for p in procs:
-            os.killpg(p.pid, 15)
-        for p in procs:
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, 9)
+            processes.stop(p)
         for log in logs:
             log.close()
 

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from airflow_paimon.spark.connect_server import TOKEN_ENV
-from airflow_paimon.spark.submit import stop_process_group
+import processes
 from spark_cluster import free_port
 
 IDLE_SECONDS = 3  # the server's Python daemons quit this soon after their session's last task (connect_daemon.py)
@@ -40,7 +40,7 @@ def start_server(port: int, log, *args: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "airflow_paimon.spark.connect_server", "--host", "127.0.0.1", "--port",
                str(port), "--master", "local[2]", "--python", sys.executable, *args]
     with open(log, "wb") as out:
-        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return processes.start(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def wait_until_serving(server: subprocess.Popen, url: str, log) -> None:
@@ -73,7 +73,7 @@ def running_connect_server(home: Path):
         wait_until_serving(server, url, log)
         yield {"url": url, "port": port, "pid": server.pid, "token": token, "token_file": token_file, "log": log}
     finally:
-        stop_process_group(server, grace_seconds=30)
+        processes.stop(server, timeout=30)
 
 
 def connection(server: dict) -> dict:

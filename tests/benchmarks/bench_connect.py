@@ -44,6 +44,7 @@ os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
 
 from bench_upsert import (CROSS, TABLE, load_average, load_paimon, machine, make_data, read_paimon,  # noqa: E402
                           run_peer, verify)
+import processes  # noqa: E402 - tests/, on the path bench_upsert set
 
 MODES = ("connect", "submit", "pypaimon-rust", "connect-job-env", "submit-job-env")
 JOB_ENV_SUFFIX = "-job-env"  # the same mode with the job side in a job environment (--job-python)
@@ -71,7 +72,7 @@ def start_connect_server(port: int, log: Path, conf: dict[str, str] | None = Non
 
     command, env = server_command("127.0.0.1", port, "local[2]", python=sys.executable, conf=conf)
     with open(log, "wb") as out:
-        server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        server = processes.start(command, env=env, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 300
     while True:
         if server.poll() is not None:

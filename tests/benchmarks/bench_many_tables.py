@@ -34,7 +34,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -52,6 +51,7 @@ sys.path.insert(0, str(HERE))
 from bench_connect import _HOME, DAGS, start_connect_server, use  # noqa: E402
 from bench_upsert import (CROSS, PeakRSS, load_average, load_paimon, machine, make_data, read_paimon,  # noqa: E402
                           verify)
+import processes  # noqa: E402 - tests/, on the path bench_upsert set
 
 MODES = ("connect", "submit", "airflow")  # airflow: the same DAG shape with no-op tasks, Airflow's own floor
 SHARDS = 4
@@ -124,9 +124,8 @@ def free_port() -> int:
 def start_api_server(port: int, log: Path, timeout: float = 300) -> subprocess.Popen:
     """``airflow api-server`` on 127.0.0.1 (the Execution API the executor's tasks call), once healthy."""
     with open(log, "wb") as out:
-        server = subprocess.Popen([str(Path(sys.executable).parent / "airflow"), "api-server", "--host", "127.0.0.1",
-                                   "--port", str(port), "--workers", "1"], stdout=out, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        server = processes.start([str(Path(sys.executable).parent / "airflow"), "api-server", "--host", "127.0.0.1",
+                                  "--port", str(port), "--workers", "1"], stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -141,14 +140,7 @@ def start_api_server(port: int, log: Path, timeout: float = 300) -> subprocess.P
 
 
 def stop(process: subprocess.Popen | None) -> None:
-    if process is None or process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(60)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    processes.stop(process, 60)
 
 
 def write_dags(sizes: set[int], floor: bool = False) -> dict:

@@ -42,7 +42,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: local_runner
-from bench_bootstrap import native_write as paimon_write  # one batch write + commit, timed
+from bench_bootstrap import native_write as paimon_write  # noqa: E402 - one batch write + commit, timed
+import processes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -186,7 +187,7 @@ def run_child(cmd: list[str], log: Path, env: dict | None = None) -> dict:
     """Run ``cmd`` to completion; wall seconds and peak RSS of its process tree."""
     with open(log, "w") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        proc = processes.start(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
         with PeakRSS(proc.pid) as rss:
             code = proc.wait()
         wall = time.perf_counter() - start
@@ -406,9 +407,9 @@ def profile(spark, warehouse: Path, shards: int, source: str, out: Path, rate: i
     pipeline, summaries, done = ours(warehouse, shards), {}, {}
     for step, job in (("cold_bootstrap", "bootstrap_index"), ("assign_and_write", "assign_and_write")):
         raw = out / f"profile_{step}.raw.txt"
-        spy = subprocess.Popen([py_spy, "record", "--pid", str(os.getpid()), "--subprocesses", "--rate", str(rate),
-                                "--format", "raw", "--nonblocking", "-o", str(raw)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spy = processes.start([py_spy, "record", "--pid", str(os.getpid()), "--subprocesses", "--rate", str(rate),
+                               "--format", "raw", "--nonblocking", "-o", str(raw)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # py-spy attached
         measured, done[job] = run_step(job, pipeline.spec(job, done, source, "profile"))
         time.sleep(0.5)

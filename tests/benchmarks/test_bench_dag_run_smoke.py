@@ -3,11 +3,12 @@ bench_job_env (the example's daily DAG with and without a job environment)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import processes
 
 HERE = Path(__file__).resolve().parent
 
@@ -18,10 +19,10 @@ def test_dag_run_benchmark_smoke(tmp_path):
     2,000-row table, in a process of its own (it sets up Airflow's environment): every mode's run checked by the
     benchmark's guard, the report written."""
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, str(HERE / "bench_connect.py"),
-                           "--rows", "2000", "--batch", "200", "--repeat", "1",
-                           "--modes", "connect", "submit", "pypaimon-rust", "--out", str(out)],
-                          capture_output=True, text=True, timeout=900)
+    done = processes.run([sys.executable, str(HERE / "bench_connect.py"),
+                          "--rows", "2000", "--batch", "200", "--repeat", "1",
+                          "--modes", "connect", "submit", "pypaimon-rust", "--out", str(out)],
+                         capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
     saved = json.loads((out / "connect_write.json").read_text())
     assert set(saved["median"]) == {"connect", "submit", "pypaimon-rust"}
@@ -40,9 +41,9 @@ def test_job_env_benchmark_smoke(tmp_path):
     job_python.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
     job_python.chmod(0o755)
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, str(HERE / "bench_job_env.py"), "--repeat", "1", "--days", "2",
-                           "--rows-per-day", "200", "--starts", "1", "--job-python", str(job_python),
-                           "--out", str(out)], capture_output=True, text=True, timeout=900)
+    done = processes.run([sys.executable, str(HERE / "bench_job_env.py"), "--repeat", "1", "--days", "2",
+                          "--rows-per-day", "200", "--starts", "1", "--job-python", str(job_python),
+                          "--out", str(out)], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
     saved = json.loads((out / "job_env.json").read_text())
     assert set(saved["median"]) == {"one environment", "job environment"}

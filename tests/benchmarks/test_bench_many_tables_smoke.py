@@ -3,11 +3,12 @@ pytest-xdist spreads files)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import processes
 
 HERE = Path(__file__).resolve().parent
 
@@ -18,10 +19,10 @@ def test_many_tables_benchmark_smoke(tmp_path):
     own (it sets up Airflow's environment): the two tables' tasks overlap, every table checked, the report
     written."""
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, str(HERE / "bench_many_tables.py"),
-                           "--tables", "2", "--rows", "2000", "--batch", "200", "--parallelism", "4",
-                           "--modes", "connect", "airflow", "--cold", "--out", str(out)],
-                          capture_output=True, text=True, timeout=900)
+    done = processes.run([sys.executable, str(HERE / "bench_many_tables.py"),
+                          "--tables", "2", "--rows", "2000", "--batch", "200", "--parallelism", "4",
+                          "--modes", "connect", "airflow", "--cold", "--out", str(out)],
+                         capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
     saved = json.loads((out / "many_tables.json").read_text())
     r = saved["modes"]["connect"]

@@ -21,6 +21,7 @@ from airflow_paimon.engine.specs import JobSpec
 from airflow_paimon.engine.table import get_table
 from faults.batches import ROW_KIND, TABLE_SPEC
 from local_runner import DAG_RUN, Pipeline, bootstrap as rebuild_index, in_spark
+import processes
 
 RUN_JOB = Path(__file__).with_name("run_job.py")
 ROOT = RUN_JOB.parents[2]
@@ -49,8 +50,8 @@ def attempt(job: str, spec: JobSpec, workdir: Path, crash_at: str | None = None)
     if crash_at:
         env[CRASH_AT] = crash_at
     with open(log_file, "w") as log:
-        proc = subprocess.Popen([sys.executable, str(RUN_JOB), job, str(spec_file), str(result_file)],
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = processes.start([sys.executable, str(RUN_JOB), job, str(spec_file), str(result_file)],
+                               env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             returncode = proc.wait(timeout=ATTEMPT_TIMEOUT)
         finally:

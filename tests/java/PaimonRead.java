@@ -4,6 +4,14 @@
 // with any extra dynamic options, adds each row's kind as "_row_kind" ("+I", "-U", "+U", "-D"); count reads the
 // latest snapshot's rows (every field) without printing them: {"rows": n, "read_ms": ms from catalog to last row,
 // "plan_ms": ms from catalog to the reader created, "cpu_ms": the JVM's CPU time over the same span as read_ms}.
+// Arg --serve: many reads in this JVM, one per line of stdin (the args above, tab-separated), each answer's lines
+// on stdout followed by "#ok", or by "#error" after its stack trace on stderr (logs go to stderr too).
+import java.io.BufferedOutputStream;
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -27,7 +35,13 @@ import org.apache.paimon.table.source.TableRead;
 import org.apache.paimon.types.DataField;
 
 public class PaimonRead {
+    private static PrintStream out = System.out;
+
     public static void main(String[] args) throws Exception {
+        if (args.length == 1 && args[0].equals("--serve")) {
+            serve();
+            return;
+        }
         long started = System.nanoTime(), startedCpu = processCpuMs();
         // "count": read every field of every row, print only timings; "count:N": N such reads in this JVM, the
         // first warming it up (classes, JIT), then the best of the others as a long-lived reader sees it
@@ -44,7 +58,7 @@ public class PaimonRead {
                     bestCpu = Math.min(bestCpu, processCpuMs() - readCpu);
                 }
             }
-            System.out.println("{\"warm_read_ms\": " + best + ", \"warm_cpu_ms\": " + bestCpu + ", \"reads\": " + reads + "}");
+            out.println("{\"warm_read_ms\": " + best + ", \"warm_cpu_ms\": " + bestCpu + ", \"reads\": " + reads + "}");
             return;
         }
         if (count) args = new String[] {args[0], args[1]};
@@ -86,22 +100,39 @@ public class PaimonRead {
             });
             reader.close();
             long ended = System.nanoTime();
-            System.out.println("{\"rows\": " + rows[0] + ", \"read_ms\": " + (ended - started) / 1_000_000
+            out.println("{\"rows\": " + rows[0] + ", \"read_ms\": " + (ended - started) / 1_000_000
                     + ", \"plan_ms\": " + (planned - started) / 1_000_000 + ", \"cpu_ms\": " + (processCpuMs() - startedCpu) + "}");
             return;
         }
-        StringBuilder out = new StringBuilder();
+        StringBuilder line = new StringBuilder();
         reader.forEachRemaining(row -> {
-            out.setLength(0);
-            out.append('{');
+            line.setLength(0);
+            line.append('{');
             for (int i = 0; i < fields.size(); i++) {
-                if (i > 0) out.append(", ");
-                out.append(quote(fields.get(i).name())).append(": ").append(json(getters.get(i).getFieldOrNull(row)));
+                if (i > 0) line.append(", ");
+                line.append(quote(fields.get(i).name())).append(": ").append(json(getters.get(i).getFieldOrNull(row)));
             }
-            if (incremental) out.append(", \"_row_kind\": ").append(quote(row.getRowKind().shortString()));
-            System.out.println(out.append('}'));
+            if (incremental) line.append(", \"_row_kind\": ").append(quote(row.getRowKind().shortString()));
+            out.println(line.append('}'));
         });
         reader.close();
+    }
+
+    private static void serve() throws Exception {
+        out = new PrintStream(new BufferedOutputStream(new FileOutputStream(FileDescriptor.out)), false, "UTF-8");
+        System.setOut(System.err);  // a library's print must not land inside an answer
+        BufferedReader requests = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));
+        for (String line; (line = requests.readLine()) != null; ) {
+            try {
+                main(line.split("\t"));
+                out.println("#ok");
+            } catch (Throwable e) {
+                e.printStackTrace();
+                System.err.flush();
+                out.println("#error");
+            }
+            out.flush();
+        }
     }
 
     // CPU time of the whole JVM (JIT and GC threads included): steadier than wall time on a busy machine

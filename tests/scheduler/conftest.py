@@ -13,7 +13,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+import processes
 from spark_connect import connection, running_connect_server
 
 HERE = Path(__file__).resolve().parent
@@ -50,14 +50,7 @@ def tail(path: Path, chars: int = 4000) -> str:
 
 def stop(process: subprocess.Popen | None, timeout: float = 30) -> None:
     """SIGTERM to the process group (the scheduler's executor workers, the api-server's worker), then SIGKILL."""
-    if process is None or process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    processes.stop(process, timeout)
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------------------------
@@ -78,10 +71,12 @@ class Postgres:
     data: Path
     bin: Path
     as_user: list[str]
+    process: subprocess.Popen
 
     def stop(self) -> None:
         subprocess.run([*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.data / "pgdata"), "-m", "fast",
                         "-w", "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        processes.stop(self.process)
         shutil.rmtree(self.data, ignore_errors=True)
 
 
@@ -97,7 +92,7 @@ def start_postgres(timeout: float = 60) -> Postgres:
     pgdata, log, port = data / "pgdata", data / "postgres.log", free_port()
 
     def run(*args: str) -> None:
-        done = subprocess.run([*as_user, *args], capture_output=True, text=True, timeout=timeout)
+        done = processes.run([*as_user, *args], capture_output=True, text=True, timeout=timeout)
         if done.returncode:
             raise RuntimeError(f"PostgreSQL is installed ({bin_dir}) but {Path(args[0]).name} failed "
                                f"({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}\n"
@@ -106,10 +101,20 @@ def start_postgres(timeout: float = 60) -> Postgres:
     run(str(bin_dir / "initdb"), "-D", str(pgdata), "-U", "airflow", "--auth=trust", "-E", "UTF8", "--no-sync")
     options = (f"-h 127.0.0.1 -p {port} -k {data} -c fsync=off -c synchronous_commit=off -c full_page_writes=off "
                "-c max_connections=200")
-    run(str(bin_dir / "pg_ctl"), "-D", str(pgdata), "-l", str(log), "-o", options, "-w", "-t", str(int(timeout)),
-        "start")
-    server = Postgres(f"postgresql+psycopg2://airflow@127.0.0.1:{port}/airflow", data, bin_dir, as_user)
+    # the server in the foreground, not pg_ctl start: pg_ctl puts it in a session of its own, out of reach of
+    # processes.start's watchdog if this process dies
+    with open(log, "ab") as out:
+        process = processes.start([*as_user, str(bin_dir / "postgres"), "-D", str(pgdata), *options.split()],
+                                  stdout=out, stderr=subprocess.STDOUT)
+    server = Postgres(f"postgresql+psycopg2://airflow@127.0.0.1:{port}/airflow", data, bin_dir, as_user, process)
     try:
+        deadline = time.monotonic() + timeout
+        while subprocess.run([str(bin_dir / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port)],
+                             timeout=30).returncode:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"PostgreSQL is installed ({bin_dir}) but did not start "
+                                   f"({process.returncode}):\n{log.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.2)
         import psycopg2
 
         conn = psycopg2.connect(host="127.0.0.1", port=port, user="airflow", dbname="postgres")
@@ -146,8 +151,8 @@ class Airflow:
 
     def start(self, name: str, *args: str) -> subprocess.Popen:
         with open(self.log(name), "ab") as out:
-            self.processes[name] = subprocess.Popen([AIRFLOW, *args], env=self.env, stdout=out,
-                                                    stderr=subprocess.STDOUT, start_new_session=True)
+            self.processes[name] = processes.start([AIRFLOW, *args], env=self.env, stdout=out,
+                                                   stderr=subprocess.STDOUT)
         return self.processes[name]
 
     def diagnostics(self, dag_id: str | None = None, run_id: str | None = None) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from dag.dagrun import run_dag
+import processes
 from spark_cluster import free_port
 
 DAYS = ["2026-11-20", "2026-11-21"]  # logical dates no other test's run of the daily DAG uses
@@ -113,9 +113,9 @@ def api_server(written, tmp_path_factory) -> ApiServer:
            "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}"}
     log = home / "api-server.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "airflow"), "api-server", "--host", "127.0.0.1",
-                                 "--port", str(port), "--workers", "1"], env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = processes.start([str(Path(sys.executable).parent / "airflow"), "api-server", "--host", "127.0.0.1",
+                                "--port", str(port), "--workers", "1"], env=env, stdout=out,
+                               stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc, log)
@@ -125,12 +125,7 @@ def api_server(written, tmp_path_factory) -> ApiServer:
             token = json.load(r)["access_token"]
         yield ApiServer(url, token, log)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        processes.stop(proc)
 
 
 def _wait_healthy(url: str, proc, log: Path, timeout: float = 120) -> None:

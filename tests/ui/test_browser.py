@@ -13,6 +13,7 @@ from airflow_paimon.engine import layout
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.table import get_table
 from ui.test_paimon_page import PAGE
+import processes
 
 pytestmark = pytest.mark.ui
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -33,7 +34,9 @@ def browser(api_server):
                 "--window-size=1280,1000", "--hide-scrollbars"):
         options.add_argument(arg)
     # An explicit driver: Selenium Manager never runs (it would try to download one).
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    service = Service(CHROMEDRIVER, popen_kw=processes.dying_options())  # chromedriver and its chromium
+    driver = webdriver.Chrome(service=service, options=options)
+    processes.own(service.process)
     try:
         driver.get(api_server.url + "/api/v2/monitor/health")  # the cookie's origin
         driver.add_cookie({"name": "_token", "value": api_server.token, "path": "/"})
