@@ -42,8 +42,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: local_runner
-from bench_bootstrap import native_write as paimon_write  # noqa: E402 - one batch write + commit, timed
-import processes  # noqa: E402
+from bench_bootstrap import native_write as paimon_write
+import processes
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
