@@ -31,7 +31,7 @@ os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
 # pip-built Airflow built afresh, as on a new machine. Only their order matters: pytest-xdist (--dist loadfile)
 # hands files to its workers in collection order, so the longest go first and no worker runs one alone at the end.
 LONGEST_FILES = {
-    "install/test_installed_wheel.py": 1000, "java/test_java_paimon_reads.py": 545,
+    "install/test_installed_wheel.py": 1000, "java/test_java_paimon_reads.py": 60,
     "faults/test_crash_recovery.py": 313, "dag/test_incremental_read.py": 298, "dag/test_object_store.py": 246,
     "dag/test_schema_evolution_dag.py": 227, "benchmarks/test_bench_submit_smoke.py": 220,
     "benchmarks/test_bench_many_tables_smoke.py": 208, "dag/test_deletion_vector_dag.py": 196,
