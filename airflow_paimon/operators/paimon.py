@@ -44,7 +44,7 @@ def retried_by_flag(what: str) -> Iterator[None]:
     try:
         yield
     except Exception as e:
-        if is_retryable(e):
+        if is_retryable(e) or isinstance(e, AirflowFailException):  # already fails without retries, as it is
             raise
         raise AirflowFailException(f"{what}: {e}") from None
 
@@ -133,6 +133,10 @@ class UpstreamResultMixin:
                 f"{upstream_table}; chain each table's tasks together")
         return value
 
+    def continue_from(self, result: dict) -> None:
+        """Continue from ``result`` (an upstream task's result dict) instead of what ``upstream_output`` named."""
+        self.upstream_output, self._upstream_task_id = result, None
+
     def upstream_task(self, operator_class: type[BaseOperator]) -> Any:
         """The task this one continues from: the one ``upstream_output`` names, else the nearest upstream task of
         ``operator_class``."""
@@ -193,6 +197,12 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
     def execute(self, context) -> dict:
         with retried_by_flag(f"{self.job} for table {self.table} failed"):
             return self._execute(context)
+
+    def run_job(self, context, result_task_id: str | None = None) -> dict:
+        """The job's result, run as this task does (its error raised as its class declares); ``result_task_id``:
+        the name its result file goes by (default: this task's id)."""
+        with retried_by_flag(f"{self.job} for table {self.table} failed"):
+            return self._execute(context, result_task_id)
 
     def _execute(self, context, result_task_id: str | None = None) -> dict:
         """The job's result; ``result_task_id``: the name its result file goes by (default: this task's id)."""
@@ -440,8 +450,7 @@ class PaimonCommitOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOpe
                                  "%s)", e, rewrites, self.max_rewrites)
                 write_task = self.upstream_task(PaimonAssignAndWriteOperator)
                 boot_task = write_task.upstream_task(PaimonBootstrapIndexOperator)
-                self.upstream_output = write_again(boot_task, write_task, context, f"{self.task_id}.rewrite-{rewrites}")
-                self._upstream_task_id = None
+                self.continue_from(write_again(boot_task, write_task, context, f"{self.task_id}.rewrite-{rewrites}"))
         committed = CommitResult.from_dict(result)
         self.record_snapshot(context, committed.snapshot_id, committed.base_snapshot_id,
                              new=committed.snapshot_id != committed.base_snapshot_id)

@@ -13,6 +13,8 @@ class StaleWriteError(AirflowFailException):
     """The table moved under the run's staged write in a way only writing the batch again heals; without a rewrite
     the task fails at once, without its retries (they would meet the same moved table)."""
 
+    retryable: bool = False
+
 
 def write_again(boot_task, write_task, context, result_prefix: str) -> dict:
     """``boot_task`` (the run's bootstrap-index) and ``write_task`` (its assign-and-write) run again here, their
@@ -20,8 +22,8 @@ def write_again(boot_task, write_task, context, result_prefix: str) -> dict:
     refused (the same run: the same commit identity). Their result files are named ``<result_prefix>.<task>``."""
     boot = copy.copy(boot_task)
     boot.render_template_fields(context)
-    booted = boot._execute(context, result_task_id=f"{result_prefix}.{boot_task.task_id}")
+    booted = boot.run_job(context, result_task_id=f"{result_prefix}.{boot_task.task_id}")
     write = copy.copy(write_task)
     write.render_template_fields(context)
-    write.upstream_output, write._upstream_task_id = booted, None  # continue from the new bootstrap
-    return write._execute(context, result_task_id=f"{result_prefix}.{write_task.task_id}")
+    write.continue_from(booted)  # the new bootstrap's result
+    return write.run_job(context, result_task_id=f"{result_prefix}.{write_task.task_id}")

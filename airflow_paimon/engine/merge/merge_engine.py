@@ -58,6 +58,7 @@ class MergeRules:
     sequence_fields: tuple[str, ...] = ()    # ``sequence.field``: merge order before the sequence number
     sequence_ascending: bool = True          # ``sequence.field.sort-order``
     sequence_groups: tuple[str, ...] = ()    # ``fields.<name>.sequence-group`` options (not supported here)
+    changelog: bool = False                  # a ``changelog-producer`` other than none
 
     @classmethod
     def of(cls, options: dict, identifier: str = "?") -> "MergeRules":
@@ -73,7 +74,8 @@ class MergeRules:
                    sequence_ascending=_read(identifier, "sequence.field.sort-order", options,
                                             core.sequence_field_sort_order_is_ascending),
                    sequence_groups=tuple(sorted(k for k in options
-                                                if k.startswith("fields.") and k.endswith(".sequence-group"))))
+                                                if k.startswith("fields.") and k.endswith(".sequence-group"))),
+                   changelog=options.get("changelog-producer", "none").strip().lower() != "none")
 
     @property
     def name(self) -> str:
@@ -93,8 +95,9 @@ class MergeRules:
     @property
     def keeps_tombstones(self) -> bool:
         """Whether a delete of a key the table does not have is written all the same (a tombstone), so that a
-        day committed later but older does not bring the key back: in tables ordered by logical date."""
-        return self.ordered_by_logical_date
+        day committed later but older does not bring the key back: in tables ordered by logical date, without a
+        changelog producer (whose changelog, as Paimon's, has no delete of a key the table never had)."""
+        return self.ordered_by_logical_date and not self.changelog
 
     @property
     def aggregates(self) -> bool:
