@@ -436,21 +436,22 @@ class PaimonCommitOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOpe
     _rewrites = 0  # of this execution: the batch written again this many times (execute)
 
     def execute(self, context) -> dict:
-        self._rewrites = rewrites = 0
+        self._rewrites = 0
         while True:
             try:
                 result = super().execute(context)
                 break
             except StaleWriteError as e:
-                if rewrites >= self.max_rewrites:
-                    raise StaleWriteError(f"{e} (after {rewrites} rewrite(s) of this run's batch; max_rewrites="
-                                          f"{self.max_rewrites})") from None
-                self._rewrites = rewrites = rewrites + 1
+                if self._rewrites >= self.max_rewrites:
+                    raise StaleWriteError(f"{e} (after {self._rewrites} rewrite(s) of this run's batch; "
+                                          f"max_rewrites={self.max_rewrites})") from None
+                self._rewrites += 1
                 self.log.warning("%s; writing this run's batch again from bootstrap-index (rewrite %s of at most "
-                                 "%s)", e, rewrites, self.max_rewrites)
+                                 "%s)", e, self._rewrites, self.max_rewrites)
                 write_task = self.upstream_task(PaimonAssignAndWriteOperator)
                 boot_task = write_task.upstream_task(PaimonBootstrapIndexOperator)
-                self.continue_from(write_again(boot_task, write_task, context, f"{self.task_id}.rewrite-{rewrites}"))
+                self.continue_from(write_again(boot_task, write_task, context,
+                                               f"{self.task_id}.rewrite-{self._rewrites}"))
         committed = CommitResult.from_dict(result)
         self.record_snapshot(context, committed.snapshot_id, committed.base_snapshot_id,
                              new=committed.snapshot_id != committed.base_snapshot_id)
