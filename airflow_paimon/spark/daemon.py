@@ -8,24 +8,29 @@ Run by Spark as ``python -m airflow_paimon.spark.daemon pyspark.worker``.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import sys
 
-# What the closures of airflow_paimon/spark/*.py pull in on the workers (pyspark.worker imports pandas and
-# pyarrow for the Arrow UDFs).
-PRELOAD = ("pyspark.worker", "pyarrow", "pyarrow.compute", "pyarrow.parquet", "numpy", "pandas", "rocksdict",
-           "airflow_paimon.engine.index.bootstrap", "airflow_paimon.engine.runs.assign_shard",
-           "airflow_paimon.engine.write.task", "airflow_paimon.engine.runs.compact", "airflow_paimon.spark.bootstrap")
 
-
-def preload(modules=PRELOAD) -> None:
+def preload() -> None:
+    """Import what the closures of airflow_paimon/spark/*.py pull in on the workers (pyspark.worker imports
+    pandas and pyarrow for the Arrow UDFs)."""
     # stdout is the daemon's channel to the JVM (its port goes there): keep import-time prints off it
     with contextlib.redirect_stdout(sys.stderr):
-        for name in modules:
-            try:
-                importlib.import_module(name)
-            except Exception as e:  # noqa: BLE001 - a worker imports what it needs itself; the daemon must start
-                print(f"airflow_paimon.spark.daemon: {name} not preloaded: {e!r}", file=sys.stderr)
+        try:
+            import numpy  # noqa: F401
+            import pandas  # noqa: F401
+            import pyarrow.compute
+            import pyarrow.parquet  # noqa: F401
+            import pyspark.worker  # noqa: F401
+            import rocksdict  # noqa: F401
+
+            import airflow_paimon.engine.index.bootstrap
+            import airflow_paimon.engine.runs.assign_shard
+            import airflow_paimon.engine.runs.compact
+            import airflow_paimon.engine.write.task
+            import airflow_paimon.spark.bootstrap  # noqa: F401
+        except Exception as e:  # noqa: BLE001 - a worker imports what it needs itself; the daemon must start
+            print(f"airflow_paimon.spark.daemon: not all preloaded: {e!r}", file=sys.stderr)
 
 
 if __name__ == "__main__":
