@@ -1,54 +1,123 @@
-"""The DAG-run benchmarks at a tiny size: bench_connect (write tasks in Connect and spark-submit mode) and
-bench_job_env (the example's daily DAG with and without a job environment)."""
+"""The DAG-run benchmarks (bench_connect, bench_job_env, bench_many_tables) in seconds: each module imported as
+its run imports it (in a process of its own: it points Airflow at a throw-away home on import), its DAG files
+written and parsed by Airflow, its summary recomputed from the runs of its newest recorded result
+(tests/benchmarks/results/) and equal to the figures recorded there, its report rendered from them.
+
+What their runs drive — the write tasks in Connect and spark-submit mode, the example's daily DAG with a job
+environment, many ``paimon_upsert`` groups under a LocalExecutor — is what the DAG, install and scheduler tests
+run end to end; a smoke run of a benchmark took minutes (the servers and spark-submits), so it is left to the
+benchmark itself."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 import processes
 
 HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
 
 
-@pytest.mark.spark
-def test_dag_run_benchmark_smoke(tmp_path):
-    """bench_connect (the DAG run's write tasks through dag.test in both modes, pypaimon-rust beside them) on a
-    2,000-row table, in a process of its own (it sets up Airflow's environment): every mode's run checked by the
-    benchmark's guard, the report written."""
-    out = tmp_path / "out"
-    done = processes.run([sys.executable, str(HERE / "bench_connect.py"),
-                          "--rows", "2000", "--batch", "200", "--repeat", "1",
-                          "--modes", "connect", "submit", "pypaimon-rust", "--out", str(out)],
-                         capture_output=True, text=True, timeout=900)
+def newest(name: str, mode: str | None = None) -> Path:
+    """The newest recorded result file ``name`` (with ``mode`` among its modes, if given)."""
+    found = []
+    for path in sorted(RESULTS.rglob(name)):
+        if mode is None or mode in json.loads(path.read_text()).get("modes", {}):
+            found.append(path)
+    assert found, f"no recorded {name} under {RESULTS}"
+    return max(found, key=lambda p: json.loads(p.read_text())["meta"]["date"])
+
+
+def run_benchmark_code(code: str) -> dict:
+    """``code`` in a fresh interpreter with tests/benchmarks on the path; the JSON it prints last."""
+    done = processes.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(HERE)!r})\n{code}"],
+                         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
-    saved = json.loads((out / "connect_write.json").read_text())
-    assert set(saved["median"]) == {"connect", "submit", "pypaimon-rust"}
-    for mode in ("connect", "submit"):
-        m = saved["median"][mode]
-        assert m["wall_s"] > 0 and m["pypaimon_rust_over_ours"] > 0
-        assert set(m["tasks_s"]) == {"bootstrap_index", "assign_and_write", "commit"}
-    assert "| ours, spark-submit mode |" in (out / "connect_write.md").read_text()
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.spark
-def test_job_env_benchmark_smoke(tmp_path):
-    """bench_job_env with one round of two daily runs per mode; its job environment another path to this
-    interpreter (a real one is created by the benchmark itself, ~1 min): the steps run as processes there."""
+def test_connect_benchmark_dag_summary_and_report():
+    recorded = newest("connect_write.json")
+    out = run_benchmark_code(f"""
+import json, shutil
+from pathlib import Path
+import bench_connect as b
+from airflow.dag_processing.dagbag import DagBag
+try:
+    (b.DAGS / f"{{b.DAG_ID}}.py").write_text(b.DAG_FILE)
+    bag = DagBag(dag_folder=str(b.DAGS))
+    saved = json.loads(Path({str(recorded)!r}).read_text())
+    medians = {{mode: b.median(runs) for mode, runs in saved["runs"].items()}}
+    print(json.dumps({{"errors": {{k: str(v) for k, v in bag.import_errors.items()}},
+                      "tasks": sorted(t.task_id for t in bag.dags[b.DAG_ID].tasks),
+                      "medians": {{m: r["wall_s"] for m, r in medians.items()}},
+                      "report": b.report(saved, saved["meta"])}}))
+finally:
+    shutil.rmtree(b._HOME, ignore_errors=True)
+""")
+    saved = json.loads(recorded.read_text())
+    assert out["errors"] == {} and out["tasks"] == ["assign_and_write", "bootstrap_index", "commit"]
+    assert out["medians"] == {mode: m["wall_s"] for mode, m in saved["median"].items()}
+    for mode, m in saved["median"].items():
+        assert f"| {m['wall_s']} |" in out["report"], (mode, out["report"])
+
+
+def test_job_env_benchmark_summary_report_and_process_starts(tmp_path):
+    """The job environment's process starts measured for real (another path to this interpreter as the job
+    environment's Python: a real one takes a minute to create), the rest from the recorded runs."""
+    recorded = newest("job_env.json")
     job_python = tmp_path / "job-env-python"
     job_python.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
     job_python.chmod(0o755)
-    out = tmp_path / "out"
-    done = processes.run([sys.executable, str(HERE / "bench_job_env.py"), "--repeat", "1", "--days", "2",
-                          "--rows-per-day", "200", "--starts", "1", "--job-python", str(job_python),
-                          "--out", str(out)], capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-5000:]
-    saved = json.loads((out / "job_env.json").read_text())
-    assert set(saved["median"]) == {"one environment", "job environment"}
-    for m in saved["median"].values():
-        assert 0 < m["first_run_s"] and 0 < m["daily_run_s"]
-        assert set(m["daily_tasks_s"]) == {"bootstrap_index", "assign_and_write", "commit", "compact"}
-    assert all(0 < s < 120 for s in saved["process_starts_s"].values()) and len(saved["process_starts_s"]) == 3
-    assert "| job environment |" in (out / "job_env.md").read_text()
+    out = run_benchmark_code(f"""
+import json, shutil
+from pathlib import Path
+import bench_job_env as b
+try:
+    saved = json.loads(Path({str(recorded)!r}).read_text())
+    starts = b.process_starts({str(job_python)!r}, 1, b._HOME / "wh-steps")
+    print(json.dumps({{"summary": {{m: b.summary(saved["runs"][m]) for m in b.MODES}}, "starts": starts,
+                      "report": b.report(saved, saved["meta"])}}))
+finally:
+    shutil.rmtree(b._HOME, ignore_errors=True)
+""")
+    saved = json.loads(recorded.read_text())
+    assert out["summary"] == saved["median"]
+    assert len(out["starts"]) == 3 and all(0 < s < 120 for s in out["starts"].values()), out["starts"]
+    for mode, m in saved["median"].items():
+        assert f"| {mode} | {m['first_run_s']} | {m['daily_run_s']} |" in out["report"], out["report"]
+
+
+def test_many_tables_benchmark_dags_summary_and_report():
+    recorded = [newest("many_tables.json", mode) for mode in ("connect", "airflow")]
+    out = run_benchmark_code(f"""
+import json, shutil
+from pathlib import Path
+import bench_many_tables as b
+try:
+    dags = {{**{{f"many_{{n}}": d for n, d in b.write_dags({{1, 3}}).items()}},
+             **{{f"floor_{{n}}": d for n, d in b.write_dags({{3}}, floor=True).items()}}}}
+    reports, ratios = [], {{}}
+    for path in {[str(p) for p in recorded]!r}:
+        saved = json.loads(Path(path).read_text())
+        reports.append(b.report(saved, saved["meta"]))
+        ratios.update({{mode: b.ratio_of(r["one"], r["many"]) for mode, r in saved["modes"].items()}})
+    print(json.dumps({{"tasks": {{k: sorted(t.task_id for t in d.tasks) for k, d in dags.items()}},
+                      "ratios": ratios, "reports": reports,
+                      "most_at_once": b.max_concurrent([(0, 4), (1, 2), (2, 3), (3, 5), (5, 6)])}}))
+finally:
+    shutil.rmtree(b._HOME, ignore_errors=True)
+""")
+    steps = ["assign_and_write", "bootstrap_index", "commit", "compact"]
+    assert out["tasks"]["many_1"] == [f"db_t00.{s}" for s in steps], out["tasks"]
+    assert len(out["tasks"]["many_3"]) == 12 and {t.split(".")[0] for t in out["tasks"]["many_3"]} == {
+        "db_t00", "db_t01", "db_t02"}
+    assert sorted(t.split(".")[-1] for t in out["tasks"]["floor_3"]) == sorted(steps * 3)
+    assert out["most_at_once"] == 2  # (0,4) with (1,2), then (2,3), then (3,5): an end frees its slot first
+    for path, text in zip(recorded, out["reports"]):
+        saved = json.loads(path.read_text())
+        for mode, r in saved["modes"].items():
+            assert out["ratios"][mode] == r["ratio"]
+            assert f"| {mode} | {r['one']['span_s']} | {r['many']['span_s']} | {r['ratio']} |" in text, text
