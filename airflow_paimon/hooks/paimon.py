@@ -109,8 +109,9 @@ class PaimonHook(BaseHook):
 
     def test_connection(self) -> tuple[bool, str]:
         try:
+            from airflow_paimon.job_env import steps
             from airflow_paimon.job_env.step import run_step
-            databases = run_step("list_databases", catalog_options=self.catalog_options())
+            databases = run_step(steps.list_databases, catalog_options=self.catalog_options())
             return True, f"warehouse {self.warehouse} reachable; databases: {databases}"
         except Exception as e:  # noqa: BLE001 - any failure is the UI's answer
             return False, str(e)

@@ -1,11 +1,14 @@
-"""One job-side step (job_env/steps.py) run from Airflow's side: in this process when it holds the job side,
-else as ``JOB_PYTHON -m airflow_paimon.job_env.step SPEC RESULT`` in the job environment. The spec file holds
-the step's arguments, catalog options (keys, tokens) included: mode 0600 in a private directory, deleted once
-read (the spark-submit jobs' own spec file, spark/job_frame.py); never argv. The result file holds ``{"value": ...}``
-or ``{"error": {"type", "message", "retryable"}}``."""
+"""One job-side step run from Airflow's side: in this process when it holds the job side, else as
+``JOB_PYTHON -m airflow_paimon.job_env.step SPEC RESULT`` in the job environment. A step is a function marked
+``@job_step`` in the module of what it serves (job_env/steps.py, ui/steps.py); the caller passes the function
+itself, so this module imports none of them, and the job environment finds it by its module and name. The spec
+file holds the step's arguments, catalog options (keys, tokens) included: mode 0600 in a private directory,
+deleted once read (the spark-submit jobs' own spec file, spark/job_frame.py); never argv. The result file holds
+``{"value": ...}`` or ``{"error": {"type", "message", "retryable"}}``."""
 from __future__ import annotations
 
 import concurrent.futures
+import importlib
 import json
 import os
 import shutil
@@ -13,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError, is_retryable
 from airflow_paimon.job_env import job_python, runs_here
@@ -47,39 +50,61 @@ class StepValidationError(ValidationError):
         self.table = self.column = self.value = self.option = None
 
 
-def run_step(step: str, extras: dict | None = None, timeout: float | None = None,
-             on_start: Callable[[subprocess.Popen], None] | None = None, **arguments):
-    """``steps.STEPS[step](**arguments)``: here when this interpreter has the job side and no other is
-    configured, else in the job environment (``extras``: the Spark connection's, for its ``job_python``).
-    ``timeout``: seconds after which the step is abandoned (TimeoutError); in this process it runs on in a
-    thread whose result nobody waits for, in the job environment its process is killed. ``on_start``: called
-    with the job environment's process once started (to stop it from on_kill)."""
-    from airflow_paimon.job_env.steps import STEPS
+def job_step(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Marks ``function`` as a step: JSON values in and out, runnable in either environment."""
+    function.job_step = True  # type: ignore[attr-defined]
+    return function
 
-    if step not in STEPS:
-        raise KeyError(f"unknown step {step!r}; known: {sorted(STEPS)}")
+
+def step_name(step: Callable[..., Any]) -> str:
+    """How the job environment finds ``step``: its module and name."""
+    if not getattr(step, "job_step", False):
+        raise KeyError(f"{getattr(step, '__qualname__', step)!r} is not a job step (@job_step)")
+    return f"{step.__module__}:{step.__qualname__}"
+
+
+def resolve_step(name: str) -> Callable[..., Any]:
+    """The step a spec names; only this package's functions marked ``@job_step`` run."""
+    module, _, function = name.partition(":")
+    found = None
+    if module.startswith("airflow_paimon.") and function.isidentifier():
+        found = getattr(importlib.import_module(module), function, None)
+    if not getattr(found, "job_step", False):
+        raise KeyError(f"unknown step {name!r}")
+    return found  # type: ignore[return-value]
+
+
+def run_step(step: Callable[..., Any], extras: dict | None = None, timeout: float | None = None,
+             on_start: Callable[[subprocess.Popen], None] | None = None, **arguments):
+    """``step(**arguments)``: here when this interpreter has the job side and no other is configured, else in
+    the job environment (``extras``: the Spark connection's, for its ``job_python``). ``timeout``: seconds after
+    which the step is abandoned (TimeoutError); in this process it runs on in a thread whose result nobody waits
+    for, in the job environment its process is killed. ``on_start``: called with the job environment's process
+    once started (to stop it from on_kill)."""
+    name = step_name(step)
     if not runs_here(extras):
-        return _in_job_env(job_python(extras), step, arguments, timeout, on_start)
+        return _in_job_env(job_python(extras), name, arguments, timeout, on_start)
     if timeout is None:
-        return STEPS[step](**arguments)
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"paimon-{step}")
+        return step(**arguments)
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"paimon-{step.__name__}")
     try:
-        return pool.submit(STEPS[step], **arguments).result(timeout)
+        return pool.submit(step, **arguments).result(timeout)
     except concurrent.futures.TimeoutError:
-        raise TimeoutError(f"{step} took more than {timeout:.0f} s") from None
+        raise TimeoutError(f"{step.__name__} took more than {timeout:.0f} s") from None
     finally:
         pool.shutdown(wait=False)
 
 
-def _in_job_env(python: str, step: str, arguments: dict, timeout: float | None = None,
+def _in_job_env(python: str, name: str, arguments: dict, timeout: float | None = None,
                 on_start: Callable[[subprocess.Popen], None] | None = None):
     from airflow_paimon.spark.job_frame import spec_file
 
+    step = name.rpartition(":")[2]
     started = time.monotonic()
     # the result's own private directory: the child removes the spec's once it has read it
     results, done = tempfile.mkdtemp(prefix="airflow-paimon-step-"), None
     try:
-        with spec_file({"step": step, "arguments": arguments}) as spec_path:
+        with spec_file({"step": name, "arguments": arguments}) as spec_path:
             result_path = os.path.join(results, "result.json")
             with subprocess.Popen([python, "-m", __spec__.name, spec_path, result_path], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) as process:
@@ -115,13 +140,12 @@ def _log(step: str, python: str, seconds: float) -> None:
 
 def main(argv: list[str]) -> int:
     """The job environment's side: run the spec's step, write its result (or error)."""
-    from airflow_paimon.job_env.steps import STEPS
     from airflow_paimon.spark.job_frame import read_spec_file
 
     spec_path, result_path = argv
     spec = read_spec_file(spec_path)
     try:
-        payload = {"value": STEPS[spec["step"]](**spec["arguments"])}
+        payload = {"value": resolve_step(spec["step"])(**spec["arguments"])}
     except Exception as e:  # noqa: BLE001 - every error crosses back to the task, named
         payload = {"error": {"type": type(e).__name__, "message": str(e), "retryable": is_retryable(e)}}
     fd = os.open(result_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

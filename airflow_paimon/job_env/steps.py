@@ -1,11 +1,13 @@
-"""The job side's steps a task runs without Spark: each takes and returns JSON values, so it runs the same in
-the task's process (one environment holding both sides) or in the job environment (job_env/step.py). Runs on
-the job side only: imports pypaimon through the engine."""
+"""The job side's steps the operators and the hook run without Spark: each takes and returns JSON values, so it
+runs the same in the task's process (one environment holding both sides) or in the job environment
+(job_env/step.py). Imports the engine (pypaimon) only inside the steps: Airflow's side imports this module to
+name them."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from airflow_paimon.job_env.step import job_step
 
 
+@job_step
 def bootstrap_decide(spec: dict) -> dict | None:
     """The bootstrap result when table metadata decides it (an index to reuse, a table that needs none)."""
     from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index
@@ -15,6 +17,7 @@ def bootstrap_decide(spec: dict) -> dict | None:
     return None if result is None else result.to_dict()
 
 
+@job_step
 def compact_decide(spec: dict) -> dict | None:
     """The compaction result when nothing is due, or this run's compaction is committed already."""
     from airflow_paimon.engine.runs.compact import decide_compaction
@@ -24,6 +27,7 @@ def compact_decide(spec: dict) -> dict | None:
     return None if result is None else result.to_dict()
 
 
+@job_step
 def compact_writes(catalog_options: dict, table: str, snapshot_id: int | None, count_writes: bool) -> dict:
     """The snapshot a compaction starts from (``snapshot_id``, else the latest) and, when ``count_writes``, how
     many write snapshots came since the last compaction."""
@@ -39,6 +43,7 @@ def compact_writes(catalog_options: dict, table: str, snapshot_id: int | None, c
     return {"snapshot_id": snapshot_id, "writes": writes}
 
 
+@job_step
 def create_table(catalog_options: dict, table: str, table_schema: dict) -> dict:
     from airflow_paimon.engine.lifecycle import create_table as create
     from airflow_paimon.engine.table import TableSpec
@@ -46,6 +51,7 @@ def create_table(catalog_options: dict, table: str, table_schema: dict) -> dict:
     return create(catalog_options, table, TableSpec.from_dict(table_schema))
 
 
+@job_step
 def alter_table(catalog_options: dict, table: str, set_options: dict, reset_options: list, add_columns: list,
                 widen_columns: list) -> dict:
     from airflow_paimon.engine.lifecycle import alter_table as alter
@@ -53,6 +59,7 @@ def alter_table(catalog_options: dict, table: str, set_options: dict, reset_opti
     return alter(catalog_options, table, set_options, reset_options, add_columns, widen_columns)
 
 
+@job_step
 def create_tag(catalog_options: dict, table: str, tag: str, snapshot_id: int | None,
                fingerprint: str | None = None) -> dict:
     """``fingerprint``: of the snapshot the run committed, so a snapshot that took its id after a rollback is
@@ -62,6 +69,7 @@ def create_tag(catalog_options: dict, table: str, tag: str, snapshot_id: int | N
     return tag_it(catalog_options, table, tag, snapshot_id, fingerprint)
 
 
+@job_step
 def rollback(catalog_options: dict, table: str, index_root: str, to_snapshot: int | None,
              to_tag: str | None) -> dict:
     from airflow_paimon.engine.rollback import rollback as roll_back
@@ -69,6 +77,7 @@ def rollback(catalog_options: dict, table: str, index_root: str, to_snapshot: in
     return roll_back(catalog_options, table, index_root, to_snapshot, to_tag)
 
 
+@job_step
 def expire_partitions(catalog_options: dict, table: str, dag_id: str, run_id: str, now: str,
                       expiration_time: str | None, dry_run: bool) -> dict:
     """``now``: an ISO timestamp without zone (UTC)."""
@@ -85,6 +94,7 @@ def expire_partitions(catalog_options: dict, table: str, dag_id: str, run_id: st
     return expire(catalog_options, table, identity, datetime.datetime.fromisoformat(now), expiration, dry_run)
 
 
+@job_step
 def list_databases(catalog_options: dict) -> list[str]:
     """The connection test: the warehouse's databases; a warehouse that does not exist is a failure (creating
     one is PaimonCreateTableOperator's job, not a test's)."""
@@ -100,6 +110,7 @@ def list_databases(catalog_options: dict) -> list[str]:
     return list(open_catalog(catalog_options).list_databases())
 
 
+@job_step
 def connect_job(job: str, spec: dict, result_uri: str, remote: str, conf: dict) -> bool:
     """A job as a Spark Connect client (operators/backends.py ConnectBackend), its result in ``result_uri``;
     SIGTERM (the task's on_kill) interrupts its sessions' work on the server, as JobRun.kill does in-process."""
@@ -112,47 +123,3 @@ def connect_job(job: str, spec: dict, result_uri: str, remote: str, conf: dict) 
     run = JobRun(result_uri, remote=remote, conf=conf)
     signal.signal(signal.SIGTERM, lambda *_: run.kill())
     return execute_job(job_function(JOBS[job]), JOBS[job].spec, spec, run)
-
-
-def ui_table_summaries(catalog_options: dict) -> list[dict]:
-    """The Paimon page's overview of one connection: a line per table."""
-    from airflow_paimon.ui.tables import list_tables, table_summary
-
-    hook = _Roots(catalog_options)
-    return [table_summary(hook, t) for t in list_tables(catalog_options)]
-
-
-def ui_table_page(catalog_options: dict, index_root: str, staging_root: str, conn_id: str, identifier: str,
-                  runs: list, prefix: str) -> str | None:
-    """The Paimon page of one table, as HTML; None when the catalog lists no such table (a path in the URL
-    never reaches storage)."""
-    from airflow_paimon.ui import render
-    from airflow_paimon.ui.runs import runs_by_commit_user
-    from airflow_paimon.ui.tables import list_tables, table_view
-
-    if identifier not in list_tables(catalog_options):
-        return None
-    view = table_view(_Roots(catalog_options, index_root, staging_root), conn_id, identifier,
-                      runs_by_commit_user(identifier, [tuple(r) for r in runs]))
-    return render.table_page(view, prefix)
-
-
-class _Roots:
-    """What ui/tables.py asks of a PaimonHook, from the values the Airflow side read from the connection."""
-
-    def __init__(self, catalog_options: dict, index_root: str = "", staging_root: str = ""):
-        self._options, self._index_root, self._staging_root = catalog_options, index_root, staging_root
-
-    def catalog_options(self) -> dict:
-        return self._options
-
-    def index_root(self) -> str:
-        return self._index_root
-
-    def staging_root(self) -> str:
-        return self._staging_root
-
-
-STEPS: dict[str, Callable[..., Any]] = {f.__name__: f for f in (
-    bootstrap_decide, compact_decide, compact_writes, create_table, alter_table, create_tag, rollback,
-    expire_partitions, list_databases, connect_job, ui_table_summaries, ui_table_page)}

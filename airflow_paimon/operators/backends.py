@@ -126,9 +126,10 @@ class ConnectBackend(JobBackend):
         from airflow_paimon.spark.job_runner import job_function
 
         if not runs_here():  # the client in the job environment; the URL (its token) goes in the spec file
+            from airflow_paimon.job_env import steps
             from airflow_paimon.job_env.step import run_step
 
-            succeeded = run_step("connect_job", on_start=self._started, job=self.job.name, spec=spec,
+            succeeded = run_step(steps.connect_job, on_start=self._started, job=self.job.name, spec=spec,
                                  result_uri=result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
             return None if succeeded else "Spark Connect job failed"
 

@@ -11,6 +11,8 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.specs import SCOPES, CommitResult, CompactResult, CompactSpec
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.job_env import steps
+from airflow_paimon.job_env.step import run_step
 from airflow_paimon.lineage import TableLineageMixin
 from airflow_paimon.operators.paimon import PaimonCommitOperator, PaimonSparkJobOperator, run_generation
 
@@ -64,8 +66,6 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         self.every_n_runs = every_n_runs
 
     def job_spec(self, context, hook: PaimonHook) -> CompactSpec:
-        from airflow_paimon.job_env.step import run_step
-
         committed = self.upstream_result(context, PaimonCommitOperator, required=False)
         # None: standalone (a maintenance DAG), the table as it is now
         snapshot_id = CommitResult.from_dict(committed).snapshot_id if committed is not None else None
@@ -73,7 +73,7 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         if every < 1:
             raise ValueError(f"every_n_runs must be at least 1, got {every}")
         if committed is None or every > 1:  # table metadata, read on the job side
-            found = run_step("compact_writes", self.job_env_extras(), catalog_options=hook.catalog_options(),
+            found = run_step(steps.compact_writes, self.job_env_extras(), catalog_options=hook.catalog_options(),
                              table=self.table, snapshot_id=snapshot_id, count_writes=every > 1)
             snapshot_id, writes = found["snapshot_id"], found["writes"]
         if every > 1:
@@ -89,9 +89,7 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
     def decide_from_metadata(self, spec: dict) -> dict | None:
         """Nothing due, or this run's compaction committed by an earlier try: decided here from the snapshot
         and manifest files, without starting Spark (≈10 s of a spark-submit)."""
-        from airflow_paimon.job_env.step import run_step
-
-        return self._decided(lambda: run_step("compact_decide", self.job_env_extras(), spec=spec))
+        return self._decided(lambda: run_step(steps.compact_decide, self.job_env_extras(), spec=spec))
 
     def execute(self, context) -> dict:
         result = super().execute(context)

@@ -20,6 +20,8 @@ from airflow.sdk import BaseOperator, XComArg
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.hooks.paimon import PaimonHook
+from airflow_paimon.job_env import steps
+from airflow_paimon.job_env.step import run_step
 from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.operators.paimon import (PaimonCommitOperator, UpstreamResultMixin, retried_by_flag,
                                              templated_count)
@@ -70,9 +72,7 @@ class PaimonCreateTableOperator(PaimonTableOperator):
         self.table_schema = table_schema
 
     def run(self, context, hook: PaimonHook) -> dict:
-        from airflow_paimon.job_env.step import run_step
-
-        return run_step("create_table", catalog_options=hook.catalog_options(), table=self.table,
+        return run_step(steps.create_table, catalog_options=hook.catalog_options(), table=self.table,
                         table_schema=self.table_schema)
 
 
@@ -99,14 +99,12 @@ class PaimonAlterTableOperator(PaimonTableOperator):
         self.add_columns, self.widen_columns = add_columns or [], widen_columns or []
 
     def run(self, context, hook: PaimonHook) -> dict:
-        from airflow_paimon.job_env.step import run_step
-
         for name, value, kind in (("set_options", self.set_options, dict), ("reset_options", self.reset_options, list),
                                   ("add_columns", self.add_columns, list), ("widen_columns", self.widen_columns, list)):
             if not isinstance(value, kind):  # a template rendered to text (render_template_as_native_obj unset)
                 raise ValidationError(self.table, f"{name} must be a {kind.__name__}, not {type(value).__name__}",
                                       value=value)
-        return run_step("alter_table", catalog_options=hook.catalog_options(), table=self.table,
+        return run_step(steps.alter_table, catalog_options=hook.catalog_options(), table=self.table,
                         set_options=self.set_options, reset_options=self.reset_options,
                         add_columns=self.add_columns, widen_columns=self.widen_columns)
 
@@ -129,8 +127,6 @@ class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
         self.upstream_output = self.upstream_output_of(upstream_output, PaimonCommitOperator)
 
     def run(self, context, hook: PaimonHook) -> dict:
-        from airflow_paimon.job_env.step import run_step
-
         snapshot_id = _optional_int(self.table, "snapshot_id", self.snapshot_id)
         fingerprint = None
         if snapshot_id is None:
@@ -138,7 +134,7 @@ class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
             # None: nothing was committed (a run without new rows), and the latest is tagged
             snapshot_id = _optional_int(self.table, "snapshot_id", committed.get("snapshot_id"))
             fingerprint = committed.get("snapshot_fingerprint")  # that very snapshot, not one reusing its id
-        return run_step("create_tag", catalog_options=hook.catalog_options(), table=self.table, tag=self.tag,
+        return run_step(steps.create_tag, catalog_options=hook.catalog_options(), table=self.table, tag=self.tag,
                         snapshot_id=snapshot_id, fingerprint=fingerprint)
 
 
@@ -168,7 +164,6 @@ class PaimonRollbackOperator(PaimonTableOperator):
 
     def run(self, context, hook: PaimonHook) -> dict:
         from airflow_paimon.engine import storage
-        from airflow_paimon.job_env.step import run_step
 
         storage.configure(hook.catalog_options())
         marker = self.marker(context, hook)
@@ -179,7 +174,7 @@ class PaimonRollbackOperator(PaimonTableOperator):
             return {**done, "already_rolled_back": True}
         to_tag = self.to_tag if self.to_tag not in (None, "", "None") else None
         to_snapshot = _optional_int(self.table, "to_snapshot", self.to_snapshot) if to_tag is None else None
-        result = run_step("rollback", catalog_options=hook.catalog_options(), table=self.table,
+        result = run_step(steps.rollback, catalog_options=hook.catalog_options(), table=self.table,
                           index_root=hook.index_root(), to_snapshot=to_snapshot, to_tag=to_tag)
         storage.write_bytes_atomic(marker, json.dumps(result).encode())
         return {**result, "already_rolled_back": False}
@@ -207,8 +202,6 @@ class PaimonExpirePartitionsOperator(PaimonTableOperator):
     def run(self, context, hook: PaimonHook) -> dict:
         import pendulum
 
-        from airflow_paimon.job_env.step import run_step
-
         now: datetime
         if self.now not in (None, "", "None"):
             try:
@@ -223,6 +216,6 @@ class PaimonExpirePartitionsOperator(PaimonTableOperator):
         now = pendulum.instance(now).in_timezone("UTC").naive() if now.tzinfo else now
         expiration = None if self.expiration_time in (None, "", "None") else str(self.expiration_time)
         ti = context["ti"]
-        return run_step("expire_partitions", catalog_options=hook.catalog_options(), table=self.table,
+        return run_step(steps.expire_partitions, catalog_options=hook.catalog_options(), table=self.table,
                         dag_id=ti.dag_id, run_id=ti.run_id, now=now.isoformat(), expiration_time=expiration,
                         dry_run=bool(self.dry_run_only))

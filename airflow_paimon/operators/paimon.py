@@ -337,9 +337,10 @@ class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
         """An index of the latest snapshot to reuse, or a table that needs none (fixed buckets, dynamic buckets):
         decided here from the snapshot files and the index manifest, without starting Spark (≈9 s of a
         spark-submit)."""
+        from airflow_paimon.job_env import steps
         from airflow_paimon.job_env.step import run_step
 
-        return self._decided(lambda: run_step("bootstrap_decide", self.job_env_extras(), spec=spec))
+        return self._decided(lambda: run_step(steps.bootstrap_decide, self.job_env_extras(), spec=spec))
 
 
 class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):

@@ -1,5 +1,5 @@
 """The FastAPI app the plugin mounts under ``/paimon``: an overview and one page per table. What a page shows
-of a table is read on the job side (job_env/steps.py: in the api-server's process when it holds pypaimon, else
+of a table is read on the job side (ui/steps.py: in the api-server's process when it holds pypaimon, else
 in the job environment), each connection's reads bounded by READ_TIMEOUT.
 
 Every request needs an Airflow user (the ``_token`` cookie the UI sets, or a bearer token), as the rest
@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from airflow_paimon.links import PAGE_PREFIX as URL_PREFIX
 from airflow_paimon.links import TABLE_QUERY, UI_ROUTE
 from airflow_paimon.job_env.step import run_step
-from airflow_paimon.ui import render
+from airflow_paimon.ui import render, steps
 from airflow_paimon.ui.connections import paimon_hooks
 from airflow_paimon.ui.runs import recent_runs
 
@@ -61,7 +61,7 @@ def overview(request: Request):
         entry = {"conn_id": conn_id, "warehouse": "", "tables": []}
         try:
             entry["warehouse"] = hook.warehouse
-            entry["tables"] = run_step("ui_table_summaries", timeout=READ_TIMEOUT,
+            entry["tables"] = run_step(steps.table_summaries, timeout=READ_TIMEOUT,
                                        catalog_options=hook.catalog_options())
         except Exception as e:  # noqa: BLE001 - one unreachable warehouse must not hide the others
             entry["error"] = f"{type(e).__name__}: {e}"
@@ -74,7 +74,7 @@ def table(conn_id: str, identifier: str) -> str:
     hook = paimon_hooks().get(conn_id)
     if hook is None:
         raise HTTPException(status_code=404, detail=f"no paimon connection {conn_id!r}")
-    html = run_step("ui_table_page", timeout=READ_TIMEOUT, catalog_options=hook.catalog_options(),
+    html = run_step(steps.table_page, timeout=READ_TIMEOUT, catalog_options=hook.catalog_options(),
                     index_root=hook.index_root(), staging_root=hook.staging_root(), conn_id=conn_id,
                     identifier=identifier, runs=recent_runs(), prefix=URL_PREFIX)
     if html is None:

@@ -1,5 +1,5 @@
 """What the page shows of one table, read with pypaimon and the index manifest only (no Spark, no writes). The job
-side's: the app (ui/app.py) calls it through the steps of job_env/steps.py."""
+side's: the app (ui/app.py) calls it through the steps of ui/steps.py."""
 from __future__ import annotations
 
 from collections import defaultdict

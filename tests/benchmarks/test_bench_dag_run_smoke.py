@@ -10,7 +10,6 @@ benchmark itself."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "airflow_paimon"
 JOB_SIDE_DIRS = ("engine", "spark", "_spark_jobs")  # the job side's own modules (spark/submit.py excepted)
-JOB_SIDE_MODULES = {("job_env", "steps"), ("ui", "tables")}  # run as steps (job_env/steps.py)
+JOB_SIDE_MODULES = {("ui", "tables")}  # read by the UI's steps (ui/steps.py)
 AIRFLOW_SIDE_EXTRA = ["airflow_paimon.spark.submit", "airflow_paimon.spark.job_frame", "airflow_paimon.spark.connect"]
 
 # A meta-path finder that refuses the job side, installed before anything else is imported.
@@ -69,6 +69,7 @@ def test_the_blocker_does_block():  # else the test above proves nothing
 _STEPS = _BLOCK + """
 import json, os, time
 from airflow_paimon.job_env import runs_here
+from airflow_paimon.job_env import steps
 from airflow_paimon.job_env.step import StepValidationError, run_step
 from airflow_paimon.table_files import TableFiles
 
@@ -77,12 +78,12 @@ warehouse, schema = sys.argv[1], json.loads(sys.argv[2])
 options = {"warehouse": warehouse, "fs.s3.accessKeyId": "not-on-argv"}
 out = {}
 started = time.monotonic()
-out["created"] = run_step("create_table", catalog_options=options, table="db.t", table_schema=schema)
+out["created"] = run_step(steps.create_table, catalog_options=options, table="db.t", table_schema=schema)
 out["seconds"] = time.monotonic() - started
-out["again"] = run_step("create_table", catalog_options=options, table="db.t", table_schema=schema)
-out["databases"] = run_step("list_databases", catalog_options=options)
+out["again"] = run_step(steps.create_table, catalog_options=options, table="db.t", table_schema=schema)
+out["databases"] = run_step(steps.list_databases, catalog_options=options)
 try:
-    run_step("alter_table", catalog_options=options, table="db.t", set_options={"bucket": "4"}, reset_options=[],
+    run_step(steps.alter_table, catalog_options=options, table="db.t", set_options={"bucket": "4"}, reset_options=[],
              add_columns=[], widen_columns=[])
 except StepValidationError as e:
     out["refused"] = str(e)
@@ -110,12 +111,25 @@ def test_a_process_without_the_job_side_runs_steps_in_the_job_environment(tmp_pa
 
 def test_a_step_that_fails_in_the_job_environment_is_named(tmp_path, monkeypatch):
     from airflow_paimon.job_env import step as step_module
+    from airflow_paimon.job_env import steps
     from airflow_paimon.job_env.step import StepError, run_step
 
     monkeypatch.setattr(step_module, "runs_here", lambda extras=None: False)
     monkeypatch.setenv("AIRFLOW__PAIMON__JOB_PYTHON", sys.executable)
     monkeypatch.setattr(step_module, "job_python", lambda extras=None: sys.executable)
     with pytest.raises(StepError, match=r"list_databases: \w+"):
-        run_step("list_databases", catalog_options={"warehouse": "nosuchscheme://x/y"})
-    with pytest.raises(KeyError, match="unknown step 'nope'"):
-        run_step("nope")
+        run_step(steps.list_databases, catalog_options={"warehouse": "nosuchscheme://x/y"})
+    with pytest.raises(KeyError, match="is not a job step"):
+        run_step(json.dumps, obj={})
+
+
+def test_the_job_environment_runs_only_marked_steps_of_this_package():
+    """What a spec file names is imported and run there: only this package's functions marked @job_step."""
+    from airflow_paimon.job_env import steps
+    from airflow_paimon.job_env.step import resolve_step, step_name
+
+    assert resolve_step(step_name(steps.list_databases)) is steps.list_databases
+    for name in ("os:system", "airflow_paimon.job_env.step:run_step", "airflow_paimon.job_env.steps:job_step",
+                 "airflow_paimon.job_env.steps:nope", "airflow_paimon.job_env.steps", "json:dumps"):
+        with pytest.raises(KeyError, match="unknown step"):
+            resolve_step(name)
