@@ -21,10 +21,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 # Airflow reads its home at first import, so the environment is set before any test module imports it.
-from run_example import configure_env, migrate_db  # noqa: E402
+from airflow_paimon.embedded import configure_env, migrate_db  # noqa: E402
 
-_PATHS = configure_env(_HOME)
-os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
+_PATHS = configure_env(_HOME, DAGS)
 
 
 # Seconds each of the longest test files took in the last full run (docs/testing.md), the install route with its
