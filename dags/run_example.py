@@ -7,51 +7,18 @@ table is read back with pypaimon.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
+from airflow_paimon.embedded import configure_env, migrate_db, quiet_output
+
 
 def configure(home: Path) -> dict:
-    """Point Airflow, the connections and the source root at ``home``, and create Airflow's SQLite DB."""
-    paths = configure_env(home)
+    """Point Airflow, the connections and the source root at ``home`` (this folder the DAG folder), and create
+    Airflow's SQLite DB."""
+    paths = configure_env(home, Path(__file__).resolve().parent)
     migrate_db()
     return paths
-
-
-def configure_env(home: Path) -> dict:
-    """Point Airflow, the connections and the source root at ``home``; call before importing airflow."""
-    home.mkdir(parents=True, exist_ok=True)
-    paths = {"warehouse": home / "warehouse", "sources": home / "sources"}
-    env = {
-        "AIRFLOW_HOME": str(home / "airflow"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(Path(__file__).resolve().parent),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow' / 'airflow.db'}",
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-        "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon",
-                                                   "extra": {"warehouse": str(paths["warehouse"])}}),
-        "AIRFLOW_VAR_PAIMON_SOURCE_ROOT": str(paths["sources"]),
-        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-    }
-    os.environ.update(env)
-    (home / "airflow").mkdir(exist_ok=True)
-    return paths
-
-
-def quiet_output() -> None:
-    """The example's output (unless set otherwise): Airflow's own lines from WARNING, the task logs at INFO (each
-    task's progress line, spark-submit's command and Spark's warnings); Spark on loopback, as local[2] is."""
-    os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("AIRFLOW__LOGGING__NAMESPACE_LEVELS", "airflow.task=INFO")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-
-def migrate_db() -> None:
-    subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], check=True,
-                   stdout=subprocess.DEVNULL)
 
 
 def demo_batches(days: list[str], rows_per_day: int = 1000, seed: int = 7):

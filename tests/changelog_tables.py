@@ -1,5 +1,5 @@
 """Tables with ``changelog-producer=input`` written by the engine in-process, and their changelog read back
-(tests/unit/test_changelog_input.py, tests/java)."""
+(tests/unit/write/test_changelog_input.py, tests/java)."""
 from __future__ import annotations
 
 import numpy as np

@@ -21,10 +21,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 # Airflow reads its home at first import, so the environment is set before any test module imports it.
-from run_example import configure_env, migrate_db  # noqa: E402
+from airflow_paimon.embedded import configure_env, migrate_db  # noqa: E402
 
-_PATHS = configure_env(_HOME)
-os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
+_PATHS = configure_env(_HOME, DAGS)
 
 
 # Seconds each of the longest test files took in the last full run (docs/testing.md), the install route with its
@@ -35,7 +34,7 @@ LONGEST_FILES = {
     "faults/test_crash_recovery.py": 313, "dag/test_incremental_read.py": 298, "dag/test_object_store.py": 246,
     "dag/test_schema_evolution_dag.py": 227, "benchmarks/test_bench_submit_smoke.py": 220,
     "dag/test_deletion_vector_dag.py": 196,
-    "unit/test_commit_race.py": 191, "benchmarks/test_bench_dag_run_smoke.py": 50,
+    "unit/commit/test_commit_race.py": 191, "benchmarks/test_bench_dag_run_smoke.py": 50,
     "benchmarks/test_bench_smoke.py": 210, "dag/test_cluster.py": 146, "dag/test_upsert_dag.py": 143,
     "dag/test_connect.py": 126, "spark/test_table_shapes.py": 121, "dag/test_partition_overwrite_dag.py": 120,
     "dag/test_rollback_dag.py": 180, "dag/test_compact_dag.py": 94, "ui/test_paimon_page.py": 91,

@@ -1,4 +1,4 @@
-"""Deletion-vector tables written by the engine in-process (tests/unit/test_deletion_vectors.py, tests/java)."""
+"""Deletion-vector tables written by the engine in-process (tests/unit/write/test_deletion_vectors.py, tests/java)."""
 from __future__ import annotations
 
 import numpy as np

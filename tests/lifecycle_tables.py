@@ -1,5 +1,5 @@
-"""One cross-partition table written run by run in-process, rolled back and written again (tests/unit/test_lifecycle.py,
-tests/unit/test_history.py)."""
+"""One cross-partition table written run by run in-process, rolled back and written again
+(tests/unit/table/test_lifecycle.py, tests/unit/commit/test_history.py)."""
 from __future__ import annotations
 
 import pandas as pd

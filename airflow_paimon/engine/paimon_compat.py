@@ -4,7 +4,7 @@ pypaimon has no public API to roll-write a sorted key-value table into files, to
 entries (COMPACT, OVERWRITE) or to create a snapshot file exclusively, so the engine calls or overrides a few
 private members. Each call goes through a function here; the subclasses that override private methods stay with
 their code (GuardedCommit in engine/commit/snapshot_commit.py, KeyValueFileWriter in engine/write/kv_writer.py)
-and list what they rely on in ``REQUIRED``. tests/unit/test_paimon_compat.py exercises every entry against the
+and list what they rely on in ``REQUIRED``. tests/unit/project/test_paimon_compat.py exercises every entry against the
 installed pypaimon, so an upgrade that renames or reshapes one fails there, naming it. pyproject pins pypaimon
 to the minor these were checked on (>=2.1.0,<2.2).
 """

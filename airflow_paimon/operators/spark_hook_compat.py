@@ -4,7 +4,7 @@ SparkSubmitHook starts spark-submit as a subprocess but offers no public handle 
 kills only that process, not the Python driver and workers under it. To stop the whole process group on a task
 kill (spark/submit.py stop_process_group), the operator needs the subprocess: the hook keeps it in a private
 attribute. Each such use goes through a function here and is listed in ``REQUIRED``;
-tests/unit/test_spark_hook_compat.py checks every entry against the installed
+tests/unit/project/test_spark_hook_compat.py checks every entry against the installed
 apache-airflow-providers-apache-spark, so an upgrade that renames or drops one fails there, naming it.
 """
 from __future__ import annotations

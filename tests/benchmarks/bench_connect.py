@@ -33,14 +33,12 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "dags"))
-from run_example import configure_env, migrate_db  # noqa: E402
+from airflow_paimon.embedded import configure_env, migrate_db  # noqa: E402
 
 _HOME = Path(tempfile.mkdtemp(prefix="bench-connect-"))
-configure_env(_HOME)  # before Airflow is imported
 DAGS = _HOME / "dags"
-DAGS.mkdir()
-os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(DAGS)
+DAGS.mkdir(parents=True)
+configure_env(_HOME, DAGS)  # before Airflow is imported
 
 from bench_upsert import (CROSS, TABLE, load_average, load_paimon, machine, make_data, read_paimon,  # noqa: E402
                           run_peer, verify)

@@ -28,10 +28,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "dags"))
-from run_example import configure_env, demo_batches, migrate_db, quiet_output  # noqa: E402
+from run_example import demo_batches  # noqa: E402
+
+from airflow_paimon.embedded import configure_env, migrate_db, quiet_output  # noqa: E402
 
 _HOME = Path(tempfile.mkdtemp(prefix="bench-job-env-"))
-configure_env(_HOME)  # before Airflow is imported
+configure_env(_HOME, ROOT / "dags")  # before Airflow is imported
 quiet_output()
 
 from bench_upsert import load_average, machine  # noqa: E402

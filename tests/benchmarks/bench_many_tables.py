@@ -330,7 +330,7 @@ def prepare(m: int, b: int, n: int, work: Path) -> dict:
 def run(n: int, m: int, b: int, modes: tuple, cold: bool, server_conf: dict, api_port: int, log=print) -> dict:
     work = Path(tempfile.mkdtemp(prefix="work-", dir=_HOME))
     data = prepare(m, b, n, work)
-    from run_example import migrate_db
+    from airflow_paimon.embedded import migrate_db
     migrate_db()
     dags = write_dags({1, n})
     floor_dags = write_dags({1, n}, floor=True) if "airflow" in modes else {}

@@ -14,7 +14,7 @@ from dag.dagrun import run_dag, use_warehouse
 from incremental_oracle import expected_diff, normalised, read_at
 from local_runner import bootstrap, upsert
 from oracle import read_table
-from unit.test_incremental import CROSS, batches
+from unit.read.test_incremental import CROSS, batches
 
 pytestmark = pytest.mark.dag
 

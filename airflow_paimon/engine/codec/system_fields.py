@@ -8,7 +8,7 @@ from pypaimon.table.special_fields import SpecialFields
 
 SEQUENCE_NUMBER = SpecialFields.SEQUENCE_NUMBER.name
 VALUE_KIND = SpecialFields.VALUE_KIND.name
-KEY_PREFIX = "_KEY_"  # pypaimon.read.split_read.KEY_PREFIX (checked in tests/unit/test_paimon_compat.py)
+KEY_PREFIX = "_KEY_"  # pypaimon.read.split_read.KEY_PREFIX (checked in tests/unit/project/test_paimon_compat.py)
 SEQUENCE_NUMBER_FIELD = pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False)
 VALUE_KIND_FIELD = pa.field(VALUE_KIND, pa.int8(), nullable=False)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "airflow_paimon"
+PACKAGE = Path(__file__).resolve().parents[3] / "airflow_paimon"
 
 # Lowest floor first; each names packages and modules of airflow_paimon: a module's package is the longest name
 # that is it or prefixes it ("engine" and "job_env": their __init__ alone; "": the rest, the Airflow side).

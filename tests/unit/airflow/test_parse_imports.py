@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 HEAVY = ("pypaimon", "pyarrow", "pandas", "pyspark", "rocksdict")
 NOT_DAGS = {line.strip() for line in (ROOT / "dags" / ".airflowignore").read_text().splitlines() if line.strip()}
 EXAMPLE_DAGS = sorted(p for p in (ROOT / "dags").glob("*.py") if p.name not in NOT_DAGS)

@@ -27,7 +27,7 @@ def test_operation_column_to_row_kind_bytes():
 def test_row_kind_text_only_in_the_codec():
     """The row kinds as text ("+I", "-U", "+U", "-D") are spelled in engine/codec/kinds.py alone; code elsewhere
     imports them from there (prose in docstrings and messages aside)."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     stray = [f"{path.relative_to(root)}:{node.lineno} {node.value!r}"
              for path in sorted((root / "airflow_paimon").rglob("*.py")) if path.name != "kinds.py"
              for node in ast.walk(ast.parse(path.read_text()))

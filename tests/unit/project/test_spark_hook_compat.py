@@ -17,7 +17,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from airflow_paimon.operators.spark_hook_compat import REQUIRED, SUBMIT_PROCESS, submit_process
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SEAM = "airflow_paimon/operators/spark_hook_compat.py"
 VERSION = importlib.metadata.version("apache-airflow-providers-apache-spark")
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from markdown.extensions.toc import slugify
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 # Markdown files whose path mentions are checked: the front door, the site, the changelog, the benchmarks' notes.

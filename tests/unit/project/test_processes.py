@@ -14,7 +14,7 @@ import pytest
 from java_paimon import missing
 from processes import group_alive
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[2]
 
 # The inner tests write the process group of what they started, then wait to be killed.
 INNER = {

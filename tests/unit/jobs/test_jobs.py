@@ -19,7 +19,7 @@ from airflow.exceptions import AirflowException
 from airflow_paimon.spark.job_registry import JOBS, progress_line
 from airflow_paimon.engine.specs import JobSpec, Wire
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OPERATOR_MODULES = ["airflow_paimon.operators.paimon", "airflow_paimon.operators.compact",
                     "airflow_paimon.operators.incremental", "airflow_paimon.operators.maintenance"]
 

@@ -15,7 +15,7 @@ from airflow_paimon.ui import render
 from airflow_paimon.ui.connections import _LoadedHook
 from airflow_paimon.ui.tables import table_view
 
-from tests.unit.test_ui_escaping import SCRIPT, assert_shown_not_run
+from tests.unit.airflow.test_ui_escaping import SCRIPT, assert_shown_not_run
 
 
 def _commit(opts: dict, ids: list[int]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "airflow_paimon"
 JOB_SIDE_DIRS = ("engine", "spark", "_spark_jobs")  # the job side's own modules (spark/submit.py excepted)
 JOB_SIDE_MODULES = {("ui", "tables")}  # read by the UI's steps (ui/steps.py)

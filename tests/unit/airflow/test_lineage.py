@@ -1,6 +1,6 @@
 """OpenLineage of the write operators: dataset names, namespaces and schema fields from a real table (no
 OpenLineage needed), the lineage objects and the Spark conf injection with the openlineage provider
-(importorskip: ``uv run --with apache-airflow-providers-openlineage pytest tests/unit/test_lineage.py``)."""
+(importorskip: ``uv run --with apache-airflow-providers-openlineage pytest tests/unit/airflow/test_lineage.py``)."""
 from __future__ import annotations
 
 import importlib.util

@@ -20,7 +20,7 @@ from airflow_paimon.engine.write.bucket_writer import write_bucket
 from compaction_tables import bucket_files
 from local_runner import compact
 from oracle import read_table
-from tests.unit.test_compaction import assert_one_run_at_max_level
+from tests.unit.compact.test_compaction import assert_one_run_at_max_level
 
 KEYS = ["id"]
 PU_COLUMNS = [["id", "BIGINT"], ["v", "DOUBLE"], ["w", "STRING"], ["s", "BIGINT"]]

@@ -1,7 +1,7 @@
 """Paimon's ``full-compaction.delta-commits``: the compaction after every N-th write commit is full — every bucket
 written since the last full compaction becomes one run at the max level — whatever the compact task was asked
 for; ``changelog-producer=full-compaction`` makes it 1 unless set, as in Paimon, so each compaction emits the
-changelog of every write (tests/unit/test_changelog_full_compaction.py)."""
+changelog of every write (tests/unit/write/test_changelog_full_compaction.py)."""
 from __future__ import annotations
 
 import numpy as np

@@ -31,7 +31,7 @@ from airflow_paimon.engine.write.bucket_writer import key_value_layout, write_bu
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 from oracle import read_table
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VERSION = importlib.metadata.version("pypaimon")
 SPEC = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]],
                             "primary_keys": ["dt", "id"], "partition_keys": ["dt"], "options": {"bucket": "1"}})
