@@ -11,18 +11,14 @@ from pypaimon.schema.data_types import PyarrowFieldParser
 
 from airflow_paimon.engine import paimon_compat, storage
 from airflow_paimon.engine.codec.keys import encode_partition_values
-from airflow_paimon.engine.deletion_vectors import enabled as deletion_vectors_enabled, live_files_by_bucket
+from airflow_paimon.engine.deletion_vectors import live_files_by_bucket
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.index.layout import base_manifest
 from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.scan import buckets_at, live_entries
 from airflow_paimon.engine.shapes import TableShape, shape_of
 from airflow_paimon.engine.table import get_table
-from airflow_paimon.engine.table_options import CompactOptions, changelog_producer, memory_bytes
-
-# Not Paimon's 256 mb: a Python worker holds several copies of a chunk while it assigns it (a 10M-row first load,
-# two workers: 2.4 GiB per task at 16 mb, 3.1 GiB at 64 mb, the same time)
-WRITE_BUFFER_SIZE = 16 * 2**20
+from airflow_paimon.engine.options import IndexOptions, TableOptions
 
 
 @functools.lru_cache(maxsize=8)
@@ -115,13 +111,14 @@ class WriteContext:
     def partition_types(self) -> list[pa.DataType]:
         return [PyarrowFieldParser.from_paimon_type(f.type) for f in self.table().partition_keys_fields]
 
-    def option(self, key: str, default: str) -> str:
-        return str(self.table().table_schema.options.get(key, default))
+    @property
+    def table_options(self) -> TableOptions:
+        """The table's options, parsed once per option set (engine/options/)."""
+        return TableOptions.of(self.table())
 
     @property
-    def index_options(self):
-        from airflow_paimon.engine.index.shard import IndexOptions
-        return IndexOptions.from_table_options(dict(self.table().table_schema.options), self.identifier)
+    def index_options(self) -> IndexOptions:
+        return self.table_options.index
 
     @property
     def shape(self) -> TableShape:
@@ -131,29 +128,25 @@ class WriteContext:
         return self.table().snapshot_manager().get_snapshot_by_id(self.base_snapshot_id) \
             if self.base_snapshot_id else None
 
-    @property
-    def options(self) -> dict:
-        return dict(self.table().table_schema.options)
-
     @functools.cached_property
     def merge_rules(self) -> MergeRules:
         """The table's merge engine and its options, read once (per task process: the driver's copy travels)."""
-        return MergeRules.of(self.options, self.identifier)
+        return MergeRules.of(self.table_options.raw, self.identifier)
 
     @property
     def deletion_vectors(self) -> bool:
         """``deletion-vectors.enabled``: the write task looks up and marks old rows (engine/write/lookup_compact.py)."""
-        return deletion_vectors_enabled(self.options)
+        return self.table_options.deletion_vectors
 
     @property
     def num_levels(self) -> int:
-        return CompactOptions.of(self.options).levels
+        return self.table_options.compaction.levels
 
     @property
     def input_changelog(self) -> bool:
         """Whether the writer writes changelog files: ``changelog-producer=input``, except for a partition
         overwrite, which commits no changelog (as in Paimon)."""
-        return changelog_producer(self.options) == "input" and self.write_mode != "overwrite"
+        return self.changelog_producer == "input" and self.write_mode != "overwrite"
 
     @property
     def lookup_changelog(self) -> bool:
@@ -164,14 +157,12 @@ class WriteContext:
     @property
     def changelog_producer(self) -> str:
         """The table's ``changelog-producer`` (``lookup``: emitted by the write's compaction of level 0)."""
-        return changelog_producer(self.options)
+        return self.table_options.changelog_producer
 
     @property
     def compacts_level_0(self) -> bool:
-        """Whether a write's commit also compacts its level-0 files up (an APPEND then a COMPACT snapshot): in a
-        deletion-vector table (readers skip level 0), and with ``changelog-producer=lookup`` (Paimon's
-        ForceUpLevel0Compaction, whose lookup emits the changelog)."""
-        return self.deletion_vectors or self.changelog_producer == "lookup"
+        """Whether a write's commit also compacts its level-0 files up (TableOptions.compacts_level_0)."""
+        return self.table_options.compacts_level_0
 
     @property
     def one_writer_per_bucket(self) -> bool:
@@ -187,8 +178,8 @@ class WriteContext:
         bucket's rows at once."""
         if self.compacts_level_0:
             return math.inf
-        return memory_bytes(self.identifier, self.options, "write-buffer-size", WRITE_BUFFER_SIZE)
+        return self.table_options.get("write-buffer-size")
 
     @property
     def target_row_num(self) -> int:
-        return int(self.option("dynamic-bucket.target-row-num", "200000"))
+        return self.table_options.buckets.target_row_num

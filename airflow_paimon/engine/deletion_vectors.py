@@ -1,4 +1,4 @@
-"""Paimon's deletion vectors as files: the table option, the bucket's live files, and the deletion-vector
+"""Paimon's deletion vectors as files: the bucket's live files, and the deletion-vector
 index files (read, written, deleted) that the write, the commit, compaction and the readers share.
 
 The deletion vectors of a bucket live in one index file (Paimon's ``DELETION_VECTORS`` index, per bucket): the
@@ -25,6 +25,7 @@ from pypaimon.utils.roaring_bitmap import RoaringBitmap
 
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.options import TableOptions
 
 DV_INDEX = IndexManifestFile.DELETION_VECTORS_INDEX
 DV_INDEX_VERSION = 1  # the first byte of a deletion-vector index file
@@ -43,10 +44,6 @@ class LiveFile:
     @property
     def level(self) -> int:
         return self.meta.level
-
-
-def enabled(options: dict) -> bool:
-    return str(options.get("deletion-vectors.enabled", "false")).strip().lower() == "true"
 
 
 def live_files_by_bucket(table, snapshot, partition_types, entries: list | None = None
@@ -117,7 +114,7 @@ def level_0_paths(table, snapshot) -> set[str]:
     tables: their readers merge level 0)."""
     from airflow_paimon.engine.scan import file_path, live_entries
 
-    if snapshot is None or not enabled(table.table_schema.options):
+    if snapshot is None or not TableOptions.of(table).deletion_vectors:
         return set()
     return {file_path(table, e) for e in live_entries(table, snapshot) if e.file.level == 0}
 
@@ -127,7 +124,7 @@ def deleted_rows_at(table, snapshot) -> dict[str, np.ndarray]:
     table without deletion vectors)."""
     from airflow_paimon.engine.scan import file_path, live_entries
 
-    if snapshot is None or not snapshot.index_manifest or not enabled(table.table_schema.options):
+    if snapshot is None or not snapshot.index_manifest or not TableOptions.of(table).deletion_vectors:
         return {}
     paths = {(tuple(e.partition.values), e.bucket, e.file.file_name): file_path(table, e)
              for e in live_entries(table, snapshot)}

@@ -29,7 +29,7 @@ from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.data_files import read_as, without_rows
 from airflow_paimon.engine.scan import buckets_at
 from airflow_paimon.engine.snapshots import parse_cursor, resume_point, rollback_note
-from airflow_paimon.engine.table_options import changelog_producer
+from airflow_paimon.engine.options import TableOptions
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -45,7 +45,7 @@ def scan_mode_of(table: FileStoreTable, identifier: str, requested: str) -> str:
     Paimon's ``auto`` does), the diff otherwise; ``changelog`` of a table without one is refused."""
     if requested not in SCAN_MODES:
         raise ValidationError(identifier, f"scan_mode must be one of {list(SCAN_MODES)}", value=requested)
-    producer = changelog_producer(table.table_schema.options)
+    producer = TableOptions.of(table).changelog_producer
     if requested == "auto":
         return "diff" if producer == "none" else "changelog"
     if requested == "changelog" and producer == "none":

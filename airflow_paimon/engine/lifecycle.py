@@ -17,7 +17,8 @@ from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_tabl
 from airflow_paimon.engine.table_alter import AlterPlan, plan_alter, resulting_options
 from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table_options import TableColumns, check_options
-from airflow_paimon.engine.deletion_vectors import check_no_level_0, enabled
+from airflow_paimon.engine.deletion_vectors import check_no_level_0
+from airflow_paimon.engine.options import TableOptions
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -52,7 +53,8 @@ def alter_table(catalog_options: dict, identifier: str, set_options: dict | None
             columns = {**known.columns, **dict(plan.add_columns), **dict(plan.widen_columns)}
             check_options(identifier, resulting_options(options, plan),
                           TableColumns(columns, known.primary_keys, known.partition_keys))
-            if enabled(plan.set_options):  # turned on: files already at level 0 would vanish from every read
+            # turned on: files already at level 0 would vanish from every read
+            if TableOptions.parse(identifier, plan.set_options).deletion_vectors:
                 check_no_level_0(identifier, (e.file.level for e in live_entries(
                     table, table.snapshot_manager().get_latest_snapshot())))
         return plan

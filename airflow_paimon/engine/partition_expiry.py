@@ -22,7 +22,7 @@ from airflow_paimon.engine.paimon_compat import (overwrite_changes_provider, ove
                                                  try_commit)
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.table import get_table
-from airflow_paimon.engine.table_options import choice, duration_ms
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.deletion_vectors import partition_index_deletes
 
 if TYPE_CHECKING:
@@ -61,8 +61,9 @@ class PartitionTime:
 
     def __init__(self, identifier: str, partition_keys: list[str], options: dict):
         self.keys = list(partition_keys)
-        self.pattern = options.get("partition.timestamp-pattern")
-        formatter = options.get("partition.timestamp-formatter")
+        parsed = TableOptions.parse(identifier, options)
+        self.pattern = parsed.get("partition.timestamp-pattern")
+        formatter = parsed.get("partition.timestamp-formatter")
         self.formats = (strptime_format(identifier, formatter),) if formatter else _DEFAULT_FORMATS
         if self.pattern:
             unknown = [k for k in re.findall(r"\$(\w+)", self.pattern) if k not in self.keys]
@@ -90,16 +91,16 @@ class PartitionTime:
 def expired_partitions(table: FileStoreTable, now: datetime, expiration_ms: int | None = None) -> list[tuple]:
     """The partitions with live files at the latest snapshot whose time is before ``now - expiration``."""
     identifier = table.identifier.get_full_name()
-    options = {str(k): str(v) for k, v in table.table_schema.options.items()}
+    options = TableOptions.of(table)
     if not table.partition_keys:
         raise ValidationError(identifier, "partition expiry needs a partitioned table")
-    choice(identifier, options, "partition.expiration-strategy", ("values-time",), "values-time")
+    options.get("partition.expiration-strategy")  # only values-time is implemented
     if expiration_ms is None:
-        expiration_ms = duration_ms(identifier, options, "partition.expiration-time", None)
+        expiration_ms = options.get("partition.expiration-time")
     if expiration_ms is None:
         raise ValidationError(identifier, "no partition.expiration-time: set the table option or give "
                                           "expiration_time")
-    times = PartitionTime(identifier, table.partition_keys, options)
+    times = PartitionTime(identifier, table.partition_keys, options.raw)
     cutoff = now - timedelta(milliseconds=expiration_ms)
     partitions = {tuple(e.partition.values) for e in live_entries(table, latest_snapshot(table))}
     expired = []

@@ -22,6 +22,7 @@ from airflow_paimon.engine.catalog import open_catalog
 from airflow_paimon.engine.schema_commit import alter_exclusively
 from airflow_paimon.engine.table_alter import parse_type, widens
 from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.specs import SCHEMA_EVOLUTIONS
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ def evolve_for_source(spec, table: FileStoreTable, source_schema, planned: list[
     mode = check_mode(spec.table, spec.schema_evolution)
     if mode == NONE or source_schema is None:
         return table, ()
-    row_kind = spec.row_kind_column or table.table_schema.options.get("rowkind.field")
+    row_kind = spec.row_kind_column or TableOptions.of(table).row_kind_field
     not_table = (row_kind,) if row_kind and row_kind.lower() not in _table_columns(table) else ()
     columns = source_columns(spec.table, source_schema(), skip=not_table)
     if planned is None:

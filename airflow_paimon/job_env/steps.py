@@ -85,11 +85,11 @@ def expire_partitions(catalog_options: dict, table: str, dag_id: str, run_id: st
 
     from airflow_paimon.engine.commit.identity import CommitIdentity
     from airflow_paimon.engine.partition_expiry import expire_partitions as expire
-    from airflow_paimon.engine.table_options import duration_ms
+    from airflow_paimon.engine.options.parse import duration_ms
 
     expiration = None
-    if expiration_time is not None:
-        expiration = duration_ms(table, {"expiration_time": expiration_time}, "expiration_time", None)
+    if expiration_time is not None and str(expiration_time).strip():
+        expiration = duration_ms(table, "expiration_time", str(expiration_time))
     identity = CommitIdentity.for_run(dag_id, run_id, table + ":expire-partitions")
     return expire(catalog_options, table, identity, datetime.datetime.fromisoformat(now), expiration, dry_run)
 

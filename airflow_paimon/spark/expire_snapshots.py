@@ -1,7 +1,8 @@
 """Spark job: expire_snapshots (driver-only: metadata reads and deletes, no Spark work)."""
 from __future__ import annotations
 
-from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.maintenance.expire import expire_snapshots
+from airflow_paimon.engine.options import ExpireOptions
 from airflow_paimon.engine.specs import ExpireResult, ExpireSpec
 from airflow_paimon.engine.table import get_table
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.staging import read_staged, runs
 from airflow_paimon.engine.compact.levels import level_sorted_runs
-from airflow_paimon.engine.table_options import CompactOptions
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.shapes import shape_of
@@ -131,7 +131,8 @@ def table_view(hook, conn_id: str, identifier: str, runs_by_commit_user: dict) -
     view = TableView(conn_id, identifier, [(f.name, str(f.type)) for f in schema.fields],
                      list(schema.primary_keys), list(schema.partition_keys), shape_of(table).name,
                      options.get("merge-engine", "deduplicate"), options,
-                     compaction_trigger=CompactOptions.of(options).num_sorted_run_compaction_trigger)
+                     compaction_trigger=TableOptions.parse(identifier, options).get(
+                         "num-sorted-run.compaction-trigger"))
     latest = latest_snapshot(table)
     view.snapshots = _snapshots(table, latest, runs_by_commit_user)
     _buckets(view, table, latest)

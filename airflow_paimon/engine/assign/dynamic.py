@@ -21,7 +21,8 @@ from airflow_paimon.engine.codec.binary_row import RowBytes
 from airflow_paimon.engine.codec.murmur import hash_by_words, hash_codes
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.hash_index import hash_index_entries, read_hashes, write_hashes
-from airflow_paimon.engine.table_options import MAX_DYNAMIC_BUCKETS, check_table, integer
+from airflow_paimon.engine.options import MAX_DYNAMIC_BUCKETS, TableOptions
+from airflow_paimon.engine.table_options import check_table
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -29,10 +30,10 @@ if TYPE_CHECKING:
 
 def check_dynamic_table(table: FileStoreTable) -> None:
     """Refuse what Paimon refuses for a dynamic-bucket write (options: engine/table_options.py)."""
-    opts, ident = table.table_schema.options, table.identifier.get_full_name()
-    if integer(ident, opts, "bucket", -1) != -1:
+    opts, ident = TableOptions.of(table), table.identifier.get_full_name()
+    if opts.buckets.bucket != -1:
         raise ValidationError(ident, "a dynamic-bucket write needs bucket = -1", option="bucket",
-                              value=opts.get("bucket"))
+                              value=opts.given("bucket"))
     if not table.primary_keys:
         raise ValidationError(ident, "bucket = -1 without a primary key is an append (bucket-unaware) table, "
                                      "not a dynamic-bucket one")
@@ -149,14 +150,13 @@ class HashBucketAssigner:
     def __init__(self, table: FileStoreTable, snapshot, *, num_channels: int = 1, num_assigners: int | None = None,
                  assign_id: int = 0, target_row_num: int | None = None, max_buckets: int | None = None):
         check_dynamic_table(table)
-        opts = table.table_schema.options
+        buckets = TableOptions.of(table).buckets
         self.table, self.snapshot = table, snapshot
         self.num_channels = num_channels
         self.num_assigners = num_channels if num_assigners is None else num_assigners
         self.assign_id = assign_id
-        self.target = int(opts.get("dynamic-bucket.target-row-num", 200_000)) if target_row_num is None \
-            else target_row_num
-        self.max_buckets = int(opts.get("dynamic-bucket.max-buckets", -1)) if max_buckets is None else max_buckets
+        self.target = buckets.target_row_num if target_row_num is None else target_row_num
+        self.max_buckets = buckets.max_buckets if max_buckets is None else max_buckets
         self._entries = hash_index_entries(table, snapshot)
         self._indexes: dict[tuple, PartitionIndex] = {}
 

@@ -11,16 +11,14 @@ import pyarrow as pa
 
 from airflow_paimon.engine.codec.murmur import hash_codes
 from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.table_options import check_table
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
 
-BUCKET_FUNCTION = "bucket-function.type"
-
-
 def num_buckets(table: FileStoreTable) -> int:
-    return int(table.table_schema.options.get("bucket", -1))
+    return TableOptions.of(table).buckets.bucket
 
 
 def bucket_keys(table: FileStoreTable) -> list[str]:
@@ -29,7 +27,7 @@ def bucket_keys(table: FileStoreTable) -> list[str]:
 
 
 def bucket_function(table: FileStoreTable) -> str:
-    return str(table.table_schema.options.get(BUCKET_FUNCTION, "default")).strip().lower()
+    return TableOptions.of(table).buckets.function
 
 
 def check_fixed_table(table: FileStoreTable) -> None:

@@ -51,11 +51,9 @@ def check_not_moved(table: FileStoreTable, base_snapshot_id: int | None, latest=
     so the index stays right across them — but not the files a write's own compaction of level 0 replaces, nor
     the row positions a deletion-vector write marked: in a table whose writes compact (deletion vectors, or
     ``changelog-producer=lookup``) any snapshot in between is refused."""
-    from airflow_paimon.engine.table_options import changelog_producer
-    from airflow_paimon.engine.deletion_vectors import enabled
+    from airflow_paimon.engine.options import TableOptions
 
-    options = table.table_schema.options
-    writes_compact = enabled(options) or changelog_producer(options) == "lookup"
+    writes_compact = TableOptions.of(table).compacts_level_0
     allowed = () if writes_compact else (COMPACT,)
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot() if latest is None else latest

@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pypaimon.common.memory_size import MemorySize
-from pypaimon.common.options.config_options import ConfigOptions
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.file_entry import FileEntry
 
 from airflow_paimon.engine.codec.kinds import FileKind
-from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.options import ManifestMergeOptions, TableOptions
 from airflow_paimon.engine.faults import crash_point
 
 if TYPE_CHECKING:
@@ -35,61 +32,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Paimon's CoreOptions; pypaimon's CoreOptions has manifest.target-file-size (8 MB) but not these two.
-MANIFEST_MERGE_MIN_COUNT = ConfigOptions.key("manifest.merge-min-count").int_type().default_value(30)
-MANIFEST_FULL_COMPACTION_SIZE = (ConfigOptions.key("manifest.full-compaction-threshold-size").memory_type()
-                                 .default_value(MemorySize.of_mebi_bytes(16)))
-
-
-@dataclass(frozen=True)
-class ManifestMergeOptions:
-    target_size: int
-    min_count: int
-    full_compaction_size: int
-
-    @classmethod
-    def of(cls, table: FileStoreTable) -> "ManifestMergeOptions":
-        return cls.from_options(table.identifier.get_full_name(), table.options)
-
-    @classmethod
-    def from_dict(cls, identifier: str, options: dict) -> "ManifestMergeOptions":
-        from pypaimon.common.options.core_options import CoreOptions
-        from pypaimon.common.options.options import Options
-
-        return cls.from_options(identifier, CoreOptions(Options(dict(options))))
-
-    @classmethod
-    def from_options(cls, identifier: str, core_options) -> "ManifestMergeOptions":
-        """From pypaimon's CoreOptions; ValidationError naming the option and its value if unusable (checked
-        with every table option before anything is written: engine/table_options.py)."""
-        given = core_options.options.to_map()
-
-        def read(key, get):
-            try:
-                return get()
-            except (ValueError, TypeError) as e:
-                raise ValidationError(identifier, str(e), option=key, value=given.get(key)) from None
-
-        options = cls(read("manifest.target-file-size", core_options.manifest_target_size),
-                      read("manifest.merge-min-count", lambda: core_options.options.get(MANIFEST_MERGE_MIN_COUNT)),
-                      read("manifest.full-compaction-threshold-size",
-                           lambda: core_options.options.get(MANIFEST_FULL_COMPACTION_SIZE).get_bytes()))
-        for key, value, smallest in (("manifest.target-file-size", options.target_size, 1),
-                                     ("manifest.merge-min-count", options.min_count, 1),
-                                     ("manifest.full-compaction-threshold-size", options.full_compaction_size, 1)):
-            if value < smallest:
-                raise ValidationError(identifier, f"must be at least {smallest}", option=key,
-                                      value=given.get(key, value))
-        return options
-
-
 class ManifestMerger:
     """Merges one commit attempt's manifests; remembers the manifest files it wrote so that an attempt that
     does not become a snapshot can delete them (nothing else references them)."""
 
     def __init__(self, table: FileStoreTable, options: ManifestMergeOptions | None = None):
         self.table = table
-        self.options = options or ManifestMergeOptions.of(table)
+        self.options = options or TableOptions.of(table).manifest
         self.files = ManifestFileManager(table)
         self.written: list = []
         self._entries: dict[str, list] = {}

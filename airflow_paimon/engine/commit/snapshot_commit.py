@@ -23,7 +23,8 @@ from pypaimon.snapshot.snapshot_commit import SnapshotCommit
 from pypaimon.write.file_store_commit import FileStoreCommit
 
 from airflow_paimon.engine import paimon_compat, storage
-from airflow_paimon.engine.commit.manifest_merge import ManifestMergeOptions, ManifestMerger, MergingManifestList
+from airflow_paimon.engine.commit.manifest_merge import ManifestMerger, MergingManifestList
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class GuardedCommit(FileStoreCommit):
     def __init__(self, table: FileStoreTable, commit_user: str, guard):
         super().__init__(exclusive_snapshot_commit(table), table, commit_user)
         self._guard = guard
-        self._merge_options = ManifestMergeOptions.of(table)
+        self._merge_options = TableOptions.of(table).manifest
 
     def _try_commit(self, *args, commit_entries_plan, **kwargs):
         def plan(latest):

@@ -22,7 +22,7 @@ from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.paimon_compat import try_commit
 from airflow_paimon.engine.scan import file_path
-from airflow_paimon.engine.deletion_vectors import enabled as deletion_vectors_enabled
+from airflow_paimon.engine.options import TableOptions
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -99,7 +99,7 @@ def check_no_conflict(table: FileStoreTable, plan, messages, latest=None) -> Non
         return
     buckets = {(tuple(m.partition), m.bucket) for m in messages}
     picked = set(plan.entries)
-    any_snapshot = deletion_vectors_enabled(table.table_schema.options)
+    any_snapshot = TableOptions.of(table).deletion_vectors
     reader = SnapshotReader(table)
     for sid in range(plan.snapshot_id + 1, latest.id + 1):
         snap = manager.get_snapshot_by_id(sid)

@@ -11,9 +11,8 @@ from airflow_paimon.engine.compact.strategy import CompactUnit, UniversalCompact
 from airflow_paimon.engine.history import fingerprint
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, live_entries
-from airflow_paimon.engine.table_options import CompactOptions
-from airflow_paimon.engine.deletion_vectors import (bucket_deletion_vectors, deleted_entry as _deleted,
-                                                          enabled as deletion_vectors_enabled, positions)
+from airflow_paimon.engine.options import TableOptions
+from airflow_paimon.engine.deletion_vectors import bucket_deletion_vectors, deleted_entry as _deleted, positions
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -88,8 +87,8 @@ def plan_compaction(table: FileStoreTable, snapshot, full: bool, scope_snapshots
     """Pick per bucket at ``snapshot``. ``scope_snapshots``: only buckets their deltas touched (None: all)."""
     if snapshot is None:
         return CompactionPlan(None, [], {})
-    options = dict(table.table_schema.options)
-    compact_options = CompactOptions.of(options)
+    options = TableOptions.of(table)
+    compact_options = options.compaction
     strategy = UniversalCompaction(compact_options)
     scope = touched_buckets(table, scope_snapshots) if scope_snapshots is not None else None
     groups: dict[tuple, list] = defaultdict(list)
@@ -102,7 +101,7 @@ def plan_compaction(table: FileStoreTable, snapshot, full: bool, scope_snapshots
         groups[key].append(e)
 
     buckets, entries, index_deletes = [], {}, []
-    with_vectors = deletion_vectors_enabled(options)
+    with_vectors = options.deletion_vectors
     for (partition, bucket), es in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         files = [e.file for e in es]
         num_levels = number_of_levels(compact_options.levels, files)

@@ -26,10 +26,10 @@ from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
 from airflow_paimon.engine.schema_evolution import file_column_names
 from airflow_paimon.engine.codec.keys import encode_keys
-from airflow_paimon.engine.table_options import changelog_producer
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.write.bucket_writer import key_value_schema, write_changelog_files
 from airflow_paimon.engine.write.changelog_producers import (emits_full_compaction_changelog,
-                                                             full_compaction_changelog, row_deduplicate, sort_images)
+                                                             full_compaction_changelog, sort_images)
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
 if TYPE_CHECKING:
@@ -51,11 +51,11 @@ class BucketRewriter:
         self.table, self.work = table, work
         self.schema = key_value_schema(table)
         self.key_columns = key_columns(table.trimmed_primary_keys)
-        self.options = dict(table.table_schema.options)
-        self.rules = MergeRules.of(self.options, table.identifier.get_full_name())
+        self.options = TableOptions.of(table)
+        self.rules = MergeRules.of(self.options.raw, table.identifier.get_full_name())
         self.compact_before: list = []
         self.compact_after: list = []
-        self.changelog = emits_full_compaction_changelog(changelog_producer(self.options), work.output_level,
+        self.changelog = emits_full_compaction_changelog(self.options.changelog_producer, work.output_level,
                                                          work.max_level)
         self._images: list[pa.Table] = []  # the changelog of each merged section
         self.compact_changelog: list = []
@@ -122,7 +122,7 @@ class BucketRewriter:
 
     def _merge_and_write(self, files: list) -> None:
         stored = [self._read(f) for f in files]
-        merged = merge_key_values(pa.concat_tables(stored), self.key_columns, self.options, self.work.drop_delete,
+        merged = merge_key_values(pa.concat_tables(stored), self.key_columns, self.options.raw, self.work.drop_delete,
                                   identifier=self.table.identifier.get_full_name(), rules=self.rules)
         if self.changelog:
             self._images.append(self._section_changelog(files, stored, merged))
@@ -137,7 +137,7 @@ class BucketRewriter:
         below = [rows for f, rows in zip(files, stored) if f.level != self.work.max_level]
         touched = pa.concat_tables([self.schema.empty_table(), *below]).select(self.key_columns)
         return full_compaction_changelog(self.table, pa.concat_tables([self.schema.empty_table(), *top]), merged,
-                                         encode_keys(touched, self.key_columns), row_deduplicate(self.options))
+                                         encode_keys(touched, self.key_columns), self.options.merge.row_deduplicate)
 
     def _write_changelog(self) -> None:
         images = pa.concat_tables(self._images) if self._images else self.schema.empty_table()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from airflow_paimon.engine.compact.levels import LevelSortedRun
-from airflow_paimon.engine.table_options import CompactOptions
+from airflow_paimon.engine.options import CompactOptions
 
 
 @dataclass(frozen=True)

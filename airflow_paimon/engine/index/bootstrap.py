@@ -34,6 +34,7 @@ from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, compat
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex, decode_values, encode_values, write_sst
 from airflow_paimon.engine.index.store import advance, export_changes, load_shard, publish_file
 from airflow_paimon.engine.index.sharding import shard_of
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.scan import added_entries
 from airflow_paimon.engine.data_files import is_alive, is_last_of_key, read_key_rows, read_live_keys
 
@@ -96,9 +97,7 @@ def plan_bootstrap(table: FileStoreTable, index_uri: str, shards: int) -> Bootst
             return rebuild(f"snapshot {sid} has schema {snap.schema_id} with other keys")
         if snap.commit_kind == "APPEND":
             added += [(sid, e) for e in added_entries(table, snap)]
-    from airflow_paimon.engine.deletion_vectors import enabled as deletion_vectors_enabled
-
-    if added and deletion_vectors_enabled(table.table_schema.options):
+    if added and TableOptions.of(table).deletion_vectors:
         return rebuild("another writer's deletes are in deletion vectors, which catching up does not read")
     if not added:
         return BootstrapPlan(REUSE, lid, lfp, base, reason="only COMPACT snapshots since the index")

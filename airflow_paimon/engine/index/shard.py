@@ -25,26 +25,10 @@ from rocksdict import (BlockBasedOptions, Cache, DBCompressionType, IngestExtern
                        ReadOptions, SstFileWriter)
 
 from airflow_paimon.engine.codec.keys import sort_keys
-from airflow_paimon.engine.table_options import duration_ms, memory_bytes
+from airflow_paimon.engine.options import IndexOptions
 
 HEADER = 8  # bucket + written_at
-
-
-@dataclass(frozen=True)
-class IndexOptions:
-    """RocksDB sizing (Paimon's ``rocksdb.*`` table options) and ``cross-partition-upsert.index-ttl``."""
-
-    block_cache_bytes: int = 128 << 20
-    write_buffer_bytes: int = 64 << 20
-    ttl_seconds: int | None = None
-
-    @classmethod
-    def from_table_options(cls, options: dict, identifier: str = "?") -> "IndexOptions":
-        """Parsed as Paimon parses them (memory sizes, durations); a bad value fails naming the option."""
-        ttl_ms = duration_ms(identifier, options, "cross-partition-upsert.index-ttl", None)
-        return cls(memory_bytes(identifier, options, "rocksdb.block.cache-size", cls.block_cache_bytes),
-                   memory_bytes(identifier, options, "rocksdb.writebuffer.size", cls.write_buffer_bytes),
-                   None if ttl_ms is None else ttl_ms // 1000)
+DEFAULTS = IndexOptions()  # the declared defaults (engine/options/)
 
 
 def now_seconds() -> int:
@@ -93,7 +77,7 @@ def _sst_options(block_cache_bytes: int | None = None) -> Options:
     return options
 
 
-def _options(opts: IndexOptions = IndexOptions()) -> Options:
+def _options(opts: IndexOptions = DEFAULTS) -> Options:
     options = _sst_options(opts.block_cache_bytes)
     options.create_if_missing(True)
     # a task's lookups touch most data blocks of a shard once: mapped files spare a read call per block
@@ -165,7 +149,7 @@ class ShardIndex:
 
     disjoint = False
 
-    def __init__(self, workdir: str | None = None, options: IndexOptions = IndexOptions()):
+    def __init__(self, workdir: str | None = None, options: IndexOptions = DEFAULTS):
         self.options = options
         self._dir = tempfile.mkdtemp(prefix="paimon-index-", dir=workdir)
         self._db = Rdict(os.path.join(self._dir, "db"), _options(options))

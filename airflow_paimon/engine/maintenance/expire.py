@@ -14,41 +14,19 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.specs import ExpireResult
-from airflow_paimon.engine.table_options import JAVA_INT_MAX, duration_ms, integer
+from airflow_paimon.engine.options import ExpireOptions
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ExpireOptions:
-    retain_min: int = 10
-    retain_max: int = JAVA_INT_MAX
-    time_retained_ms: int = 3_600_000
-    limit: int = 50
-
-    @classmethod
-    def of(cls, identifier: str, options: dict, overrides: dict | None = None) -> "ExpireOptions":
-        """The table's options, ``overrides`` (the operator's arguments) winning; parsed and range-checked as
-        every table option is (engine/table_options.py)."""
-        merged = {**options, **{k: str(v) for k, v in (overrides or {}).items() if v is not None}}
-        result = cls(integer(identifier, merged, "snapshot.num-retained.min", 10),
-                     integer(identifier, merged, "snapshot.num-retained.max", JAVA_INT_MAX),
-                     duration_ms(identifier, merged, "snapshot.time-retained", 3_600_000),
-                     integer(identifier, merged, "snapshot.expire.limit", 50))
-        if result.retain_max < result.retain_min:
-            raise ValidationError(identifier, f"must not be below snapshot.num-retained.min ({result.retain_min})",
-                                  option="snapshot.num-retained.max", value=merged.get("snapshot.num-retained.max"))
-        return result
 
 
 def expire_until(snapshots: list, options: ExpireOptions, now_ms: int) -> int:

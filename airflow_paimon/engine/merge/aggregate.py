@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.options import TableOptions
 
 DEFAULT_FUNCTION = "last_non_null_value"
 ALIASES = {"first_not_null_value": "first_non_null_value"}  # Paimon's legacy name
@@ -57,10 +58,11 @@ def aggregate(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, options: 
     retract = is_retract(kinds)
     group = np.repeat(np.arange(groups), np.diff(np.append(starts, n)))
     columns = {}
+    parsed = TableOptions.parse(identifier, options)
     for name in values.column_names:
         fn = field_function(name, options, primary_keys, sequence_fields)
         check_function(identifier, f"fields.{name}.aggregate-function", fn)
-        ignore_retract = str(options.get(f"fields.{name}.ignore-retract", "false")).lower() == "true"
+        ignore_retract = parsed.get(f"fields.{name}.ignore-retract")
         acting = ~retract if ignore_retract else np.ones(n, dtype=bool)
         retracts = retract & acting
         if retracts.any() and fn not in RETRACTABLE:

@@ -1,7 +1,7 @@
 """The table's merge engine and the options that change how it treats records: one typed object, read once
-from the table's options (through pypaimon's CoreOptions, so keys, defaults and fallback keys resolve as in
-Paimon), asked by every step that merges — the assigner (what a known key does), the in-batch merge and the
-write task (which retractions are dropped, refused or taken), the source checks and compaction.
+from the table's parsed options (engine/options/: keys, defaults and fallback keys as in Paimon), asked by every
+step that merges — the assigner (what a known key does), the in-batch merge and the write task (which
+retractions are dropped, refused or taken), the source checks and compaction.
 
 - ``ignore-delete`` (fallback keys ``first-row.ignore-delete``, ``deduplicate.ignore-delete``,
   ``partial-update.ignore-delete``; the first key present wins) is Paimon's RowKindFilter: every -U/-D is
@@ -18,10 +18,11 @@ from enum import Enum
 
 import numpy as np
 import pyarrow as pa
-from pypaimon.common.options.core_options import CoreOptions, MergeEngine
+from pypaimon.common.options.core_options import MergeEngine
 
 from airflow_paimon.engine.codec.kinds import is_retract
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.options import TableOptions
 
 __all__ = ["MergeEngine", "ExistingProcessor", "MergeRules"]
 
@@ -63,19 +64,20 @@ class MergeRules:
     @classmethod
     def of(cls, options: dict, identifier: str = "?") -> "MergeRules":
         """The rules of a table with ``options``; an unknown engine or a malformed value fails naming both."""
-        options = {k: str(v) for k, v in dict(options or {}).items() if v is not None}
-        core = CoreOptions.from_dict(options)
-        engine = _read(identifier, "merge-engine", options, core.merge_engine)
-        remove = options.get("partial-update.remove-record-on-delete", "false")
-        return cls(engine=engine,
-                   ignore_delete=_read(identifier, "ignore-delete", options, core.ignore_delete),
-                   remove_record_on_delete=remove.strip().lower() == "true",
-                   sequence_fields=tuple(f for f in core.sequence_field() if f),
-                   sequence_ascending=_read(identifier, "sequence.field.sort-order", options,
-                                            core.sequence_field_sort_order_is_ascending),
-                   sequence_groups=tuple(sorted(k for k in options
+        parsed = TableOptions.parse(identifier, options)
+        try:
+            merge = parsed.merge
+        except ValidationError as e:  # worded as the merge steps word it: "<option> '<value>' is not supported"
+            problem = str(e).split(": ", 1)[1]
+            if not problem.startswith("is not supported"):
+                problem = f"is not supported: {problem}"
+            raise PaimonJobError(f"table {identifier}: {e.option} {e.value!r} {problem}") from None
+        return cls(engine=MergeEngine(merge.engine), ignore_delete=merge.ignore_delete,
+                   remove_record_on_delete=merge.remove_record_on_delete, sequence_fields=merge.sequence_fields,
+                   sequence_ascending=merge.sequence_ascending,
+                   sequence_groups=tuple(sorted(k for k in parsed.raw
                                                 if k.startswith("fields.") and k.endswith(".sequence-group"))),
-                   changelog=options.get("changelog-producer", "none").strip().lower() != "none")
+                   changelog=merge.changelog_producer != "none")
 
     @property
     def name(self) -> str:
@@ -137,19 +139,3 @@ class MergeRules:
             return ("set 'partial-update.remove-record-on-delete' = 'true' (a -D removes the row) or "
                     "'ignore-delete' = 'true' to drop them")
         return "set 'ignore-delete' = 'true' to drop them"
-
-
-IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
-                      "partial-update.ignore-delete")  # Paimon's key, then its fallback keys
-
-
-def _read(identifier: str, key: str, options: dict, read):
-    """``read()``, a malformed value failing with the table, the option and the value."""
-    try:
-        return read()
-    except ValueError as e:
-        keys = IGNORE_DELETE_KEYS if key == "ignore-delete" else (key,)
-        key = next((k for k in keys if k in options), key)
-        supported = ", ".join(m.value for m in MergeEngine) if key == "merge-engine" else None
-        raise PaimonJobError(f"table {identifier}: {key} {options.get(key)!r} is not supported"
-                             + (f" (supported: {supported})" if supported else f": {e}")) from None

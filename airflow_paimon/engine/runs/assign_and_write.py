@@ -27,6 +27,7 @@ from airflow_paimon.engine.schema_evolution import evolve_for_source
 from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import REPROCESS_ON_CLEAR, AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.table_options import check_table
 from airflow_paimon.engine.write import planned_columns
 from airflow_paimon.engine.deletion_vectors import check_no_level_0
@@ -81,7 +82,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     # a new schema, if any, before anything is staged
     table, absent = evolve_for_source(spec, table, source_schema, planned,
                                       lambda columns: planned_columns.record(staged_at, columns))
-    source = read(table, spec.row_kind_column or table.table_schema.options.get("rowkind.field"), absent)
+    source = read(table, spec.row_kind_column or TableOptions.of(table).row_kind_field, absent)
     superseded = superseded_keys(table, spec.logical_date_ms) if write_mode != "overwrite" else None
     if superseded is not None:
         if leave_out is None:

@@ -21,7 +21,7 @@ from airflow_paimon.engine.index.bootstrap import (CATCH_UP, NOT_NEEDED, REBUILD
                                                    catch_up_shard, plan_bootstrap, rebuild_part)
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, key_signature, merge_shard_parts,
                                                 publish_manifest)
-from airflow_paimon.engine.index.shard import IndexOptions
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.store import clean_up
 from airflow_paimon.engine.scan import buckets_at, file_path
@@ -179,8 +179,7 @@ def _catch_up(table: FileStoreTable, plan, index_uri: str, tasks: IndexTasks) ->
     files = [(file_path(table, e), tuple(e.partition.values), e.bucket, sid) for sid, e in plan.added_files]
     read = functools.partial(catch_up_file, files=files, shards=base.shards, **_key_facts(table))
     apply = functools.partial(catch_up_shard, base=base, index_uri=index_uri, target=target,
-                              options=IndexOptions.from_table_options(dict(table.table_schema.options),
-                                                                     table.identifier.get_full_name()))
+                              options=TableOptions.of(table).index)
     metas = {m.shard: m for m in tasks.catch_up(read, len(files), apply, base.shards)}
     manifest = replace(base, snapshot_id=target, origin=CATCH_UP, snapshot_fingerprint=plan.snapshot_fingerprint,
                        shard_meta=[metas.get(m.shard, m) for m in base.shard_meta], **_schema_of(table))

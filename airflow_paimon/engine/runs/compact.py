@@ -18,7 +18,8 @@ from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import SCOPES, CompactResult, CompactSpec
-from airflow_paimon.engine.table_options import check_table, full_compaction_delta_commits
+from airflow_paimon.engine.options import TableOptions
+from airflow_paimon.engine.table_options import check_table
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -56,7 +57,7 @@ def run_compaction(table: FileStoreTable, identity: CommitIdentity, input_snapsh
         if input_snapshot_id is None:
             return nothing
         scope_snapshots = writes_since_compaction(table, input_snapshot_id)
-    every = full_compaction_delta_commits(identifier, dict(table.table_schema.options))
+    every = TableOptions.of(table).compaction.full_compaction_delta_commits
     if not full and every is not None and input_snapshot_id is not None:
         since_full = writes_since_compaction(table, input_snapshot_id, full_only=True)
         if write_commits(since_full) >= every:  # Paimon's full-compaction.delta-commits: this one is full

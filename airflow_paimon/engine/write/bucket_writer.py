@@ -18,6 +18,7 @@ from pypaimon.write.commit_message import CommitMessage
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, key_column, key_columns
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.paimon_compat import roll_write
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.data_files import is_last_of_key
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
@@ -72,7 +73,7 @@ def write_changelog_files(table: FileStoreTable, partition: tuple, bucket: int, 
     named as Paimon names them (``changelog-file.prefix``, default ``changelog-``); their metadata."""
     options = CoreOptions.copy(table.options)
     options.set(CoreOptions.DATA_FILE_PREFIX,
-                str(table.table_schema.options.get("changelog-file.prefix", "changelog-")))
+                TableOptions.of(table).get("changelog-file.prefix"))
     writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket, max_seq_number=0,
                                 options=options)
     return _roll(writer, partition, bucket, kv).new_files

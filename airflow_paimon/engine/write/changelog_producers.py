@@ -25,13 +25,6 @@ from airflow_paimon.engine.write.bucket_writer import key_value_schema
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
 
-ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
-
-
-def row_deduplicate(options: dict) -> bool:
-    return str(options.get(ROW_DEDUPLICATE, "false")).strip().lower() == "true"
-
-
 def emits_full_compaction_changelog(producer: str, output_level: int, max_level: int) -> bool:
     """Paimon's FullChangelogMergeTreeCompactRewriter: only a compaction into the max level writes a changelog."""
     return producer == "full-compaction" and output_level == max_level

@@ -27,8 +27,9 @@ from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_layout, key_value_schema,
                                                       write_changelog_files, write_key_values)
-from airflow_paimon.engine.write.changelog_producers import lookup_changelog, row_deduplicate
+from airflow_paimon.engine.write.changelog_producers import lookup_changelog
 from airflow_paimon.engine.deletion_vectors import LiveFile
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.write.lookup_compact import read_live_file
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def force_up_level_0(message: CommitMessage, table: FileStoreTable, rules: Merge
         before, after = before.slice(0, 0), after.filter(pc.invert(pc.is_in(encode_keys(after.select(keys), keys),
                                                                              value_set=held)))
     if changelog:
-        images = lookup_changelog(table, before, after, row_deduplicate(options))
+        images = lookup_changelog(table, before, after, TableOptions.of(table).merge.row_deduplicate)
         message.compact_changelog_files = (write_changelog_files(table, partition, bucket, images)
                                            if images.num_rows else [])
 

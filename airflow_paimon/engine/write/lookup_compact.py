@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_layout, key_value_schema,
                                                       write_changelog_files, write_key_values)
-from airflow_paimon.engine.write.changelog_producers import lookup_changelog, row_deduplicate
+from airflow_paimon.engine.options import TableOptions
+from airflow_paimon.engine.write.changelog_producers import lookup_changelog
 
 
 def locate(table: FileStoreTable, files: list[LiveFile], vectors: dict[str, DeletionVector], keys: pa.Table
@@ -107,7 +108,7 @@ def lookup_compact(message: CommitMessage, table: FileStoreTable, rules: MergeRu
                                  drop_delete=True, identifier=table.identifier.get_full_name(), rules=rules)
     marks = {int(i): old_pos[old_file == i] for i in np.unique(old_file)}
     if changelog:
-        images = lookup_changelog(table, before, fresh, row_deduplicate(table.table_schema.options))
+        images = lookup_changelog(table, before, fresh, TableOptions.of(table).merge.row_deduplicate)
         message.compact_changelog_files = (write_changelog_files(table, partition, bucket, images)
                                            if images.num_rows else [])
     occupied = sorted({f.level for f in files})

@@ -16,10 +16,11 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from airflow_paimon.engine.codec.kinds import FileKind
-from airflow_paimon.engine.commit.manifest_merge import ManifestMergeOptions
+from airflow_paimon.engine.options import ManifestMergeOptions, TableOptions
 from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.maintenance.expire import expire_snapshots
+from airflow_paimon.engine.options import ExpireOptions
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import live_entries
@@ -261,5 +262,5 @@ def test_unusable_manifest_options_are_refused_before_writing(warehouse):
                        ("manifest.target-file-size", "0 b")):
         with pytest.raises(ValidationError, match=f"db.t.*{key}"):
             get_or_create_table({"warehouse": warehouse}, "db.t", table_spec(CROSS, {key: value}))
-    options = ManifestMergeOptions.of(get_or_create_table({"warehouse": warehouse}, "db.t", table_spec(CROSS, {})))
+    options = TableOptions.of(get_or_create_table({"warehouse": warehouse}, "db.t", table_spec(CROSS, {}))).manifest
     assert options == ManifestMergeOptions(8 << 20, 30, 16 << 20)  # Paimon's defaults

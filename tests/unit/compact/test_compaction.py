@@ -16,7 +16,7 @@ from airflow_paimon.engine.compact.commit import CompactConflictError
 from airflow_paimon.engine.compact.levels import LevelSortedRun, interval_partition
 from airflow_paimon.engine.runs.compact import compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.compact.strategy import UniversalCompaction, create_unit
-from airflow_paimon.engine.table_options import CompactOptions
+from airflow_paimon.engine.options import CompactOptions, TableOptions
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.scan import file_path, latest_snapshot
 from airflow_paimon.engine.shapes import shape_of
@@ -68,8 +68,8 @@ def test_below_the_trigger_nothing_is_picked():
 
 
 def test_options_come_from_paimon_keys():
-    o = CompactOptions.of({"num-sorted-run.compaction-trigger": "3", "compaction.size-ratio": "10",
-                           "compaction.max-size-amplification-percent": "50"})
+    o = TableOptions.parse("db.t", {"num-sorted-run.compaction-trigger": "3", "compaction.size-ratio": "10",
+                                    "compaction.max-size-amplification-percent": "50"}).compaction
     assert (o.num_sorted_run_compaction_trigger, o.size_ratio, o.max_size_amplification_percent, o.levels) == \
         (3, 10, 50, 4)
 

@@ -4,6 +4,7 @@ table's own (set by another engine) before a bootstrap, write or compaction stag
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,8 +13,7 @@ import pytest
 from pypaimon import CatalogFactory, Schema
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.index.shard import IndexOptions
-from airflow_paimon.engine.maintenance.expire import ExpireOptions
+from airflow_paimon.engine.options import OPTIONS, ExpireOptions, TableOptions, markdown_table
 from airflow_paimon.engine.specs import BootstrapResult
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import Bootstrapped, Pipeline, bootstrap, compact, upsert, write_run
@@ -217,7 +217,39 @@ def test_paimon_durations_and_memory_sizes_are_parsed_and_written_with(warehouse
     for i, df in enumerate(data):
         upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), arrow(df), run_id=f"r{i}")
     assert_table_equals(get_table(opts, "db.t"), expected_upsert(data, "id"), "id")
-    index = IndexOptions.from_table_options(options, "db.t")
+    index = TableOptions.parse("db.t", options).index
     assert (index.ttl_seconds, index.block_cache_bytes, index.write_buffer_bytes) == (7 * 86400, 64 << 20, 32 << 20)
     assert ExpireOptions.of("db.t", options).time_retained_ms == 30 * 60 * 1000
-    assert IndexOptions.from_table_options({"cross-partition-upsert.index-ttl": "1 h"}).ttl_seconds == 3600
+    assert TableOptions.parse("db.t", {"cross-partition-upsert.index-ttl": "1 h"}).index.ttl_seconds == 3600
+
+
+# ---------------------------------------------------------------- declared once, documented from the declaration
+
+def test_the_docs_option_table_is_the_declaration():
+    """docs/configuration.md's table is markdown_table(): regenerate it from engine/options/declared.py."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    start = doc.index("| Option | Type | Default | What it does here |")
+    end = doc.index("\n\n", start) + 1
+    assert doc[start:end] == markdown_table(), (
+        "docs/configuration.md's option table differs from the declaration; paste the output of\n"
+        "python -c 'from airflow_paimon.engine.options import markdown_table; print(markdown_table())'")
+
+
+def test_every_declared_option_parses_its_default_and_names_a_bad_value():
+    for option in OPTIONS:
+        key = option.key.replace("<name>", "v")
+        assert TableOptions.parse("db.t", {}).get(key) is not None or option.default is None, key
+        if option.kind in ("int", "memory", "duration", "bool", "enum"):
+            with pytest.raises(ValidationError) as err:
+                TableOptions.parse("db.t", {key: "x?"}).get(key)
+            assert (err.value.table, err.value.option, err.value.value) == ("db.t", key, "x?")
+
+
+def test_options_are_parsed_once_per_table_and_option_set():
+    options = {"bucket": "2", "deletion-vectors.enabled": "true"}
+    assert TableOptions.parse("db.t", options) is TableOptions.parse("db.t", dict(options))
+    assert TableOptions.parse("db.t", options).compacts_level_0
+    assert TableOptions.parse("db.t", {"changelog-producer": "lookup"}).compacts_level_0
+    assert not TableOptions.parse("db.t", {"changelog-producer": "input"}).compacts_level_0
+    assert TableOptions.parse("db.t", {"changelog-producer": "full-compaction"}).compaction \
+        .full_compaction_delta_commits == 1
