@@ -6,8 +6,6 @@ import os
 import time
 from datetime import timedelta
 
-import pandas as pd
-import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.runs.commit import run_commit
@@ -16,23 +14,14 @@ from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.maintenance.orphans import _check_paths_line_up, remove_orphan_files
 from airflow_paimon.engine.maintenance.references import References, SnapshotReader, normalize
 from airflow_paimon.engine.specs import OrphansSpec
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table import get_or_create_table, get_table
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
 from airflow_paimon.spark.remove_orphan_files import run_remove_orphan_files
 from compaction_tables import assert_reads, batches, cross_partition_table
 from file_age import age
 from local_runner import bootstrap, compact, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
-
-SPEC = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]],
-                            "primary_keys": ["id"], "partition_keys": ["dt"],
-                            "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}})
-FIRST = pd.DataFrame({"id": [1, 2, 3], "dt": list("aab"), "v": [1.0, 2.0, 3.0]})
-SECOND = pd.DataFrame({"id": [1, 4], "dt": list("ba"), "v": [10.0, 4.0]})
-
-
-def arrow(df):
-    return pa.Table.from_pandas(df, schema=SPEC.arrow_schema(), preserve_index=False)
+from orphan_tables import FIRST, SECOND, SPEC, arrow
 
 
 def now_ms() -> int:

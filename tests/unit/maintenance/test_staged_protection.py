@@ -3,14 +3,12 @@ are; a commit whose staged files are gone anyway is refused with nothing committ
 import os
 from datetime import timedelta
 
-import pandas as pd
-import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.commit.staging import load
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.commit.staging import data_file_paths
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table import get_or_create_table, get_table
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
 from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, OrphansSpec
@@ -18,16 +16,7 @@ from airflow_paimon.spark.remove_orphan_files import run_remove_orphan_files
 from file_age import age
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
-
-SPEC = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]],
-                            "primary_keys": ["id"], "partition_keys": ["dt"],
-                            "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}})
-FIRST = pd.DataFrame({"id": [1, 2, 3], "dt": list("aab"), "v": [1.0, 2.0, 3.0]})
-SECOND = pd.DataFrame({"id": [1, 4], "dt": list("ba"), "v": [10.0, 4.0]})
-
-
-def arrow(df):
-    return pa.Table.from_pandas(df, schema=SPEC.arrow_schema(), preserve_index=False)
+from orphan_tables import FIRST, SECOND, SPEC, arrow
 
 
 @pytest.fixture
