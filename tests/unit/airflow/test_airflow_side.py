@@ -109,6 +109,7 @@ def test_a_process_without_the_job_side_runs_steps_in_the_job_environment(tmp_pa
     print(f"one step in the job environment: {out['seconds']:.2f} s")
 
 
+@pytest.mark.slow
 def test_a_step_that_fails_in_the_job_environment_is_named(tmp_path, monkeypatch):
     from airflow_paimon.job_env import step as step_module
     from airflow_paimon.job_env import steps

@@ -46,10 +46,12 @@ def test_there_are_example_dags():
     assert {p.name for p in EXAMPLE_DAGS} >= {"paimon_upsert_daily.py", "paimon_upsert_group.py"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dag_file", EXAMPLE_DAGS, ids=lambda p: p.name)
 def test_parsing_an_example_dag_imports_no_heavy_module(dag_file):
     assert heavy_imported_by(str(dag_file)) == {str(dag_file): []}
 
 
+@pytest.mark.slow
 def test_provider_modules_a_dag_imports_are_light():
     assert heavy_imported_by(*MODULES) == {module: [] for module in MODULES}

@@ -134,6 +134,7 @@ def test_manifest_count_stays_bounded_and_reads_match_the_oracle(warehouse, shap
         assert_reads_at(h, s)
 
 
+@pytest.mark.slow
 def test_without_merging_the_manifest_count_grows_with_every_commit(warehouse):
     h = History(warehouse, CROSS, {"manifest.merge-min-count": "100000"}, 24)
     table = h.table()
@@ -142,6 +143,7 @@ def test_without_merging_the_manifest_count_grows_with_every_commit(warehouse):
     assert_reads_at(h, h.latest().id)
 
 
+@pytest.mark.slow
 def test_full_compaction_drops_delete_entries(warehouse):
     # a tiny threshold: every commit rewrites all small manifests, without DELETE entries
     h = History(warehouse, CROSS, {"manifest.full-compaction-threshold-size": "1 b",
@@ -193,6 +195,7 @@ def test_full_compaction_keeps_a_big_manifest_without_deleted_partitions(warehou
         assert_reads_at(h, s.id)
 
 
+@pytest.mark.slow
 def test_without_full_compaction_the_base_keeps_delete_entries(warehouse):
     h = History(warehouse, CROSS, {"manifest.merge-min-count": "100000"}, 21)
     table = h.table()
@@ -223,6 +226,7 @@ def test_expiry_deletes_manifests_only_expired_snapshots_listed(warehouse):
         assert_reads_at(h, s.id)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("crash_at", ["commit.manifests_merged", "commit.before_publish"])
 def test_commit_killed_during_merge_lands_once_after_retry(warehouse, tmp_path, crash_at):
     min_count = 5

@@ -110,6 +110,7 @@ def evolving_writer(opts, w, aligned, next_round, out):
         next_round.wait(timeout=60)
 
 
+@pytest.mark.slow
 def test_two_evolving_writes_racing_both_land_with_both_columns(tmp_path):
     opts = {"warehouse": str(tmp_path / "warehouse")}
     get_or_create_table(opts, "db.t", SPEC)

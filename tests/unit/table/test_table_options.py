@@ -227,7 +227,7 @@ def test_paimon_durations_and_memory_sizes_are_parsed_and_written_with(warehouse
 
 def test_the_docs_option_table_is_the_declaration():
     """docs/configuration.md's table is markdown_table(): regenerate it from engine/options/declared.py."""
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text()
     start = doc.index("| Option | Type | Default | What it does here |")
     end = doc.index("\n\n", start) + 1
     assert doc[start:end] == markdown_table(), (
