@@ -93,8 +93,10 @@ class SparkSubmitBackend(JobBackend):
             except AirflowException as e:
                 return str(e)
             finally:
-                if archive is not None:
-                    archive.finish(succeeded)
+                if archive is not None and succeeded and not archive.path.exists():
+                    from airflow_paimon.spark.warm_up import start_in_background
+
+                    start_in_background(self.job.name, self.job.driver_only, conf, settings.env)
         return None
 
     def kill(self) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.runs.assign_and_write import assign_and_write
-from airflow_paimon.spark.pipelines import PIPELINES
+from airflow_paimon.spark.pipelines import PIPELINES, in_driver
 from airflow_paimon.spark.routing import without_adaptive_execution
 from airflow_paimon.spark.source import arrow_schema, read_source, validate_and_cast, validation_errors
 
@@ -25,6 +25,8 @@ def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
 
     def write(source, ctx, shape):
         with validation_errors(identifier, spec.source), without_adaptive_execution(spark):
+            if in_driver.fits(source, shape):
+                return in_driver.write(source, ctx, shape)
             return PIPELINES[shape.name](source, ctx).collect()
 
     def source_schema():

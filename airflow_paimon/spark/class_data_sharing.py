@@ -1,16 +1,18 @@
 """A class-data-sharing (CDS) archive for the driver JVM of each job: the JVM maps the Spark classes a job
-loaded last time from one file instead of reading, verifying and linking them from the jars again — about half of
-a spark-submit's start (tests/benchmarks/README.md, "Where a spark-submit's seconds go").
+loads from one file instead of reading, verifying and linking them from the jars again — about half of a
+spark-submit's start (tests/benchmarks/README.md, "Where a spark-submit's seconds go").
 
-The first spark-submit of a job on a machine writes the archive as its JVM exits (``-XX:ArchiveClassesAtExit``,
-JDK 13+; Spark 4 needs 17): that one run takes longer. Each later run of the job maps it
-(``-XX:SharedArchiveFile``). An archive holds the classes of one JVM and class path: its name is a digest of the
-job, the spark-submit and java executables (path, size, mtime) and the conf that changes the driver's class path,
-so an upgrade or another ``--jars`` gets its own. One the JVM cannot use (another class path, a damaged file) is
-ignored by the JVM, which then runs as without it.
+A job's run maps its archive (``-XX:SharedArchiveFile``) when there is one. Without one it runs as before archives
+and leaves writing it to spark/warm_up.py, in the background once the run succeeded: a JVM dumping its classes at
+exit (``-XX:ArchiveClassesAtExit``, JDK 13+; Spark 4 needs 17) took 10-40 s, longer than the run, so the job's
+first run was 3.5x a later one. ``python -m airflow_paimon.spark.warm_up`` writes them all before any run. An
+archive holds the classes of one JVM and class path: its name is a digest of the job, the spark-submit and java
+executables (path, size, mtime) and the conf that changes the driver's class path, so an upgrade or another
+``--jars`` gets its own. One the JVM cannot use (another class path, a damaged file) is ignored by the JVM, which
+then runs as without it.
 
-Archives live in ``$XDG_CACHE_HOME/airflow-paimon/cds`` (default ``~/.cache``); a job only writes it into place by
-an atomic rename after a successful run, so concurrent first runs never expose a partial file. A user's own
+Archives live in ``$XDG_CACHE_HOME/airflow-paimon/cds`` (default ``~/.cache``); the warm-up only writes one into
+place by an atomic rename after its JVM exited cleanly, so a run never maps a partial file. A user's own
 ``spark.driver.extraJavaOptions`` replaces ours (submit.py), and with them the archive.
 """
 from __future__ import annotations
@@ -30,7 +32,7 @@ CLASS_PATH_CONF = ("spark.driver.extraClassPath", "spark.jars", "spark.jars.pack
 # The JVM reports signed jars it skips and archives it cannot map on stdout (the task log): the archive is an
 # optimisation, its messages are noise.
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
-STALE_SECONDS = 3600  # a temporary archive this old is of a JVM that never finished
+STALE_SECONDS = 3600  # a temporary archive (or warm-up lock) this old is of a JVM that never finished
 
 
 def cache_dir() -> Path:
@@ -68,9 +70,11 @@ class DriverArchive:
         return cls(directory / f"{job}-{digest}.jsa", directory / f".{job}-{digest}.{uuid.uuid4().hex}.tmp")
 
     def java_options(self) -> str:
-        """The driver's JVM options: map the archive, or dump one at exit when there is none."""
-        if self.path.exists():
-            return f"-XX:SharedArchiveFile={self.path} {QUIET}"
+        """The driver's JVM options: map the archive; none while there is none (the warm-up writes it)."""
+        return f"-XX:SharedArchiveFile={self.path} {QUIET}" if self.path.exists() else ""
+
+    def dump_options(self) -> str:
+        """The warm-up's JVM options: dump the classes it loaded to ``staging`` at exit ("" where it cannot)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError:  # a read-only home: the job runs as without an archive
@@ -78,8 +82,13 @@ class DriverArchive:
         self._remove_stale()
         return f"-XX:ArchiveClassesAtExit={self.staging} {QUIET}"
 
+    @property
+    def lock(self) -> Path:
+        """Held (created exclusively) by the warm-up writing this archive, so two tasks start one warm-up."""
+        return self.path.with_name(f".{self.path.stem}.warming")
+
     def finish(self, succeeded: bool) -> None:
-        """After the spark-submit: a dumped archive goes into place if the run succeeded, else away."""
+        """After the warm-up's spark-submit: a dumped archive goes into place if it succeeded, else away."""
         if not self.staging.exists():
             return
         if succeeded and self.staging.stat().st_size > 0:
@@ -89,7 +98,7 @@ class DriverArchive:
 
     def _remove_stale(self) -> None:
         cutoff = time.time() - STALE_SECONDS
-        for tmp in self.path.parent.glob(".*.tmp"):
+        for tmp in [*self.path.parent.glob(".*.tmp"), *self.path.parent.glob(".*.warming")]:
             try:
                 if tmp.stat().st_mtime < cutoff:
                     tmp.unlink()

@@ -341,10 +341,16 @@ def submit_command(script: str, name: str, args: list[str], conf: dict | None = 
     default conf (``submit_conf``), ``conf`` on top as the operator's ``spark_conf``, and — for ``job`` — the
     job's class-data-sharing archive; with the archive (None without) to ``finish``. ``defaults=False``: a
     plain spark-submit, only the Python interpreter set."""
-    from airflow_paimon.spark.submit import submit_conf, with_driver_archive
+    from airflow_paimon.spark.job_registry import JOBS
+    from airflow_paimon.spark.submit import DRIVER_JAVA_OPTIONS, submit_conf, with_driver_archive
+    from airflow_paimon.spark.warm_up import warm_up, warm_up_conf
 
     base = submit_conf(sys.executable, spark_conf=conf)
+    if job in JOBS and defaults and DRIVER_JAVA_OPTIONS not in (conf or {}):  # its archive, as the warm-up writes it
+        warm_up(job, JOBS[job].driver_only, warm_up_conf(base), submit_env())
     archive = with_driver_archive(job, base, conf, submit_env()) if job and defaults else None
+    if archive is not None and not archive.path.exists():  # another job (the floors'): its first run dumps one
+        base[DRIVER_JAVA_OPTIONS] += f" {archive.dump_options()}"
     if not defaults:
         base = {k: v for k, v in base.items() if k.startswith("spark.pyspark.")}
     pairs = [("--conf", f"{k}={v}") for k, v in {**base, **(conf or {})}.items()]

@@ -1,8 +1,10 @@
-"""The driver JVM of a real spark-submit maps the class-data-sharing archive its job's first run wrote
-(spark/class_data_sharing.py): proved by the JVM's own class-loading log, not by a timing."""
+"""The driver JVM of a real spark-submit maps the class-data-sharing archive the warm-up its job's first run
+started wrote (spark/class_data_sharing.py, spark/warm_up.py): proved by the JVM's own class-loading log, not by
+a timing."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -32,6 +34,9 @@ def test_second_submit_loads_spark_classes_from_the_archive(airflow_home, wareho
         return json.loads((tmp_path / f"result-{n}.json").read_text())
 
     assert submit(1)["index_decision"] == "rebuilt"
+    deadline = time.monotonic() + 600  # the warm-up runs in the background
+    while list(cds.glob(".*.warming")) and time.monotonic() < deadline:
+        time.sleep(1)
     archives = list(cds.iterdir())
     assert [a.name.split("-")[0] for a in archives] == ["bootstrap_index"] and archives[0].stat().st_size > 10**6
     assert not list(cds.glob(".*.tmp"))  # the dump went into place

@@ -23,6 +23,7 @@ def spark_session():
 
     builder = SparkSession.builder.master("local[1]").appName("airflow-paimon-fault")
     for key, value in {**submit_conf(sys.executable), "spark.sql.shuffle.partitions": "2",
+                       "spark.airflow_paimon.driverWriteMaxBytes": "0",  # the crash points in Spark tasks
                        # the crash point reaches the Python workers as it would on executors of a cluster
                        f"spark.executorEnv.{CRASH_AT}": os.environ.get(CRASH_AT, "")}.items():
         builder = builder.config(key, value)

@@ -11,7 +11,7 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark_session():
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]").appName("airflow-paimon-tests")
@@ -19,3 +19,13 @@ def spark():
                .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false").getOrCreate())
     yield session
     session.stop()
+
+
+@pytest.fixture
+def spark(spark_session):
+    """The session, writing in Spark tasks as big batches do: the tests' batches are small enough for the driver
+    (spark/pipelines/in_driver.py), which tests ask for themselves."""
+    from airflow_paimon.spark.pipelines.in_driver import MAX_BYTES_CONF
+
+    spark_session.conf.set(MAX_BYTES_CONF, "0")
+    return spark_session

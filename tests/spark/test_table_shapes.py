@@ -8,6 +8,7 @@ from pypaimon.common.options.core_options import CoreOptions
 
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.table import get_table
+from airflow_paimon.spark.pipelines import in_driver
 from spark.jobs import pipeline_on
 
 pytestmark = pytest.mark.spark
@@ -18,7 +19,11 @@ SHAPES = {"fixed": (["id", "dt"], {"bucket": "3"}),
           "cross": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "2"}),
           # a one-byte write buffer: every task spills its rows and takes its shards a chunk at a time
           "cross, spilled": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "2",
-                                      "write-buffer-size": "1 b"})}
+                                      "write-buffer-size": "1 b"}),
+          # a small batch assigned and written by the driver itself (spark/pipelines/in_driver.py)
+          "cross, in the driver": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "2"}),
+          "cross, in the driver, spilled": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "2",
+                                                     "write-buffer-size": "1 b"})}
 ENGINES = {"deduplicate": {}, "partial-update": {}, "first-row": {},
            "aggregation": {"fields.v.aggregate-function": "sum"}}
 
@@ -73,6 +78,9 @@ def test_matrix(spark, warehouse, tmp_path, monkeypatch, shape, engine):
     spec = {"columns": COLUMNS, "primary_keys": key, "partition_keys": ["dt"],
             "options": {**options, "merge-engine": engine, **ENGINES[engine]}}
     jobs = pipeline_on(spark, warehouse, "db.t", spec)
+    if "in the driver" in shape:  # the session's tasks otherwise (tests/spark/conftest.py)
+        monkeypatch.setattr(in_driver, "MAX_BYTES_DEFAULT", 2**20)
+        spark.conf.unset(in_driver.MAX_BYTES_CONF)
     done, snapshot = [], None
     for i, rows in enumerate((B1, B2, B3)):
         batch = frame(rows, engine)

@@ -84,6 +84,18 @@ def pipeline(source, ctx: WriteContext):
             .mapInArrow(per_sorted_group(lambda parts: write(from_parts(parts)), [PLACE]), WRITTEN))
 
 
+def write_in_driver(source, ctx: WriteContext) -> list[dict]:
+    """A small source assigned and written by the driver's Python itself, as one task holding every shard: no
+    Python worker to start (their daemon imports the engine: 1-3 s of a small spark-submit), no shuffle, and
+    each bucket has one writer (spark/pipelines/in_driver.py decides when)."""
+    write, group_by = writer(ctx), [*ctx.partition_keys, BUCKET]
+    with WriteBuffer(ctx.primary_keys, ctx.shards, ctx.write_buffer_bytes) as buffer:
+        buffer.extend(source.toArrow().to_batches())
+        written = list(assign_and_write_shards(ctx, buffer, lambda rows: [write(b) for b in groups(rows, group_by)]))
+    crash_point("assign_write.task_written")
+    return pa.concat_tables(written).to_pylist() if written else []
+
+
 def from_parts(parts: pa.Table) -> pa.Table:
     """One bucket's rows from its PARTS rows."""
     return pa.concat_tables([pa.ipc.open_stream(p.as_buffer()).read_all() for p in parts.column(PART)])

@@ -1,5 +1,5 @@
 """The driver JVM's class-data-sharing archive (spark/class_data_sharing.py): one per job and JVM set-up, dumped
-by a job's first run, put into place only after a successful one, mapped by the runs after it."""
+by a warm-up (spark/warm_up.py), put into place only after a successful one, mapped by the job's runs."""
 from __future__ import annotations
 
 import os
@@ -21,10 +21,11 @@ def env(tmp_path):
     return {"PATH": str(bin_dir)}
 
 
-def test_first_run_dumps_then_later_runs_map(tmp_path, env):
+def test_warm_up_dumps_then_runs_map(tmp_path, env):
     cds = tmp_path / "cds"
     first = DriverArchive.for_job("assign_and_write", {}, env, cds)
-    assert f"-XX:ArchiveClassesAtExit={first.staging}" in first.java_options()
+    assert first.java_options() == ""  # a run without an archive dumps none: it waits for no dump
+    assert f"-XX:ArchiveClassesAtExit={first.staging}" in first.dump_options()
     first.staging.write_bytes(b"archive")  # what the JVM writes as it exits
     first.finish(succeeded=True)
     assert first.path.read_bytes() == b"archive" and not first.staging.exists()
@@ -38,7 +39,7 @@ def test_first_run_dumps_then_later_runs_map(tmp_path, env):
 def test_failed_or_empty_dump_is_never_put_in_place(tmp_path, env):
     for succeeded, content in ((False, b"archive"), (True, b"")):
         archive = DriverArchive.for_job("commit", {}, env, tmp_path / "cds")
-        archive.java_options()
+        archive.dump_options()
         archive.staging.write_bytes(content)
         archive.finish(succeeded)
         assert not archive.path.exists() and not archive.staging.exists()
@@ -71,7 +72,7 @@ def test_stale_staging_files_are_removed(tmp_path, env):
     stale.write_bytes(b"a killed JVM's half dump")
     fresh.write_bytes(b"a running JVM's dump")
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
-    DriverArchive.for_job("commit", {}, env, cds).java_options()
+    DriverArchive.for_job("commit", {}, env, cds).dump_options()
     assert not stale.exists() and fresh.exists()
 
 
@@ -79,6 +80,26 @@ def test_an_unwritable_cache_leaves_the_job_without_an_archive(tmp_path, env):
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     archive = DriverArchive.for_job("commit", {}, env, blocked / "cds")
-    assert archive.java_options() == ""
+    assert archive.java_options() == "" and archive.dump_options() == ""
     archive.finish(True)  # nothing was dumped: nothing to put in place
     assert not archive.path.exists()
+
+
+def test_one_background_warm_up_per_archive(tmp_path, env, monkeypatch):
+    from airflow_paimon.spark import warm_up
+
+    started = []
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(warm_up.subprocess, "Popen", lambda cmd, **kw: started.append((cmd, kw)))
+    conf = {"spark.jars": "/opt/x.jar", "fs.s3a.secret.key": "s3cr3t", "spark.driver.extraJavaOptions": "-Xss4m"}
+    warm_up.start_in_background("compact", False, conf, env)
+    warm_up.start_in_background("compact", False, conf, env)  # a second task before the first warm-up ended
+    assert len(started) == 1
+    cmd, kw = started[0]
+    assert kw["start_new_session"] and "s3cr3t" not in " ".join(cmd)  # only what decides the JVM's classes
+    archive = DriverArchive.for_job("compact", warm_up.warm_up_conf(conf), env)
+    assert archive.path == DriverArchive.for_job("compact", conf, env).path  # the name the job's runs look up
+    assert archive.lock.exists()
+    os.utime(archive.lock, (time.time() - 7200, time.time() - 7200))  # a warm-up that never finished
+    warm_up.start_in_background("compact", False, conf, env)
+    assert len(started) == 2
