@@ -8,8 +8,14 @@ and one step's round trip (``list_databases``) from this process.
 
 The Connect-mode DAG run of the same comparison: ``bench_connect.py --job-python PATH``.
 
+``--fresh-cache``: each round starts with an empty class-data-sharing cache (``XDG_CACHE_HOME``), as the first
+run after an install; between days the benchmark waits for the warm-ups those runs start in the background
+(spark/warm_up.py; daily runs are a day apart), and reports each task's first run against its daily run.
+``--floor``: before each round, the two floor spark-submits of bench_spark_floor.py (a PySpark job with one
+Python task, a driver-only job reading a snapshot), so the daily run has its floor beside it in the same run.
+
     python tests/benchmarks/bench_job_env.py [--repeat 3] [--days 3] [--rows-per-day 1000] [--starts 5]
-        [--job-python PATH] [--out DIR]
+        [--job-python PATH] [--modes ...] [--fresh-cache] [--floor] [--out DIR]
 """
 from __future__ import annotations
 
@@ -75,9 +81,23 @@ def process_starts(job_python: str, repeat: int, warehouse: Path) -> dict:
     return {name: round(statistics.median(s), 2) for name, s in named.items()}
 
 
-def daily_round(dag, mode: str, job_python: str, r: int, rows_per_day: int, n_days: int) -> list[dict]:
-    """``n_days`` daily runs on a fresh warehouse; per run the wall seconds and each task's (TI start to end)."""
+def wait_for_warm_ups(cache: Path, limit_s: float = 900) -> float:
+    """Seconds until no class-data-sharing warm-up holds a lock in ``cache`` (spark/warm_up.py)."""
+    started = time.perf_counter()
+    while list(cache.glob("airflow-paimon/cds/.*.warming")) and time.perf_counter() - started < limit_s:
+        time.sleep(1)
+    return round(time.perf_counter() - started, 1)
+
+
+def daily_round(dag, mode: str, job_python: str, r: int, rows_per_day: int, n_days: int,
+                fresh_cache: bool = False) -> list[dict]:
+    """``n_days`` daily runs on a fresh warehouse; per run the wall seconds and each task's (TI start to end).
+    ``fresh_cache``: an empty class-data-sharing cache first; the warm-ups a run starts end before the next."""
     import pendulum
+
+    cache = _HOME / f"cache-{r}-{mode.split()[0]}"
+    if fresh_cache:
+        os.environ["XDG_CACHE_HOME"] = str(cache)
 
     warehouse = _HOME / f"wh-{r}-{mode.split()[0]}"
     os.environ["AIRFLOW_CONN_PAIMON_DEFAULT"] = json.dumps({"conn_type": "paimon",
@@ -102,8 +122,11 @@ def daily_round(dag, mode: str, job_python: str, r: int, rows_per_day: int, n_da
             runs.append({"day": day, "wall_s": round(wall, 2), "load": load_average(),
                          "tasks_s": {t: round((tis[t].end_date - tis[t].start_date).total_seconds(), 2)
                                      for t in TASKS}})
+            if fresh_cache:
+                runs[-1]["warm_up_wait_s"] = wait_for_warm_ups(cache)
     finally:
         os.environ.pop("AIRFLOW__PAIMON__JOB_PYTHON", None)
+        os.environ.pop("XDG_CACHE_HOME", None)
     return runs
 
 
@@ -114,7 +137,8 @@ def summary(runs: list[dict]) -> dict:
 
     first, later = [x for x in runs if x["index"] == 0], [x for x in runs if x["index"] > 0]
     return {"first_run_s": med(first, lambda x: x["wall_s"]), "daily_run_s": med(later, lambda x: x["wall_s"]),
-            "daily_tasks_s": {t: med(later, lambda x, t=t: x["tasks_s"][t]) for t in TASKS}}
+            "daily_tasks_s": {t: med(later, lambda x, t=t: x["tasks_s"][t]) for t in TASKS},
+            "first_tasks_s": {t: med(first, lambda x, t=t: x["tasks_s"][t]) for t in TASKS}}
 
 
 def report(result: dict, meta: dict) -> str:
@@ -125,15 +149,35 @@ def report(result: dict, meta: dict) -> str:
              "first.", "",
              "| job side | first run s | daily run s | bootstrap s | assign and write s | commit s | compact s |",
              "|---|---:|---:|---:|---:|---:|---:|"]
-    for mode in MODES:
+    for mode in result["median"]:
         s = result["median"][mode]
         t = s["daily_tasks_s"]
         lines.append(f"| {mode} | {s['first_run_s']} | {s['daily_run_s']} | {t['bootstrap_index']} | "
                      f"{t['assign_and_write']} | {t['commit']} | {t['compact']} |")
+    if result.get("fresh_cache"):
+        lines += ["", "First run after an install (empty class-data-sharing cache) against the daily run, per task "
+                  "(medians; first ÷ daily):", "", "| job side | task | first run s | daily run s | first ÷ daily |",
+                  "|---|---|---:|---:|---:|"]
+        for mode in result["median"]:
+            s = result["median"][mode]
+            for t in ("assign_and_write", "commit"):
+                first, daily = s["first_tasks_s"][t], s["daily_tasks_s"][t]
+                lines.append(f"| {mode} | {t} | {first} | {daily} | {round(first / daily, 2) if daily else ''} |")
+    if result.get("floor"):
+        lines += ["", "The floor before each round (bench_spark_floor.py: a one-Python-task PySpark spark-submit "
+                  "plus a driver-only one reading a snapshot, after the run writing their archives):", ""]
+        for r, f in enumerate(result["floor"]):
+            lines.append(f"- round {r}: {f['sum']} s (load {f['load']})")
+        floor = statistics.median(f["sum"] for f in result["floor"])
+        for mode in result["median"]:
+            daily = result["median"][mode]["daily_run_s"]
+            lines.append(f"- {mode}: daily run {daily} s = {round(daily / floor, 2)} × the floor's median {round(floor, 2)} s")
+    if not result.get("process_starts_s"):
+        return "\n".join(lines) + "\n"
     lines += ["", "Each extra process start of the job environment, on its own (median):", ""]
     lines += [f"- {name}: {s} s" for name, s in result["process_starts_s"].items()]
     lines += ["", "All daily runs (wall seconds, load average at the end):", ""]
-    for mode in MODES:
+    for mode in result["runs"]:
         lines.append(f"- {mode}: " + ", ".join(f"{x['wall_s']} ({x['load']})" for x in result["runs"][mode]))
     return "\n".join(lines) + "\n"
 
@@ -145,24 +189,35 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=5, help="repeats of each process start measured")
     parser.add_argument("--days", type=int, default=3, help="daily runs per round (at least 2)")
     parser.add_argument("--job-python", help="an existing job environment's interpreter (default: create one)")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--fresh-cache", action="store_true", help="each round from an empty archive cache")
+    parser.add_argument("--floor", action="store_true", help="the floor spark-submits before each round")
     parser.add_argument("--out", type=Path, default=HERE / "results" / datetime.date.today().isoformat())
     args = parser.parse_args()
-    job_python = args.job_python or create_job_env(_HOME / "job-env")
+    with_job_env = "job environment" in args.modes
+    job_python = args.job_python or (create_job_env(_HOME / "job-env") if with_job_env else sys.executable)
     migrate_db()
     from paimon_upsert_daily import dag
 
     meta = {"date": datetime.date.today().isoformat(), "machine": machine(), "load_before": load_average()}
     result = {"repeat": args.repeat, "rows_per_day": args.rows_per_day, "days": args.days, "job_python": job_python,
-              "process_starts_s": process_starts(job_python, args.starts, _HOME / "wh-steps"),
-              "runs": {m: [] for m in MODES}}
+              "process_starts_s": process_starts(job_python, args.starts, _HOME / "wh-steps") if with_job_env else {},
+              "runs": {m: [] for m in args.modes}, "fresh_cache": args.fresh_cache, "floor": []}
     for r in range(args.repeat):
-        for mode in MODES:  # interleaved: load from other processes hits both alike
-            runs = daily_round(dag, mode, job_python, r, args.rows_per_day, args.days)
+        if args.floor:
+            from bench_spark_floor import latency
+
+            work = _HOME / f"floor-{r}"
+            work.mkdir()
+            result["floor"].append({**latency(work, 1), "load": load_average()})
+            print(f"round {r} floor: {result['floor'][-1]['sum']} s", file=sys.stderr)
+        for mode in args.modes:  # interleaved: load from other processes hits both alike
+            runs = daily_round(dag, mode, job_python, r, args.rows_per_day, args.days, args.fresh_cache)
             for i, x in enumerate(runs):
                 x["index"] = i
             result["runs"][mode].extend(runs)
             print(f"round {r} {mode}: {[x['wall_s'] for x in runs]}", file=sys.stderr)
-    result["median"] = {m: summary(result["runs"][m]) for m in MODES}
+    result["median"] = {m: summary(result["runs"][m]) for m in args.modes}
     meta["load_after"] = load_average()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "job_env.json").write_text(json.dumps({"meta": meta, **result}, indent=2))
