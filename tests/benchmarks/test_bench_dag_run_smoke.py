@@ -77,7 +77,7 @@ import bench_job_env as b
 try:
     saved = json.loads(Path({str(recorded)!r}).read_text())
     starts = b.process_starts({str(job_python)!r}, 1, b._HOME / "wh-steps")
-    print(json.dumps({{"summary": {{m: b.summary(saved["runs"][m]) for m in b.MODES}}, "starts": starts,
+    print(json.dumps({{"summary": {{m: b.summary(saved["runs"][m]) for m in saved["median"]}}, "starts": starts,
                       "report": b.report(saved, saved["meta"])}}))
 finally:
     shutil.rmtree(b._HOME, ignore_errors=True)
