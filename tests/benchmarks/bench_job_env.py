@@ -171,7 +171,8 @@ def report(result: dict, meta: dict) -> str:
         floor = statistics.median(f["sum"] for f in result["floor"])
         for mode in result["median"]:
             daily = result["median"][mode]["daily_run_s"]
-            lines.append(f"- {mode}: daily run {daily} s = {round(daily / floor, 2)} × the floor's median {round(floor, 2)} s")
+            lines.append(f"- {mode}: daily run {daily} s = {round(daily / floor, 2)} × the floor's median "
+                         f"{round(floor, 2)} s")
     if not result.get("process_starts_s"):
         return "\n".join(lines) + "\n"
     lines += ["", "Each extra process start of the job environment, on its own (median):", ""]
