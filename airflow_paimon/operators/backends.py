@@ -12,7 +12,6 @@ Imported when a task runs, never while a DAG file is parsed.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from airflow.exceptions import AirflowException
@@ -43,12 +42,10 @@ class JobBackend(ABC):
 
 
 def entry_script(job: Job) -> str:
-    """The entry script of ``job``: the checkout's spark_jobs/, else the copy packaged with the wheel."""
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here.parent / "spark_jobs" / job.script, here / "_spark_jobs" / job.script):
-        if candidate.exists():
-            return str(candidate)
-    raise FileNotFoundError(f"Spark job {job.script} not found next to {here}")
+    """The entry script of ``job`` (spark/submit.py finds it)."""
+    from airflow_paimon.spark.submit import entry_script as script_path
+
+    return script_path(job.script)
 
 
 class SparkSubmitBackend(JobBackend):

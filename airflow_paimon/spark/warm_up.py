@@ -21,14 +21,7 @@ import time
 from pathlib import Path
 
 from airflow_paimon.spark.class_data_sharing import CLASS_PATH_CONF, STALE_SECONDS, DriverArchive
-from airflow_paimon.spark.submit import DRIVER_JAVA_OPTIONS, DRIVER_PYTHON, LOG_LEVEL, PYTHON
-
-def workload() -> Path:
-    """The workload's script: the checkout's spark_jobs/, else the copy packaged with the wheel."""
-    package = Path(__file__).resolve().parent.parent
-    candidates = [package.parent / "spark_jobs" / "warm_up.py", package / "_spark_jobs" / "warm_up.py"]
-    return next((c for c in candidates if c.exists()), candidates[-1])
-
+from airflow_paimon.spark.submit import DRIVER_JAVA_OPTIONS, DRIVER_PYTHON, LOG_LEVEL, PYTHON, entry_script
 
 def warm_up_conf(conf: dict[str, str]) -> dict[str, str]:
     """What of a job's conf the warm-up keeps: what decides the driver JVM's classes (its class path, its JVM
@@ -50,7 +43,8 @@ def warm_up(job: str, driver_only: bool, conf: dict[str, str], env: dict[str, st
         return False
     run_conf = {**conf, DRIVER_JAVA_OPTIONS: f"{conf[DRIVER_JAVA_OPTIONS]} {dump}".strip()}
     cmd = [spark_submit, "--master", "local[1]", *[x for k, v in run_conf.items() for x in ("--conf", f"{k}={v}")],
-           "--name", f"airflow-paimon-warm-up-{job}", str(workload()), "driver-only" if driver_only else "session"]
+           "--name", f"airflow-paimon-warm-up-{job}", entry_script("warm_up.py"),
+           "driver-only" if driver_only else "session"]
     succeeded = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
     archive.finish(succeeded)
     return archive.path.exists()
