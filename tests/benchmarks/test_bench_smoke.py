@@ -120,3 +120,20 @@ def test_spark_floor_benchmark_smoke(spark_session, tmp_path):
     assert len(jobs) == 2 and all(len(v["runs_s"]) == 2 and v["wall_s"] > 0.5 for v in jobs.values())
     assert r["latency"]["sum"] == pytest.approx(sum(v["wall_s"] for v in jobs.values()), abs=0.002)
     assert "sum: the least a spark-submit-mode DAG run takes" in (tmp_path / "out" / "spark_floor.md").read_text()
+
+
+def test_index_lookup_smoke(tmp_path):
+    """The lookup-floor benchmark at a tiny size: every way runs on the same keys, the known/new split is the
+    batch's, and the report puts the hand-over floor beside it."""
+    import bench_index_lookup
+
+    floor = tmp_path / "spark_floor.json"
+    floor.write_text(json.dumps({"meta": {"date": "2026-01-01"},
+                                 "throughput": {"key shuffle, then Python workers": {"rows_per_s_per_core": 500_000}}}))
+    summary = bench_index_lookup.run(4_000, 1_000, 1, tmp_path / "out", str(floor))
+    assert (summary["known"], summary["new"]) == (500, 500)
+    assert all(v > 0 for v in summary["us_per_batch_key"].values())
+    assert summary["floor"]["hand_over_us_per_row"] == pytest.approx(2.0)
+    assert summary["floor"]["goal_us_per_row"] == pytest.approx(4.0)
+    report = (tmp_path / "out" / "index_lookup.md").read_text()
+    assert "ShardIndex.lookup" in report and "500,000 rows/s" in report
