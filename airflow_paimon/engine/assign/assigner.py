@@ -130,8 +130,11 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
     index.delete(keys.filter(pa.array(removed)))
 
     # Every record of a kept key goes where its key goes.
-    position = pc.index_in(records.column(KEY), value_set=keys)
-    pos = np.asarray(position.to_numpy(zero_copy_only=False), dtype=np.int64)
+    if records is deciding:  # one record per key: each record is its own key's row
+        pos = np.arange(n, dtype=np.int64)
+    else:
+        position = pc.index_in(records.column(KEY), value_set=keys)
+        pos = np.asarray(position.to_numpy(zero_copy_only=False), dtype=np.int64)
     placed = np.nonzero(keep[pos])[0]
     out = records.take(pa.array(placed, pa.int64()))
     out = _with_partition(out, partition_fields, target_part.take(pa.array(pos[placed])), partition_types)

@@ -125,3 +125,28 @@ def test_aggregation_is_left_to_paimons_merge():
     with pytest.raises(NotImplementedError, match="occurrence_rounds"):
         resolve_duplicates(_arrow(pd.DataFrame({"k": [1]})), np.zeros(1, np.int8), ["k"],
                            MergeRules.of({"merge-engine": "aggregation"}))
+
+
+def test_a_batch_of_unique_encoded_keys_skips_the_merge_and_matches_it():
+    """keys_unique() lets a batch whose encoded keys never repeat skip merge_order's sort; what it returns must
+    be what the merge returns, and a single repeated key (or keys it cannot judge) must take the merge."""
+    from airflow_paimon.engine.codec.keys import encode_keys
+    from airflow_paimon.engine.merge import rowkind
+
+    ids = rng.permutation(10_000)[:2_000]
+    rows = pa.table({"id": ids, "v": rng.normal(size=len(ids))})
+    rows = rows.append_column("_key", encode_keys(rows, ["id"]))
+    kinds = np.zeros(rows.num_rows, dtype=np.int8)
+    assert rowkind.keys_unique(rows, ["_key"])
+    assert not rowkind.keys_unique(rows, ["id"])  # not an encoded key: left to the merge
+    fast = resolve_duplicates(rows, kinds, ["_key"], FIRST_ROW)
+    merged_order = rowkind.merge_order(rows, ["_key"])
+    assert fast.rows.equals(rows) and fast.dropped == 0
+    assert sorted(merged_order.tolist()) == list(range(rows.num_rows))
+    assert occurrence_rounds(rows, ["_key"]).tolist() == [0] * rows.num_rows
+
+    twice = pa.concat_tables([rows, rows.slice(5, 1)])
+    assert not rowkind.keys_unique(twice, ["_key"])
+    resolved = resolve_duplicates(twice, np.zeros(twice.num_rows, dtype=np.int8), ["_key"])
+    assert resolved.rows.num_rows == rows.num_rows and resolved.dropped == 1
+    assert occurrence_rounds(twice, ["_key"]).tolist()[-1] == 1
