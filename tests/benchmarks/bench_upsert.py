@@ -742,11 +742,14 @@ def make_spark():
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers' Python (spark.pyspark.python alone is not enough)
-    # as spark_jobs' spark_session(): 8 shuffle partitions, Arrow on; local[2] as the DAGs' connection
+    from airflow_paimon.spark.job_frame import ARROW_MAX_BYTES, ARROW_MAX_BYTES_DEFAULT
+
+    # as spark_jobs' spark_session(): one shuffle partition per core, Arrow on, Arrow batches cut at the jobs'
+    # size; local[2] as the DAGs' connection
     spark = (SparkSession.builder.master("local[2]").appName("bench-upsert")
-             .config("spark.pyspark.python", sys.executable).config("spark.sql.shuffle.partitions", "8")
+             .config("spark.pyspark.python", sys.executable).config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true").config("spark.ui.enabled", "false")
-             .getOrCreate())
+             .config(ARROW_MAX_BYTES, ARROW_MAX_BYTES_DEFAULT).getOrCreate())
     spark.range(1).collect()  # JVM up, as in a running job
     # Python workers up with the engine imported, so the first M measured pays no worker start-up either
     # (that is spark-submit overhead, measured end to end)
