@@ -94,7 +94,7 @@ def measure(sst: str, keys: pa.Array, workdir: str, repeat: int) -> dict:
     new = [k for k, v in zip(ordered, values) if v is None]
     probe.close()
     ways = {
-        "ours: ShardIndex.lookup (sort, get loop, Arrow values)": lambda ix: ix.lookup(keys),
+        "ours: ShardIndex.lookup (sort, gets, Arrow values)": lambda ix: ix.lookup(keys),
         "get loop, known keys": lambda ix: [ix._db.get(k) for k in known],
         "get loop, new keys": lambda ix: [ix._db.get(k) for k in new],
         "multi-get, every key": lambda ix: [ix._db.get(ordered[i:i + LOOKUP_SLICE])
@@ -129,7 +129,7 @@ def summarize(keys: int, batch: int, m: dict, floor: dict | None, floor_path: st
     if floor:
         rate = floor["throughput"]["key shuffle, then Python workers"]["rows_per_s_per_core"]
         hand_over = 1e6 / rate
-        ours = per_key["ours: ShardIndex.lookup (sort, get loop, Arrow values)"]
+        ours = per_key["ours: ShardIndex.lookup (sort, gets, Arrow values)"]
         summary["floor"] = {"source": floor_path, "date": floor["meta"]["date"], "rows_per_s_per_core": rate,
                             "hand_over_us_per_row": hand_over, "goal_us_per_row": 2 * hand_over,
                             "left_after_hand_over_us": hand_over,

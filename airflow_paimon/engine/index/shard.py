@@ -132,6 +132,11 @@ def _value_bytes(values: pa.Array, order: np.ndarray) -> list:
 
 
 LOOKUP_BATCH = 1 << 16
+# From this many keys a lookup takes rocksdict's multi-get rather than a get loop. Per key, shard of K keys, batch
+# of B half known (tests/benchmarks/bench_index_lookup.py's keys): B = 2.5M, K = 5M: 2.10 µs against 2.88;
+# B = 500k, K = 1.25M: 2.01 against 2.48; B = 250k, K = 5M: 2.48 against 2.71; below it the loop wins (B = 125k,
+# K = 250k: 1.81 against 1.72; B = 50k, K = 100k: 1.93 against 1.54)
+MULTI_GET_FROM = 1 << 18
 # Recorded changes a shard holds before they go into its DB (≈ 40 bytes each in memory, more while written):
 # a first load of millions of new keys per shard would otherwise hold them all until the export
 HELD_CHANGES = 2_000_000
@@ -180,16 +185,18 @@ class ShardIndex:
             return pa.array([], pa.binary())
         if not self.disjoint:
             self._flush()
-        # in key order, a data block read once serves its neighbours (20-30 % faster than input order). A get
-        # loop: rocksdict's multi-get is no faster on mapped files (25k keys, cold: 45 ms either way) and
-        # slower once blocks are cached (33 ms vs 27 ms)
+        # in key order, a data block read once serves its neighbours (20-30 % faster than input order)
         get, ordered = self._db.get, sort_keys(keys)
         back = np.empty_like(ordered.order)  # the inverse permutation, O(n) where argsort is O(n log n)
         back[ordered.order] = np.arange(len(back))
         # a slice at a time: a Python bytes object per key only for LOOKUP_BATCH keys (all 1.5M keys of a chunk
-        # at once held 300 MB)
-        found = pa.concat_arrays([pa.array([get(k) for k in ordered.keys[i:i + LOOKUP_BATCH]], pa.binary())
-                                  for i in range(0, len(back), LOOKUP_BATCH)]).take(back)
+        # at once held 300 MB), and each key made a bytes object once (slicing ``ordered.keys`` made all of them
+        # per slice: 2.5M keys took 14.5 s instead of 7.1)
+        if len(back) >= MULTI_GET_FROM:
+            parts = [pa.array(get(chunk), pa.binary()) for _, chunk in ordered.chunks(LOOKUP_BATCH)]
+        else:
+            parts = [pa.array([get(k) for k in chunk], pa.binary()) for _, chunk in ordered.chunks(LOOKUP_BATCH)]
+        found = pa.concat_arrays(parts).take(back)
         if self.options.ttl_seconds is None or found.null_count == len(found):
             return found
         written_at = decode_values(found.fill_null(b"\0" * HEADER)).written_at

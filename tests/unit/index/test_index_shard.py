@@ -53,6 +53,23 @@ def test_an_sst_written_in_many_chunks_holds_every_pair(tmp_path, monkeypatch):
                                                                        for i in range(5_000)]
 
 
+@pytest.mark.parametrize("multi_get_from", [1, 10**9])
+def test_lookups_in_many_slices_answer_every_key_in_input_order(tmp_path, monkeypatch, multi_get_from):
+    """A lookup gets its keys a slice at a time, by a get loop or rocksdict's multi-get (a large lookup): either
+    way every key is answered once, in the caller's order, unknown keys null."""
+    monkeypatch.setattr(shard_module, "LOOKUP_BATCH", 333)
+    monkeypatch.setattr(shard_module, "MULTI_GET_FROM", multi_get_from)
+    ids = np.random.default_rng(5).permutation(6_000)
+    path = str(tmp_path / "shard.sst")
+    write_sst(keys_of(ids[:4_000]), pa.array([b"v%d" % i for i in ids[:4_000]], pa.binary()), path)
+    probe = np.random.default_rng(6).permutation(ids)[:2_500]
+    with ShardIndex(str(tmp_path)) as index:
+        index.ingest([path])
+        found = index.lookup(keys_of(probe)).to_pylist()
+    known = set(ids[:4_000].tolist())
+    assert found == [b"v%d" % i if i in known else None for i in probe]
+
+
 def test_verify_reads_a_checksum_only_when_the_file_may_have_changed(tmp_path, monkeypatch):
     (tmp_path / "snapshot-1").mkdir()
     path = tmp_path / "snapshot-1" / "shard.sst"
