@@ -11,9 +11,9 @@ half of them in the shard (updates), half new, as bench_upsert's batches, is the
 - each measurement on a freshly loaded shard (a task opens its shard once), the median of --repeat runs.
 
 Beside it, the hand-over floor of bench_spark_floor.py (10M rows shuffled by key and handed to Python workers that
-only count them; its newest recorded result, or --floor-json), and what issue 40's throughput goal leaves per row:
-at half the floor's rate a row may take 2 / floor rate in all, so everything but the hand-over — the lookups
-among it — gets 1 / floor rate.
+only count them; its newest recorded result, or --floor-json), and what the throughput goal leaves per row: at
+half the floor's rate a row may take 2 / floor rate in all, so everything but the hand-over — the lookups among
+it — gets 1 / floor rate.
 
     python tests/benchmarks/bench_index_lookup.py [--keys 5000000] [--batch 2500000] [--repeat 3] [--out DIR]
 """
@@ -154,7 +154,7 @@ def report(meta: dict, summary: dict, m: dict) -> str:
     floor = summary.get("floor")
     if floor:
         lines += [f"Hand-over floor ({floor['source']}, {floor['date']}): {floor['rows_per_s_per_core']:,.0f} rows/s "
-                  f"per core = {floor['hand_over_us_per_row']:.2f} µs per row. Issue 40's goal 1 (half the floor's "
+                  f"per core = {floor['hand_over_us_per_row']:.2f} µs per row. The throughput goal (half the floor's "
                   f"rate) allows {floor['goal_us_per_row']:.2f} µs per row in all, so "
                   f"{floor['left_after_hand_over_us']:.2f} µs for everything after the hand-over: our lookups "
                   f"alone take {floor['lookup_share_of_what_is_left']:.0%} of that for this batch mix."]
