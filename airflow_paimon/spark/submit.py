@@ -86,7 +86,6 @@ def log4j2_java_options(level: str) -> str:
     return f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -Dairflow_paimon.spark.log.level={level}"
 
 
-
 def entry_script(script: str) -> str:
     """The path of ``script`` (a file of spark_jobs/): the checkout's spark_jobs/, else the copy packaged with
     the wheel (airflow_paimon/_spark_jobs/)."""
@@ -95,6 +94,7 @@ def entry_script(script: str) -> str:
         if candidate.exists():
             return str(candidate)
     raise FileNotFoundError(f"Spark job {script} not found next to {package}")
+
 
 @dataclass(frozen=True)
 class SubmitSettings:

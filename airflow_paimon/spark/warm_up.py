@@ -23,6 +23,7 @@ from pathlib import Path
 from airflow_paimon.spark.class_data_sharing import CLASS_PATH_CONF, STALE_SECONDS, DriverArchive
 from airflow_paimon.spark.submit import DRIVER_JAVA_OPTIONS, DRIVER_PYTHON, LOG_LEVEL, PYTHON, entry_script
 
+
 def warm_up_conf(conf: dict[str, str]) -> dict[str, str]:
     """What of a job's conf the warm-up keeps: what decides the driver JVM's classes (its class path, its JVM
     options: ours, no archive to map) and the driver's Python, also the workers' (a local master, whatever the
