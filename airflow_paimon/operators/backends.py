@@ -147,7 +147,6 @@ class ConnectBackend(JobBackend):
         if self.job_run is not None:
             self.job_run.kill()
 
-
     def _started(self, process) -> None:
         self.process = process
 

@@ -8,6 +8,7 @@ Only what a Connect session lacks is here: no SparkContext, so the default paral
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import io
 import logging
@@ -65,6 +66,21 @@ def connect_session(builder, remote: str, run):
         # later job in it must not find itself in Connect mode
         run.on_close.append(lambda: _restore_env(CONNECT_MODE, connect_mode_before))
     return session
+
+
+# How long a job's end waits for its session's result releases (pyspark's own close waits as long)
+RELEASES_SECONDS = 10
+
+
+def stop_session(session) -> None:
+    """Release ``session`` on the server once the releases of its consumed results are done. pyspark sends those
+    asynchronously, and its ``stop()`` releases the session before it waits for them: under load a release still
+    in flight then fails with SESSION_CLOSED and pyspark logs a warning, which the task log shows as an error."""
+    # SparkConnectClient keeps the futures of its results' ReleaseExecute calls (pyspark 4's _release_futures)
+    pending = list(getattr(getattr(session, "client", None), "_release_futures", None) or ())
+    if pending:
+        concurrent.futures.wait(pending, timeout=RELEASES_SECONDS)
+    session.stop()
 
 
 def _restore_env(key: str, value: str | None) -> None:

@@ -32,7 +32,7 @@ from airflow_paimon.engine import storage
 from airflow_paimon.engine.errors import heals_by_rewrite, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.specs import JobSpec, Wire
-from airflow_paimon.spark.connect import JobKilled, connect_session, default_parallelism
+from airflow_paimon.spark.connect import JobKilled, connect_session, default_parallelism, stop_session
 
 log = logging.getLogger("airflow_paimon.job")
 
@@ -141,7 +141,7 @@ class JobRun:
     def close(self) -> None:
         for session in self.sessions:
             with suppress(Exception):
-                session.stop()  # releases the session on the server
+                stop_session(session)  # releases the session on the server
         self.sessions.clear()
         while self.on_close:
             self.on_close.pop()()
