@@ -190,7 +190,6 @@ def test_session_conf_of_a_job_session(connect_server, spec_partitions, conf, ex
         assert session.conf.get(ARROW) == arrow_bytes
 
 
-
 class _Records(logging.Handler):
     def __init__(self):
         super().__init__()
@@ -236,6 +235,7 @@ def test_a_jobs_end_lets_its_result_releases_finish_before_the_session_goes(conn
     failed = [m for m in records.messages if "ReleaseExecute failed" in m]
     assert session.is_stopped
     assert (failed == []) if end == "the job's end" else failed, failed
+
 
 def test_on_kill_interrupts_the_connect_job_and_commits_nothing(airflow_home, warehouse, monkeypatch, connect_server,
                                                                  tmp_path):
