@@ -190,17 +190,9 @@ def test_session_conf_of_a_job_session(connect_server, spec_partitions, conf, ex
         assert session.conf.get(ARROW) == arrow_bytes
 
 
-class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages: list[str] = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 @pytest.mark.parametrize("end", ["the job's end", "pyspark's stop"])
-def test_a_jobs_end_lets_its_result_releases_finish_before_the_session_goes(connect_server, monkeypatch, end):
+def test_a_jobs_end_lets_its_result_releases_finish_before_the_session_goes(connect_server, monkeypatch, caplog,
+                                                                            end):
     """pyspark releases a consumed result on the server asynchronously, and its stop() releases the session before
     it waits for those calls. In a loaded task process a release still in flight failed with SESSION_CLOSED, and
     the task log showed pyspark's warning as an error (Airflow's logging enables pyspark's Connect logger). Here
@@ -211,8 +203,6 @@ def test_a_jobs_end_lets_its_result_releases_finish_before_the_session_goes(conn
     from airflow_paimon.spark.job_frame import JobRun
 
     logger = logging.getLogger("pyspark.sql.connect.logging")
-    records = _Records()
-    logger.addHandler(records)
     monkeypatch.setattr(logger, "disabled", False)  # as Airflow's logging set-up leaves it
     run = JobRun(None, remote=connect_server["url"])
     session = connect_session(SparkSession.builder, connect_server["url"], run)
@@ -224,15 +214,13 @@ def test_a_jobs_end_lets_its_result_releases_finish_before_the_session_goes(conn
         return release(*args, **kwargs)
 
     stub.ReleaseExecute = late_release
-    try:
+    with caplog.at_level(logging.WARNING, logger=logger.name):
         assert session.range(1000).toArrow().num_rows == 1000
         if end == "pyspark's stop":
             session.stop()
         run.close()
         time.sleep(1)  # any release left in flight has failed by now
-    finally:
-        logger.removeHandler(records)
-    failed = [m for m in records.messages if "ReleaseExecute failed" in m]
+    failed = [r.getMessage() for r in caplog.records if "ReleaseExecute failed" in r.getMessage()]
     assert session.is_stopped
     assert (failed == []) if end == "the job's end" else failed, failed
 
