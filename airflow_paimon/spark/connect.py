@@ -33,11 +33,17 @@ def connection_url(conn_id: str) -> str:
     return SparkConnectHook(conn_id).get_connection_url()
 
 
+# A job's session asks for no progress reports: the server streams one to the client every so often while a query
+# runs (for a shell's progress bar; a job shows none), and the client answers each with a ReleaseExecute call.
+# A 100k-row assign-and-write received 3-12 of them, and 100 with 200 shuffle partitions (tests/benchmarks/README.md).
+NO_PROGRESS_REPORTS = {"spark.connect.progress.reportInterval": "-1"}
+
+
 def session_conf(conf: dict) -> dict[str, str]:
-    """The session-level part of the jobs' submit conf (spark/submit.py submit_conf: the UTC time zone) with the
-    operator's ``spark_conf`` on top. Keys a session cannot set (the server's: executors, memory, Python,
-    ...) are left out and logged."""
-    ours = {k: v for k, v in submit_conf(None).items() if k.startswith("spark.sql.")}
+    """The session-level part of the jobs' submit conf (spark/submit.py submit_conf: the UTC time zone) and
+    NO_PROGRESS_REPORTS, with the operator's ``spark_conf`` on top. Keys a session cannot set (the server's:
+    executors, memory, Python, ...) are left out and logged."""
+    ours = {**{k: v for k, v in submit_conf(None).items() if k.startswith("spark.sql.")}, **NO_PROGRESS_REPORTS}
     server_wide = sorted(k for k in conf if not k.startswith("spark.sql."))
     if server_wide:
         log.warning("Spark Connect: %s are the server's settings, not a session's; set them where the server "

@@ -190,6 +190,36 @@ def test_session_conf_of_a_job_session(connect_server, spec_partitions, conf, ex
         assert session.conf.get(ARROW) == arrow_bytes
 
 
+@pytest.mark.parametrize("session, reports", [("the job's", False), ("pyspark's default", True)])
+def test_a_job_session_gets_no_progress_reports(connect_server, session, reports):
+    """The server streams progress reports to a client while a query runs, and the client answers each with a
+    ReleaseExecute call; a job's session asks for none. pyspark's default session shows that the query gets them."""
+    from pyspark.sql import SparkSession
+
+    from airflow_paimon.spark.connect import connect_session
+    from airflow_paimon.spark.job_frame import JobRun
+
+    if session == "the job's":
+        spark = connect_session(SparkSession.builder, connect_server["url"], JobRun(None, remote=connect_server["url"]))
+    else:
+        spark = connect(connect_server["url"])
+    stub, kinds = spark.client._stub, []
+    execute = stub.ExecutePlan
+
+    def recorded(*args, **kwargs):
+        for response in execute(*args, **kwargs):
+            kinds.append(response.WhichOneof("response_type"))
+            yield response
+
+    stub.ExecutePlan = recorded
+    try:  # 8 tasks of 0.3 s on the server's 2 cores: about 1.2 s of query
+        rows = spark.range(0, 8, 1, 8).selectExpr("java_method('java.lang.Thread', 'sleep', 300L)").collect()
+    finally:
+        spark.stop()
+    assert len(rows) == 8 and "result_complete" in kinds
+    assert ("execution_progress" in kinds) is reports, kinds
+
+
 @pytest.mark.parametrize("end", ["the job's end", "pyspark's stop"])
 def test_a_jobs_end_lets_its_result_releases_finish_before_the_session_goes(connect_server, monkeypatch, caplog,
                                                                             end):

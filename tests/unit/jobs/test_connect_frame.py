@@ -44,5 +44,6 @@ def test_a_kill_from_another_thread_does_not_raise_there(tmp_path):
 def test_session_conf_keeps_the_sessions_keys_on_top_of_the_jobs_defaults():
     conf = session_conf({"spark.sql.session.timeZone": "Europe/Paris", "spark.sql.ansi.enabled": "true",
                          "spark.executor.memory": "4g"})
-    assert conf == {"spark.sql.session.timeZone": "Europe/Paris", "spark.sql.ansi.enabled": "true"}
-    assert session_conf({}) == {"spark.sql.session.timeZone": "UTC"}
+    assert conf == {"spark.sql.session.timeZone": "Europe/Paris", "spark.sql.ansi.enabled": "true",
+                    "spark.connect.progress.reportInterval": "-1"}
+    assert session_conf({}) == {"spark.sql.session.timeZone": "UTC", "spark.connect.progress.reportInterval": "-1"}
