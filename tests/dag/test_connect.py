@@ -212,8 +212,8 @@ def test_a_job_session_gets_no_progress_reports(connect_server, session, reports
             yield response
 
     stub.ExecutePlan = recorded
-    try:  # 8 tasks of 0.3 s on the server's 2 cores: about 1.2 s of query
-        rows = spark.range(0, 8, 1, 8).selectExpr("java_method('java.lang.Thread', 'sleep', 300L)").collect()
+    try:  # 8 tasks of 0.6 s on the server's 2 cores: 2.4 s of query, longer than the server's 2 s report interval
+        rows = spark.range(0, 8, 1, 8).selectExpr("java_method('java.lang.Thread', 'sleep', 600L)").collect()
     finally:
         spark.stop()
     assert len(rows) == 8 and "result_complete" in kinds
