@@ -113,13 +113,20 @@ def test_batch_size_benchmark_smoke(spark_session, tmp_path, monkeypatch):
 def test_spark_floor_benchmark_smoke(spark_session, tmp_path):
     import bench_spark_floor
 
-    r = bench_spark_floor.run(3_000, 1, tmp_path / "out", spark=spark_session, work=tmp_path / "work")
-    assert set(r["throughput"]) == {"key shuffle, JVM only", "key shuffle, then Python workers"}
+    r = bench_spark_floor.run(3_000, 1, tmp_path / "out", spark=spark_session, work=tmp_path / "work",
+                              part_keys=4_000)
+    assert set(r["throughput"]) == {"key shuffle, JVM only", "key shuffle, then Python workers",
+                                    bench_spark_floor.SECOND_SHUFFLE}
+    parts = r["write_parts"]
+    assert (parts["batch"], parts["known"], parts["new"]) == (2_000, 1_000, 1_000)
+    assert len(parts["parts"]) == 3 and all(p["us_per_row"] > 0 for p in parts["parts"].values())
     assert all(v["s"] > 0 and v["rows_per_s_per_core"] > 0 for v in r["throughput"].values())
     jobs = {k: v for k, v in r["latency"].items() if k != "sum"}
     assert len(jobs) == 2 and all(len(v["runs_s"]) == 2 and v["wall_s"] > 0.5 for v in jobs.values())
     assert r["latency"]["sum"] == pytest.approx(sum(v["wall_s"] for v in jobs.values()), abs=0.002)
-    assert "sum: the least a spark-submit-mode DAG run takes" in (tmp_path / "out" / "spark_floor.md").read_text()
+    report = (tmp_path / "out" / "spark_floor.md").read_text()
+    assert ("sum: the least a spark-submit-mode DAG run takes" in report and "SstFileWriter" in report
+            and "adds its second shuffle" in report)
 
 
 def test_index_lookup_smoke(tmp_path):
