@@ -11,11 +11,14 @@ The Connect-mode DAG run of the same comparison: ``bench_connect.py --job-python
 ``--fresh-cache``: each round starts with an empty class-data-sharing cache (``XDG_CACHE_HOME``), as the first
 run after an install; between days the benchmark waits for the warm-ups those runs start in the background
 (spark/warm_up.py; daily runs are a day apart), and reports each task's first run against its daily run.
+``--warm-up`` (with ``--fresh-cache``): each round runs the warm-up command the install guide names (``python -m
+airflow_paimon.spark.warm_up``, every job's archive) into the empty cache before its first day, and reports how
+long it took: the first run after an install that follows the guide.
 ``--floor``: before each round, the two floor spark-submits of bench_spark_floor.py (a PySpark job with one
 Python task, a driver-only job reading a snapshot), so the daily run has its floor beside it in the same run.
 
     python tests/benchmarks/bench_job_env.py [--repeat 3] [--days 3] [--rows-per-day 1000] [--starts 5]
-        [--job-python PATH] [--modes ...] [--fresh-cache] [--floor] [--out DIR]
+        [--job-python PATH] [--modes ...] [--fresh-cache [--warm-up]] [--floor] [--out DIR]
 """
 from __future__ import annotations
 
@@ -90,14 +93,21 @@ def wait_for_warm_ups(cache: Path, limit_s: float = 900) -> float:
 
 
 def daily_round(dag, mode: str, job_python: str, r: int, rows_per_day: int, n_days: int,
-                fresh_cache: bool = False) -> list[dict]:
+                fresh_cache: bool = False, warm_up: bool = False) -> list[dict]:
     """``n_days`` daily runs on a fresh warehouse; per run the wall seconds and each task's (TI start to end).
-    ``fresh_cache``: an empty class-data-sharing cache first; the warm-ups a run starts end before the next."""
+    ``fresh_cache``: an empty class-data-sharing cache first; the warm-ups a run starts end before the next.
+    ``warm_up``: the install guide's warm-up command into that cache first (its seconds on the first run)."""
     import pendulum
 
     cache = _HOME / f"cache-{r}-{mode.split()[0]}"
+    warm_up_s = None
     if fresh_cache:
         os.environ["XDG_CACHE_HOME"] = str(cache)
+        if warm_up:
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "airflow_paimon.spark.warm_up"], check=True, env=os.environ,
+                           stdout=subprocess.DEVNULL)
+            warm_up_s = round(time.perf_counter() - started, 2)
 
     warehouse = _HOME / f"wh-{r}-{mode.split()[0]}"
     os.environ["AIRFLOW_CONN_PAIMON_DEFAULT"] = json.dumps({"conn_type": "paimon",
@@ -122,6 +132,8 @@ def daily_round(dag, mode: str, job_python: str, r: int, rows_per_day: int, n_da
             runs.append({"day": day, "wall_s": round(wall, 2), "load": load_average(),
                          "tasks_s": {t: round((tis[t].end_date - tis[t].start_date).total_seconds(), 2)
                                      for t in TASKS}})
+            if warm_up_s is not None and len(runs) == 1:
+                runs[0]["warm_up_command_s"] = warm_up_s
             if fresh_cache:
                 runs[-1]["warm_up_wait_s"] = wait_for_warm_ups(cache)
     finally:
@@ -155,9 +167,12 @@ def report(result: dict, meta: dict) -> str:
         lines.append(f"| {mode} | {s['first_run_s']} | {s['daily_run_s']} | {t['bootstrap_index']} | "
                      f"{t['assign_and_write']} | {t['commit']} | {t['compact']} |")
     if result.get("fresh_cache"):
-        lines += ["", "First run after an install (empty class-data-sharing cache) against the daily run, per task "
-                  "(medians; first ÷ daily):", "", "| job side | task | first run s | daily run s | first ÷ daily |",
-                  "|---|---|---:|---:|---:|"]
+        after = (" after the install guide's `python -m airflow_paimon.spark.warm_up` (its runs: "
+                 + ", ".join(f"{x['warm_up_command_s']} s" for m in result["runs"] for x in result["runs"][m]
+                             if "warm_up_command_s" in x) + ")") if result.get("warm_up") else ""
+        lines += ["", f"First run after an install (empty class-data-sharing cache){after} against the daily run, "
+                  "per task (medians; first ÷ daily):", "",
+                  "| job side | task | first run s | daily run s | first ÷ daily |", "|---|---|---:|---:|---:|"]
         for mode in result["median"]:
             s = result["median"][mode]
             for t in ("assign_and_write", "commit"):
@@ -192,6 +207,7 @@ def main() -> None:
     parser.add_argument("--job-python", help="an existing job environment's interpreter (default: create one)")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--fresh-cache", action="store_true", help="each round from an empty archive cache")
+    parser.add_argument("--warm-up", action="store_true", help="with --fresh-cache: the warm-up command first")
     parser.add_argument("--floor", action="store_true", help="the floor spark-submits before each round")
     parser.add_argument("--out", type=Path, default=HERE / "results" / datetime.date.today().isoformat())
     args = parser.parse_args()
@@ -203,7 +219,8 @@ def main() -> None:
     meta = {"date": datetime.date.today().isoformat(), "machine": machine(), "load_before": load_average()}
     result = {"repeat": args.repeat, "rows_per_day": args.rows_per_day, "days": args.days, "job_python": job_python,
               "process_starts_s": process_starts(job_python, args.starts, _HOME / "wh-steps") if with_job_env else {},
-              "runs": {m: [] for m in args.modes}, "fresh_cache": args.fresh_cache, "floor": []}
+              "runs": {m: [] for m in args.modes}, "fresh_cache": args.fresh_cache,
+              "warm_up": args.fresh_cache and args.warm_up, "floor": []}
     for r in range(args.repeat):
         if args.floor:
             from bench_spark_floor import latency
@@ -213,7 +230,8 @@ def main() -> None:
             result["floor"].append({**latency(work, 1), "load": load_average()})
             print(f"round {r} floor: {result['floor'][-1]['sum']} s", file=sys.stderr)
         for mode in args.modes:  # interleaved: load from other processes hits both alike
-            runs = daily_round(dag, mode, job_python, r, args.rows_per_day, args.days, args.fresh_cache)
+            runs = daily_round(dag, mode, job_python, r, args.rows_per_day, args.days, args.fresh_cache,
+                               args.warm_up)
             for i, x in enumerate(runs):
                 x["index"] = i
             result["runs"][mode].extend(runs)
