@@ -150,7 +150,8 @@ class ShardIndex:
     (as one SST, no Python step per key) when it is next read — ``lookup``, ``ingest``, ``export_full``.
     A task that looks up once and then exports a delta never writes its changes into the DB at all. Nor does one
     whose lookups are ``disjoint``: each lookup's keys are none that an earlier change touched (a write task's
-    key-disjoint chunks, engine/write/buffer.py), so no lookup needs the changes before it.
+    key-disjoint chunks, engine/write/buffer.py), so no lookup needs the changes before it. A shard loaded from no
+    files (a first load) then answers such lookups without reading the DB: it holds only the task's own changes.
     """
 
     disjoint = False
@@ -163,6 +164,7 @@ class ShardIndex:
         self._changed_values: list[pa.Array] = []
         self._in_db = 0  # how many of the recorded changes the DB holds
         self._released = 0  # changes no longer held in memory (in the DB only): the shard exports in full
+        self._loaded = False  # whether the DB holds keys from files (ingest), not only the recorded changes
 
     def ingest(self, sst_paths: list[str], move: bool = False) -> None:
         """Load SST files, oldest first (each later file overrides the earlier ones). ``move`` hands the
@@ -170,6 +172,7 @@ class ShardIndex:
         having RocksDB copy them."""
         self._flush()
         self._ingest(sst_paths, move)
+        self._loaded = self._loaded or bool(sst_paths)
 
     def _ingest(self, sst_paths: list[str], move: bool) -> None:
         if not sst_paths:
@@ -184,6 +187,10 @@ class ShardIndex:
         """The index value of each key; null where the key is unknown or has outlived the index TTL."""
         if len(keys) == 0:
             return pa.array([], pa.binary())
+        if self.disjoint and not self._loaded:
+            # the DB holds only this task's earlier changes, none of these keys: no gets (a 50M-row first load's
+            # lookups read the changes released into the DB, and their blocks filled the block cache)
+            return pa.nulls(len(keys), pa.binary())
         if not self.disjoint:
             self._flush()
         # in key order, a data block read once serves its neighbours (20-30 % faster than input order)

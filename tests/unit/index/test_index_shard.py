@@ -177,6 +177,48 @@ def test_a_task_changing_many_keys_holds_a_bounded_part_of_them(tmp_path, monkey
                                                                                        b"new", None]
 
 
+class CountingGets:
+    """A shard's DB whose gets are counted."""
+
+    def __init__(self, db):
+        self.db, self.gets = db, 0
+
+    def get(self, key):
+        self.gets += 1
+        return self.db.get(key)
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+
+def test_a_first_loads_key_disjoint_lookups_read_nothing(tmp_path, monkeypatch):
+    """A shard loaded from no files holds only the task's own changes, which key-disjoint chunks never look up: its
+    lookups answer "unknown" without a get, also once changes went into the DB. Loaded from files, it reads them."""
+    from airflow_paimon.engine.index.store import FULL, export_changes
+
+    monkeypatch.setattr(shard_module, "HELD_CHANGES", 250)  # changes released into the DB, as in a large first load
+    empty = ShardMeta(0, [], 0)
+    (tmp_path / "work").mkdir()
+    with load_shard(str(tmp_path), empty, str(tmp_path / "work"), IndexOptions()) as index:
+        index.disjoint = True
+        index._db = counting = CountingGets(index._db)
+        for start in range(0, 1_000, 100):  # ten key-disjoint chunks of new keys
+            keys = keys_of(np.arange(start, start + 100))
+            assert index.lookup(keys).null_count == 100
+            index.put(keys, pa.array([b"new"] * 100, pa.binary()))
+        assert counting.gets == 0 and index.exports_in_full
+        path, file_type, entries = export_changes(index, empty, str(tmp_path))
+    assert (file_type, entries) == (FULL, 1_000)
+    (tmp_path / "published").mkdir()
+    os.replace(path, tmp_path / "published" / "full.sst")
+    loaded = ShardMeta(0, [describe_file(str(tmp_path), "published/full.sst", 1_000)], 1_000)
+    with load_shard(str(tmp_path), loaded, str(tmp_path / "work"), IndexOptions()) as index:
+        index.disjoint = True
+        index._db = counting = CountingGets(index._db)
+        assert index.lookup(keys_of([5, 999, 1_000])).to_pylist() == [b"new", b"new", None]
+        assert counting.gets == 3
+
+
 def test_loading_a_shard_leaves_its_published_files_as_they_were(tmp_path):
     # a warehouse on the local filesystem hands its files to RocksDB as hard links: RocksDB must not write
     # into them, not even for the overlapping delta, which takes a sequence number
