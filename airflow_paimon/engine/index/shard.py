@@ -78,12 +78,12 @@ def _sst_options(block_cache_bytes: int | None = None) -> Options:
     return options
 
 
-def _options(opts: IndexOptions = DEFAULTS) -> Options:
+def _options(opts: IndexOptions = DEFAULTS, mapped: bool = True) -> Options:
     options = _sst_options(opts.block_cache_bytes)
     options.create_if_missing(True)
     # a task's lookups touch most data blocks of a shard once: mapped files spare a read call per block
     # (25k lookups, half new, in a 1.25M-key shard: 0.045 s instead of 0.053 s)
-    options.set_allow_mmap_reads(True)
+    options.set_allow_mmap_reads(mapped)
     options.set_write_buffer_size(opts.write_buffer_bytes)
     return options
 
@@ -132,15 +132,28 @@ def _value_bytes(values: pa.Array, order: np.ndarray) -> list:
     return values.take(pa.array(order)).to_numpy(zero_copy_only=False).tolist()
 
 
+def _write_changes(keys: pa.Array, values: pa.Array, path: str) -> int:
+    """Changes as one SST file, the last change per key."""
+    try:  # a task's changes of key-disjoint chunks name each key once: no copy to deduplicate them
+        return write_sst(keys, values, path)
+    except KeyTwice:
+        pass
+    # the latest position per key by hashing (write_sst sorts): 1.6 ms for 14k keys, sorting 3.1 ms
+    last = (pa.table({"k": keys, "p": np.arange(len(keys))}).group_by("k", use_threads=False)
+            .aggregate([("p", "max")]).column("p_max"))
+    return write_sst(keys.take(last), values.take(last), path)
+
+
 LOOKUP_BATCH = 1 << 16
 # From this many keys a lookup takes rocksdict's multi-get rather than a get loop. Per key, shard of K keys, batch
 # of B half known (tests/benchmarks/bench_index_lookup.py's keys): B = 2.5M, K = 5M: 2.10 µs against 2.88;
 # B = 500k, K = 1.25M: 2.01 against 2.48; B = 250k, K = 5M: 2.48 against 2.71; below it the loop wins (B = 125k,
 # K = 250k: 1.81 against 1.72; B = 50k, K = 100k: 1.93 against 1.54)
 MULTI_GET_FROM = 1 << 18
-# Recorded changes a shard holds before they go into its DB (≈ 40 bytes each in memory, more while written):
-# a first load of millions of new keys per shard would otherwise hold them all until the export
-HELD_CHANGES = 2_000_000
+# Recorded changes a shard holds before they go into its DB (≈ 40 bytes each in memory, about three times that
+# while written): a first load of millions of new keys per shard would otherwise hold them all until the export.
+# A 12.5M-key shard in isolation peaked 73-82 MiB lower with 1M than with 2M
+HELD_CHANGES = 1_000_000
 
 
 class ShardIndex:
@@ -156,15 +169,19 @@ class ShardIndex:
 
     disjoint = False
 
-    def __init__(self, workdir: str | None = None, options: IndexOptions = DEFAULTS):
+    def __init__(self, workdir: str | None = None, options: IndexOptions = DEFAULTS, mapped: bool = True):
+        """``mapped``: read the DB's files through memory maps, for a shard whose lookups will read them (one
+        loaded from files). A first load's only full read is its export, and every page it maps counts in
+        the task's memory: a 12.5M-key shard's export peaked 154 MiB higher mapped."""
         self.options = options
         self._dir = tempfile.mkdtemp(prefix="paimon-index-", dir=workdir)
-        self._db = Rdict(os.path.join(self._dir, "db"), _options(options))
+        self._db = Rdict(os.path.join(self._dir, "db"), _options(options, mapped))
         self._changed_keys: list[pa.Array] = []
         self._changed_values: list[pa.Array] = []
         self._in_db = 0  # how many of the recorded changes the DB holds
         self._released = 0  # changes no longer held in memory (in the DB only): the shard exports in full
         self._loaded = False  # whether the DB holds keys from files (ingest), not only the recorded changes
+        self._sst_names = count()
 
     def ingest(self, sst_paths: list[str], move: bool = False) -> None:
         """Load SST files, oldest first (each later file overrides the earlier ones). ``move`` hands the
@@ -221,10 +238,16 @@ class ShardIndex:
     def _record(self, keys: pa.Array, values: pa.Array) -> None:
         self._changed_keys.append(keys)
         self._changed_values.append(values)
-        if self.changed - self._released > HELD_CHANGES:  # into the DB, out of memory
-            self._flush()
-            self._released += sum(len(k) for k in self._changed_keys)
-            self._changed_keys, self._changed_values, self._in_db = [], [], 0
+        if self.changed - self._released > HELD_CHANGES:
+            self._release()
+
+    def _release(self) -> None:
+        """The held changes into the DB and out of memory (the shard then exports in full). The recorded arrays
+        go before their SST is sorted and written, which holds about three copies of the changes at once."""
+        changes = self._changes_from(self._in_db)
+        self._released += sum(len(k) for k in self._changed_keys)
+        self._changed_keys, self._changed_values, self._in_db = [], [], 0
+        self._into_db(changes)
 
     @property
     def changed(self) -> int:
@@ -239,31 +262,27 @@ class ShardIndex:
         """Write the keys changed since loading (last change per key; deletes as tombstones) to one SST."""
         if self.exports_in_full:
             raise RuntimeError("changes were released into the DB: export the shard in full")
-        return self._write_changes(0, path)
+        changes = self._changes_from(0)
+        return _write_changes(*changes, path) if changes else 0
 
-    def _write_changes(self, start: int, path: str) -> int:
-        """The recorded changes from the ``start``-th on, last change per key, as one SST file."""
+    def _changes_from(self, start: int) -> tuple[pa.Array, pa.Array] | None:
+        """The recorded changes from the ``start``-th on, as one array of keys and one of values."""
         if start == len(self._changed_keys):
-            return 0
-        keys = pa.concat_arrays(self._changed_keys[start:])
-        values = pa.concat_arrays(self._changed_values[start:])
-        try:  # a task's changes of key-disjoint chunks name each key once: no copy to deduplicate them
-            return write_sst(keys, values, path)
-        except KeyTwice:
-            pass
-        # the latest position per key by hashing (write_sst sorts): 1.6 ms for 14k keys, sorting 3.1 ms
-        last = (pa.table({"k": keys, "p": np.arange(len(keys))}).group_by("k", use_threads=False)
-                .aggregate([("p", "max")]).column("p_max"))
-        return write_sst(keys.take(last), values.take(last), path)
+            return None
+        return pa.concat_arrays(self._changed_keys[start:]), pa.concat_arrays(self._changed_values[start:])
 
     def _flush(self) -> None:
         """Bring the changes recorded since the last flush into the DB."""
-        if self._in_db == len(self._changed_keys):
-            return
-        path = os.path.join(self._dir, f"changes-{self._in_db}.sst")
-        if self._write_changes(self._in_db, path):
-            self._ingest([path], move=True)
+        changes = self._changes_from(self._in_db)
+        self._into_db(changes)
         self._in_db = len(self._changed_keys)
+
+    def _into_db(self, changes: tuple[pa.Array, pa.Array] | None) -> None:
+        if changes is None:
+            return
+        path = os.path.join(self._dir, f"changes-{next(self._sst_names)}.sst")
+        if _write_changes(*changes, path):
+            self._ingest([path], move=True)
 
     def export_full(self, path: str) -> int:
         """Write the whole shard, in key order, to one SST file; returns the key count."""

@@ -24,7 +24,7 @@ DELTA, FULL = "delta", "full"
 
 def load_shard(index_uri: str, meta: ShardMeta, workdir: str, options: IndexOptions) -> ShardIndex:
     """A local RocksDB holding the shard: its files downloaded and ingested in order."""
-    index = ShardIndex(workdir, options)
+    index = ShardIndex(workdir, options, mapped=bool(meta.files))  # maps only files its lookups will read
     local = []
     for i, f in enumerate(meta.files):
         path = os.path.join(workdir, f"in-{meta.shard:05d}-{i}.sst")

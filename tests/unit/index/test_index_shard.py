@@ -251,3 +251,30 @@ def test_shared_buckets_are_buckets_with_keys_of_a_shard_that_does_not_own_them(
     assert not manifest({"p=a": {"0": 5, "2": 1}}, {"p=a": {"1": 3}, "p=b": {"3": 2}}).shares_buckets()
     assert manifest({"p=a": {"0": 5}}, {"p=a": {"0": 3}}).shares_buckets()  # bucket 0 also holds keys of shard 1
     assert not manifest({"p=a": {"0": 5}}, {"p=a": {"0": 0}}).shares_buckets()  # no key left there
+
+
+def mapped_files(directory) -> set[str]:
+    """This process's memory maps of files under ``directory`` (Linux's /proc/self/maps)."""
+    with open("/proc/self/maps") as maps:
+        return {line.split()[-1] for line in maps if str(directory) in line}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads Linux's /proc/self/maps")
+def test_only_a_shard_loaded_from_files_maps_them(tmp_path, monkeypatch):
+    """A first load's shard reads its DB without memory maps (its export would map every page of it into the task);
+    a shard loaded from files maps them for its lookups."""
+    monkeypatch.setattr(shard_module, "HELD_CHANGES", 250)
+    (tmp_path / "work").mkdir()
+    with load_shard(str(tmp_path), ShardMeta(0, [], 0), str(tmp_path / "work"), IndexOptions()) as index:
+        index.disjoint = True
+        for start in range(0, 1_000, 100):
+            index.put(keys_of(np.arange(start, start + 100)), pa.array([b"new"] * 100, pa.binary()))
+        assert index.exports_in_full
+        assert index.export_full(str(tmp_path / "full.sst")) == 1_000
+        assert not {f for f in mapped_files(tmp_path / "work") if f.endswith(".sst")}
+    (tmp_path / "published").mkdir()
+    os.replace(tmp_path / "full.sst", tmp_path / "published" / "full.sst")
+    loaded = ShardMeta(0, [describe_file(str(tmp_path), "published/full.sst", 1_000)], 1_000)
+    with load_shard(str(tmp_path), loaded, str(tmp_path / "work"), IndexOptions()) as index:
+        assert index.lookup(keys_of([5, 1_000])).to_pylist() == [b"new", None]
+        assert {f for f in mapped_files(tmp_path / "work") if f.endswith(".sst")}
