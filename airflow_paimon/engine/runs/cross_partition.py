@@ -56,6 +56,13 @@ def places(rows: pa.Table, partition_keys: list[str]) -> pa.Array:
 
 def _group_ids(rows: pa.Table, partition_keys: list[str], groups: dict[str, int]) -> np.ndarray:
     """Each row's (partition, bucket) as a number, the same for every chunk of the task (``groups``)."""
-    places_ = places(rows, partition_keys).dictionary_encode()
-    ids = np.array([groups.setdefault(p, len(groups)) for p in places_.dictionary.to_pylist()], dtype=np.int64)
-    return ids[np.asarray(places_.indices.to_numpy(zero_copy_only=False))]
+    return place_ids(places(rows, partition_keys), groups)
+
+
+def place_ids(places_: pa.Array | pa.ChunkedArray, groups: dict[str, int]) -> np.ndarray:
+    """Each place (places()) as a number, the same for every call with the same ``groups``."""
+    if isinstance(places_, pa.ChunkedArray):
+        places_ = places_.combine_chunks()
+    encoded = places_.dictionary_encode()
+    ids = np.array([groups.setdefault(p, len(groups)) for p in encoded.dictionary.to_pylist()], dtype=np.int64)
+    return ids[np.asarray(encoded.indices.to_numpy(zero_copy_only=False))]

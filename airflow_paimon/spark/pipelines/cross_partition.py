@@ -3,6 +3,7 @@ there against the global key index, and write in the same task."""
 from __future__ import annotations
 
 import os
+import tempfile
 
 import numpy as np
 import pyarrow as pa
@@ -11,11 +12,12 @@ from airflow_paimon.engine.assign.assigner import BUCKET
 from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.write.buffer import WriteBuffer
-from airflow_paimon.engine.runs.cross_partition import assign_and_write_shards, places
+from airflow_paimon.engine.memory import release_free_memory
+from airflow_paimon.engine.runs.cross_partition import assign_and_write_shards, place_ids, places
+from airflow_paimon.engine.write.buffer import Runs, WriteBuffer
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.pipelines.common import WRITTEN, writer
-from airflow_paimon.spark.routing import groups, per_sorted_group
+from airflow_paimon.spark.routing import groups
 
 # A bucket's assigned rows from one assign task, as Arrow IPC, for the shuffle to the bucket's one writer
 PLACE, PART = "_place", "_part"
@@ -67,6 +69,8 @@ def pipeline(source, ctx: WriteContext):
                         yield from table.to_batches()
                     else:
                         out.append(table)
+            # a second shuffle's writer task runs in this worker next: it starts from what the worker holds
+            release_free_memory()
             crash_point("assign_write.task_written")
             if out:  # one batch back to the JVM for all the task's files rather than one per file
                 yield from pa.concat_tables(out).to_batches()
@@ -79,9 +83,24 @@ def pipeline(source, ctx: WriteContext):
     assigned = by_key.mapInArrow(assign_then(lambda rows: [bucket_part(b, ctx.partition_keys)
                                                            for b in groups(rows, group_by)], True), PARTS)
     n = int(source.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    # sorted by place: a writer holds one bucket's parts at a time (Spark's sort spills), not its whole partition
-    return (assigned.repartition(n, PLACE).sortWithinPartitions(PLACE)
-            .mapInArrow(per_sorted_group(lambda parts: write(from_parts(parts)), [PLACE]), WRITTEN))
+    return assigned.repartition(n, PLACE).mapInArrow(write_places(write), WRITTEN)
+
+
+def write_places(write):
+    """The mapInArrow function of the second shuffle's writer task: the parts spilled to local Arrow files by
+    place as they come, then each place written once from its parts, so the task holds one bucket's rows at a
+    time. Spark sorts nothing: a sort by place held the parts in the JVM's execution memory, which took the
+    JVM from 0.7 to 1.1-1.2 GiB (B = 10M into 20M, tests/benchmarks/README.md)."""
+    def run(batches):
+        with tempfile.TemporaryDirectory(prefix="paimon-parts-", dir=spark_local_dir()) as directory:
+            by_place, ids = Runs(directory), dict[str, int]()
+            for batch in batches:
+                if batch.num_rows:
+                    parts = pa.Table.from_batches([batch])
+                    by_place.add(parts, place_ids(parts.column(PLACE), ids))
+            for place in by_place.parts():
+                yield from write(from_parts(by_place.read([place]))).to_batches()
+    return run
 
 
 def write_in_driver(source, ctx: WriteContext) -> list[dict]:
