@@ -42,7 +42,7 @@ def assign_and_write_shards(ctx: WriteContext, buffer: WriteBuffer,
         with shard_assigner(ctx, shard) as assign:
             for chunk in chunks:
                 rows = assign(chunk)
-                by_bucket.add(rows, _group_ids(rows, ctx.partition_keys, groups))
+                by_bucket.add(rows, place_ids(places(rows, ctx.partition_keys), groups))
         release_free_memory()  # the next shard starts from what this task holds, not this shard's high-water mark
     for group in by_bucket.parts():
         yield from write(by_bucket.read([group]))
@@ -54,15 +54,8 @@ def places(rows: pa.Table, partition_keys: list[str]) -> pa.Array:
                                        rows.column(BUCKET).combine_chunks().cast(pa.string()), "\x00")
 
 
-def _group_ids(rows: pa.Table, partition_keys: list[str], groups: dict[str, int]) -> np.ndarray:
-    """Each row's (partition, bucket) as a number, the same for every chunk of the task (``groups``)."""
-    return place_ids(places(rows, partition_keys), groups)
-
-
-def place_ids(places_: pa.Array | pa.ChunkedArray, groups: dict[str, int]) -> np.ndarray:
-    """Each place (places()) as a number, the same for every call with the same ``groups``."""
-    if isinstance(places_, pa.ChunkedArray):
-        places_ = places_.combine_chunks()
+def place_ids(places_: pa.Array, groups: dict[str, int]) -> np.ndarray:
+    """Each place (places()) as a number, the same for every call with the same ``groups`` (a task's chunks)."""
     encoded = places_.dictionary_encode()
     ids = np.array([groups.setdefault(p, len(groups)) for p in encoded.dictionary.to_pylist()], dtype=np.int64)
     return ids[np.asarray(encoded.indices.to_numpy(zero_copy_only=False))]

@@ -96,8 +96,7 @@ def write_places(write):
             by_place, ids = Runs(directory), dict[str, int]()
             for batch in batches:
                 if batch.num_rows:
-                    parts = pa.Table.from_batches([batch])
-                    by_place.add(parts, place_ids(parts.column(PLACE), ids))
+                    by_place.add(pa.Table.from_batches([batch]), place_ids(batch.column(PLACE), ids))
             for place in by_place.parts():
                 yield from write(from_parts(by_place.read([place]))).to_batches()
     return run
