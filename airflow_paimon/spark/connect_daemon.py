@@ -132,7 +132,10 @@ def _become_daemon(listener: socket.socket, conn: socket.socket, request: dict, 
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
-    sys.path[:0] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
+    from airflow_paimon.spark.daemon import DROPPED_ZIPS
+
+    sys.path[:0] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                    if p and p not in sys.path and p not in DROPPED_ZIPS]
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     conn.sendall(str(os.getpid()).encode())  # conn stays open: the launcher waits for it to close
     try:

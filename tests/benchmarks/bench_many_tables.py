@@ -39,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -240,6 +241,73 @@ def tree_cpu_s(pid: int) -> float:
     return total
 
 
+class ProcessCpu:
+    """CPU seconds of processes outside the servers' trees, sampled every ``interval`` s while running (a
+    process's last ``interval`` before it exits is not counted):
+
+    - the LocalExecutor's worker processes (this process's children other than the servers), split into the
+      workers' own (each runs the Airflow supervisor of its tasks) and their task processes' (reaped ones through
+      the worker's children times, running ones read directly);
+    - the Connect server's Python side: its zygote (spark/connect_daemon.py) is re-parented to init, and it forks
+      the sessions' daemons, whose forks are Spark's Python workers, so none of them is in the server's tree."""
+
+    def __init__(self, interval: float = 0.2):
+        self.interval = interval
+        self.workers: dict[int, tuple[float, float]] = {}  # pid -> (supervisor s, task processes s)
+        self.python_side: dict[int, float] = {}  # pid -> s (own and reaped children) of each zygote descendant
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _seconds(p, children: bool = True) -> float:
+        t = p.cpu_times()
+        return t.user + t.system + (t.children_user + t.children_system if children else 0.0)
+
+    def _sample(self) -> None:
+        import psutil
+        servers = set(SERVERS.values())
+        for worker in psutil.Process().children():
+            if worker.pid in servers:
+                continue
+            try:
+                running = sum(self._seconds(c) for c in worker.children(recursive=True))
+                self.workers[worker.pid] = (self._seconds(worker, children=False),
+                                            self._seconds(worker) - self._seconds(worker, children=False) + running)
+            except psutil.Error:
+                continue
+        for p in psutil.process_iter(["cmdline"]):
+            if "airflow_paimon.spark.connect_daemon" not in " ".join(p.info["cmdline"] or ()):
+                continue
+            try:  # the zygote and the daemons it forked carry its command line; their workers are children.
+                # Own seconds only: a daemon's children times hold its reaped workers, seen here while they ran
+                for q in (p, *p.children(recursive=True)):
+                    self.python_side[q.pid] = self._seconds(q, children=False)
+            except psutil.Error:
+                continue
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+        self.own_seconds = time.thread_time()  # what sampling cost this process (counted in dag.test's)
+
+    def __enter__(self):
+        self._sample()
+        self.python_start = dict(self.python_side)  # the zygote and daemons live across runs: counted from here
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def split(self) -> dict[str, float]:
+        return {"sampling them (in dag.test's)": round(self.own_seconds, 1),
+                "supervisors": round(sum(s for s, _ in self.workers.values()), 1),
+                "task processes": round(sum(t for _, t in self.workers.values()), 1),
+                "connect-server python side": round(sum(seconds - self.python_start.get(pid, 0.0)
+                                                        for pid, seconds in self.python_side.items()), 1)}
+
+
 def own_cpu_s() -> float:
     """CPU seconds of this process alone (dag.test's scheduling loop and the executor), not its children's."""
     import psutil
@@ -264,14 +332,16 @@ def dag_run(dag, source: str) -> dict:
     busy CPU seconds over the run; of them, each server's process tree's)."""
     # dag.test() warns "No tasks to run" every second while its tasks run elsewhere: not news here
     logging.getLogger("airflow.sdk.definitions.dag").setLevel(logging.ERROR)
-    machine_memory, tree = MachineMemory(), PeakRSS(os.getpid(), interval=0.5)
+    # RSS only: reading PSS (smaps) of 40-odd task processes every sample took most of a core from the run it measured
+    machine_memory, tree = MachineMemory(), PeakRSS(os.getpid(), interval=0.5, pss_interval=None)
     cpu_before = cpu_now()
-    with machine_memory, tree:
+    with machine_memory, tree, ProcessCpu() as processes_cpu:
         start = time.perf_counter()
         run = dag.test(run_conf={"source": source}, use_executor=True)
         wall = time.perf_counter() - start
     cpu = {role: round(seconds - cpu_before[role], 1) for role, seconds in cpu_now().items()}
     cpu["rest"] = round(cpu["machine"] - sum(v for r, v in cpu.items() if r != "machine"), 1)
+    cpu["of the rest"] = processes_cpu.split()
     return {**summarise(run, wall), "machine_used_over_baseline_gib": machine_memory.over_baseline_gib,
             "machine_used_baseline_gib": round(machine_memory.baseline / 2**30, 2), "tree_peak_rss_gib":
             round(tree.peak / 2**30, 2), "load": load_average(), "cpu_s": cpu}
@@ -399,8 +469,9 @@ def report(result: dict, meta: dict) -> str:
     for mode, r in result["modes"].items():
         lines.append(f"- {mode}: {r['many']['task_median_s']} (sum over tasks {r['many']['tasks_sum_s']} s)")
     lines.append("- CPU seconds of the run (the machine's busy time; of it the servers' process trees and this "
-                 "process's own, dag.test's loop and the executor; the rest is the task processes with their "
-                 "spark-submits), one table / N tables:")
+                 "process's own, dag.test's loop and the executor; the rest, of which: the executor's workers "
+                 "(Airflow's supervisors), their task processes (with their spark-submits), and the Connect "
+                 "server's Python workers, forked outside its tree), one table / N tables:")
     for mode, r in result["modes"].items():
         lines.append(f"  - {mode}: {r['one'].get('cpu_s')} / {r['many'].get('cpu_s')}")
     for key, what in (("api_server_start_s", "api-server start"), ("connect_server_start_s", "Connect server start")):

@@ -349,3 +349,31 @@ def test_the_token_comes_from_the_environment_and_never_from_the_command_line(tm
     assert TOKEN_ENV not in env  # --no-token: a token of the launcher's environment is not passed on
     argv, env = server_command(token="t0k")
     assert env[TOKEN_ENV] == "t0k" and not any("t0k" in a for a in argv)
+
+
+
+def test_the_servers_python_workers_import_the_installed_pyspark(connect_server):
+    """Each task's Python worker of a Connect session adds the session's directory to sys.path and invalidates the
+    import caches; a zip on the path is then read again whole (spark/daemon.py prefer_installed_pyspark), so
+    the workers import pyspark from the interpreter's site-packages, not Spark's pyspark.zip."""
+    def worker_imports(batches):  # nested: pickled by value, the server's workers cannot import this module
+        import sys
+        import zipimport
+
+        import pyarrow as pa
+        import pyspark
+
+        for _ in batches:
+            pass
+        zips = sorted(p for p, f in sys.path_importer_cache.items() if isinstance(f, zipimport.zipimporter))
+        yield pa.RecordBatch.from_pylist([{"pyspark": pyspark.__file__, "zips": " ".join(zips)}])
+
+    session = connect(connect_server["url"])
+    try:
+        rows = session.range(4, numPartitions=2).mapInArrow(worker_imports, "pyspark string, zips string").collect()
+    finally:
+        session.stop()
+    assert len(rows) == 2
+    for row in rows:
+        assert ".zip" not in row.pyspark and row.pyspark.endswith("pyspark/__init__.py"), row
+        assert "pyspark.zip" not in row.zips and "py4j-" not in row.zips, row
