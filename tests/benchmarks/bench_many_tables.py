@@ -251,39 +251,54 @@ class ProcessCpu:
     - the Connect server's Python side: its zygote (spark/connect_daemon.py) is re-parented to init, and it forks
       the sessions' daemons, whose forks are Spark's Python workers, so none of them is in the server's tree."""
 
-    def __init__(self, interval: float = 0.2):
+    def __init__(self, interval: float = 0.5):
         self.interval = interval
         self.workers: dict[int, tuple[float, float]] = {}  # pid -> (supervisor s, task processes s)
-        self.python_side: dict[int, float] = {}  # pid -> s (own and reaped children) of each zygote descendant
+        self.python_side: dict[int, float] = {}  # pid -> own s of the zygote and each process it forked
+        self._zygote: dict[int, bool] = {}  # pid of a process re-parented to init -> whether it is a zygote
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    @staticmethod
-    def _seconds(p, children: bool = True) -> float:
-        t = p.cpu_times()
-        return t.user + t.system + (t.children_user + t.children_system if children else 0.0)
+    def _is_zygote(self, p) -> bool:
+        import psutil
+        if p.pid not in self._zygote:
+            try:
+                self._zygote[p.pid] = "airflow_paimon.spark.connect_daemon" in " ".join(p.cmdline())
+            except psutil.Error:
+                return False
+        return self._zygote[p.pid]
 
     def _sample(self) -> None:
+        """One pass over /proc (each process's parent and CPU times), then the trees from it: a psutil call per
+        tree would scan /proc once each."""
         import psutil
+        procs = {p.pid: p for p in psutil.process_iter(["ppid", "cpu_times"])}
+        children: dict[int, list[int]] = {}
+        for pid, p in procs.items():
+            children.setdefault(p.info["ppid"], []).append(pid)
+
+        def descendants(pid: int) -> list[int]:
+            found, stack = [], list(children.get(pid, ()))
+            while stack:
+                found.append(stack.pop())
+                stack.extend(children.get(found[-1], ()))
+            return found
+
+        def seconds(pid: int, reaped: bool = True) -> float:
+            t = procs[pid].info["cpu_times"]
+            if t is None:
+                return 0.0
+            return t.user + t.system + (t.children_user + t.children_system if reaped else 0.0)
+
         servers = set(SERVERS.values())
-        for worker in psutil.Process().children():
-            if worker.pid in servers:
-                continue
-            try:
-                running = sum(self._seconds(c) for c in worker.children(recursive=True))
-                self.workers[worker.pid] = (self._seconds(worker, children=False),
-                                            self._seconds(worker) - self._seconds(worker, children=False) + running)
-            except psutil.Error:
-                continue
-        for p in psutil.process_iter(["cmdline"]):
-            if "airflow_paimon.spark.connect_daemon" not in " ".join(p.info["cmdline"] or ()):
-                continue
-            try:  # the zygote and the daemons it forked carry its command line; their workers are children.
-                # Own seconds only: a daemon's children times hold its reaped workers, seen here while they ran
-                for q in (p, *p.children(recursive=True)):
-                    self.python_side[q.pid] = self._seconds(q, children=False)
-            except psutil.Error:
-                continue
+        for worker in children.get(os.getpid(), ()):
+            if worker not in servers:
+                self.workers[worker] = (seconds(worker, reaped=False), seconds(worker) - seconds(
+                    worker, reaped=False) + sum(seconds(d) for d in descendants(worker)))
+        for zygote in children.get(1, ()):
+            if self._is_zygote(procs[zygote]):  # own seconds only: a daemon's children times hold its reaped
+                for pid in (zygote, *descendants(zygote)):  # workers, seen here while they ran
+                    self.python_side[pid] = seconds(pid, reaped=False)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

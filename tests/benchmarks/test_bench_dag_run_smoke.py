@@ -120,3 +120,24 @@ finally:
         for mode, r in saved["modes"].items():
             assert out["ratios"][mode] == r["ratio"]
             assert f"| {mode} | {r['one']['span_s']} | {r['many']['span_s']} | {r['ratio']} |" in text, text
+
+
+def test_many_tables_benchmark_splits_an_executor_workers_cpu():
+    """ProcessCpu counts a worker's own CPU as its supervisor's and its children's, reaped or running, as its task
+    processes': a child that burns ~0.6 CPU s and exits, then the worker burning ~0.3 s itself."""
+    out = run_benchmark_code("""
+import json, shutil, subprocess, sys, time
+import bench_many_tables as b
+BURN = "import time, sys\\nend = time.process_time() + float(sys.argv[1])\\nwhile time.process_time() < end: pass"
+WORKER = ("import subprocess, sys\\nsubprocess.run([sys.executable, '-c', sys.argv[1], '0.6'])\\n"
+          "exec(sys.argv[1].replace('sys.argv[1]', '0.3'))")
+try:
+    with b.ProcessCpu(interval=0.05) as cpu:
+        subprocess.run([sys.executable, "-c", WORKER, BURN], check=True)
+        time.sleep(0.1)
+    print(json.dumps(cpu.split()))
+finally:
+    shutil.rmtree(b._HOME, ignore_errors=True)
+""")
+    assert 0.5 <= out["task processes"] <= 1.0, out  # the child's 0.6 s and its interpreter's start
+    assert 0.25 <= out["supervisors"] <= 0.7, out  # the worker's 0.3 s and its start
