@@ -255,7 +255,7 @@ class ProcessCpu:
         self.interval = interval
         self.workers: dict[int, tuple[float, float]] = {}  # pid -> (supervisor s, task processes s)
         self.python_side: dict[int, float] = {}  # pid -> own s of the zygote and each process it forked
-        self._zygote: dict[int, bool] = {}  # pid of a process re-parented to init -> whether it is a zygote
+        self._zygote: dict[int, bool] = {}  # pid -> whether it is a zygote (or a daemon it forked): read once
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -263,7 +263,7 @@ class ProcessCpu:
         import psutil
         if p.pid not in self._zygote:
             try:
-                self._zygote[p.pid] = "airflow_paimon.spark.connect_daemon" in " ".join(p.cmdline())
+                self._zygote[p.pid] = "airflow_paimon.spark.connect_daemon --zygote" in " ".join(p.cmdline())
             except psutil.Error:
                 return False
         return self._zygote[p.pid]
@@ -295,10 +295,9 @@ class ProcessCpu:
             if worker not in servers:
                 self.workers[worker] = (seconds(worker, reaped=False), seconds(worker) - seconds(
                     worker, reaped=False) + sum(seconds(d) for d in descendants(worker)))
-        for zygote in children.get(1, ()):
-            if self._is_zygote(procs[zygote]):  # own seconds only: a daemon's children times hold its reaped
-                for pid in (zygote, *descendants(zygote)):  # workers, seen here while they ran
-                    self.python_side[pid] = seconds(pid, reaped=False)
+        for zygote in [pid for pid, p in procs.items() if self._is_zygote(p)]:  # with the daemons it forked
+            for pid in (zygote, *descendants(zygote)):  # own seconds only: a daemon's children times hold its
+                self.python_side[pid] = seconds(pid, reaped=False)  # reaped workers, seen here while they ran
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
