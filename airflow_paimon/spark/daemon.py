@@ -28,8 +28,8 @@ def prefer_installed_pyspark() -> None:
     """Take Spark's pyspark and py4j zips off sys.path when this interpreter has the same pyspark installed, so
     the workers import it from there. A Python worker adds its task's files directory to sys.path and calls
     importlib.invalidate_caches() (always with Spark Connect: a directory per session); Python 3.11's zipimporter
-    then re-reads its whole archive, once per package imported from it: 0.15 CPU s and more per worker with
-    pyspark.zip's 1,377 entries, half the Python workers' CPU of a 100k-row upsert (tests/benchmarks/README.md).
+    then re-reads its whole archive, once per package imported from it (pyspark.zip has 1,377 entries): 100
+    fresh workers took 11.7-11.8 s with the zip, 9.8-10.7 s without (tests/benchmarks/README.md).
     A zip of another version stays: the workers must speak the JVM's protocol."""
     zips = spark_zips(sys.path)
     pyspark_zips = [p for p in zips if os.path.basename(p) == "pyspark.zip"]

@@ -346,7 +346,7 @@ def dag_run(dag, source: str) -> dict:
     busy CPU seconds over the run; of them, each server's process tree's)."""
     # dag.test() warns "No tasks to run" every second while its tasks run elsewhere: not news here
     logging.getLogger("airflow.sdk.definitions.dag").setLevel(logging.ERROR)
-    # RSS only: reading PSS (smaps) of 40-odd task processes every sample took most of a core from the run it measured
+    # RSS only: reading 40-odd processes' PSS (smaps) every sample cost this process ~33 of a 20-table run's 309 CPU s
     machine_memory, tree = MachineMemory(), PeakRSS(os.getpid(), interval=0.5, pss_interval=None)
     cpu_before = cpu_now()
     with machine_memory, tree, ProcessCpu() as processes_cpu:

@@ -351,7 +351,6 @@ def test_the_token_comes_from_the_environment_and_never_from_the_command_line(tm
     assert env[TOKEN_ENV] == "t0k" and not any("t0k" in a for a in argv)
 
 
-
 def test_the_servers_python_workers_import_the_installed_pyspark(connect_server):
     """Each task's Python worker of a Connect session adds the session's directory to sys.path and invalidates the
     import caches; a zip on the path is then read again whole (spark/daemon.py prefer_installed_pyspark), so
