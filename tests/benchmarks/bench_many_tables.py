@@ -1,6 +1,8 @@
 """Benchmark: one DAG writing many tables — N ``paimon_upsert`` groups (tables db.t00, db.t01, …, each its own
 M-row table, each given the same B-row batch) — in Spark Connect mode and in spark-submit mode, against the same
-DAG shape with one table; and (mode ``airflow``) the same two DAG shapes with no-op tasks: Airflow's own floor.
+DAG shape with one table; and (mode ``airflow``) the same two DAG shapes with no-op tasks: Airflow's own floor;
+and (mode ``passthrough``) the no-op DAGs with each assign_and_write a Connect job of our plan's shape whose Python
+functions only pass the rows on: the floor of any job of that shape.
 
 The tasks run in parallel as in a deployment: ``dag.test(use_executor=True)`` queues every ready task to a
 LocalExecutor (``--parallelism`` worker processes, ``[core] parallelism``); its task processes reach the
@@ -20,8 +22,8 @@ most tasks running at once, failed tasks (with a flag when their log shows a mem
 read back and checked (bench_upsert.verify).
 
     python tests/benchmarks/bench_many_tables.py [--tables 20] [--rows 1000000] [--batch 100000]
-        [--parallelism 8] [--modes connect submit airflow] [--server-conf spark.driver.memory=4g] [--cold]
-        [--preload MODULE ...] [--out DIR]
+        [--parallelism 8] [--modes connect submit airflow passthrough] [--server-conf spark.driver.memory=4g] [--cold]
+        [--preload MODULE ...] [--passthrough-shuffles 2] [--out DIR]
 """
 from __future__ import annotations
 
@@ -54,7 +56,9 @@ from bench_upsert import (CROSS, PeakRSS, load_average, load_paimon, machine, ma
                           verify)
 import processes  # noqa: E402 - tests/, on the path bench_upsert set
 
-MODES = ("connect", "submit", "airflow")  # airflow: the same DAG shape with no-op tasks, Airflow's own floor
+# airflow: the same DAG shape with no-op tasks, Airflow's own floor; passthrough: the same again, each
+# assign_and_write a Connect job of our plan's shape with pass-through Python functions, the floor of such a job
+MODES = ("connect", "submit", "airflow", "passthrough")
 SHARDS = 4
 DAG_FILE = '''
 import pendulum
@@ -86,6 +90,64 @@ with DAG("{dag_id}", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz=
             for name in ("bootstrap_index", "assign_and_write", "commit", "compact"):
                 previous = step.override(task_id=name)(previous)
 '''
+# The floor of a job of our shape in Connect mode: the no-op DAG, its assign_and_write tasks each a Connect session
+# running the cross-partition pipeline's plan (spark/pipelines/cross_partition.py: the batch read, a shuffle by
+# key, a Python function, a shuffle by place, a Python function, collect) with functions that only pass the rows
+# on and count them; with ``shuffles`` 1 the plan of a table this provider filled (no shuffle by place). Same
+# session settings as our jobs (spark/job_frame.py spark_session): one shuffle partition per core, no adaptive
+# execution, 8 MiB Arrow batches. The count is checked, so a lost row fails the task.
+PASSTHROUGH_DAG_FILE = '''
+import pendulum
+from airflow.sdk import DAG, TaskGroup, task
+
+
+@task
+def step(previous=None):
+    return {{"done": True}}
+
+
+@task
+def pass_through(source, previous=None):
+    import pyarrow.parquet as pq
+    from pyspark.sql import SparkSession
+    from airflow_paimon.spark.connect import connect_session, connection_url, default_parallelism, stop_session
+
+    builder = SparkSession.builder.appName("pass-through").config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    spark = connect_session(builder, connection_url("spark_default"), None)
+    try:
+        cores = default_parallelism(spark)
+        for key, value in {{"spark.sql.shuffle.partitions": str(cores), "spark.sql.adaptive.enabled": "false",
+                           "spark.sql.execution.arrow.maxBytesPerBatch": str(8 * 2**20)}}.items():
+            spark.conf.set(key, value)
+
+        def rows_on(batches):  # nested: pickled by value, the server's workers cannot import this DAG file
+            yield from batches
+
+        def counted(batches):
+            import pyarrow as pa
+            yield pa.RecordBatch.from_pydict({{"rows": [sum(b.num_rows for b in batches)]}})
+
+        batch = spark.read.parquet(source)
+        by_key = batch.repartition(min(cores, {shards}), "id")
+        if {shuffles} == 2:
+            by_key = by_key.mapInArrow(rows_on, batch.schema).repartition(cores, "dt")
+        rows = sum(r["rows"] for r in by_key.mapInArrow(counted, "rows long").collect())
+    finally:
+        stop_session(spark)
+    if rows != pq.read_metadata(source).num_rows:
+        raise RuntimeError(f"{{rows}} rows passed through, {{pq.read_metadata(source).num_rows}} in {{source}}")
+    return {{"rows": rows}}
+
+
+with DAG("{dag_id}", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), params={{"source": ""}},
+         default_args={{"retries": 0}}) as dag:
+    for table in {tables!r}:
+        with TaskGroup(table.replace(".", "_")):
+            previous = step.override(task_id="bootstrap_index")()
+            previous = pass_through.override(task_id="assign_and_write")("{{{{ params.source }}}}", previous)
+            previous = step.override(task_id="commit")(previous)
+            step.override(task_id="compact")(previous)
+'''
 MEMORY_ERROR = re.compile(r"OutOfMemoryError|MemoryError|Cannot allocate memory|Killed|SIGKILL|exit code -9|"
                           r"return code 137")
 
@@ -94,8 +156,8 @@ def table_names(n: int) -> list[str]:
     return [f"db.t{i:02d}" for i in range(n)]
 
 
-def dag_id(n: int, floor: bool = False) -> str:
-    return f"bench_{'floor' if floor else 'many'}_{n}"
+def dag_id(n: int, floor: str | None = None) -> str:
+    return f"bench_{floor or 'many'}_{n}"
 
 
 # ---------------------------------------------------------------------------------------------- Airflow set-up
@@ -144,15 +206,15 @@ def stop(process: subprocess.Popen | None) -> None:
     processes.stop(process, 60)
 
 
-def write_dags(sizes: set[int], floor: bool = False) -> dict:
+def write_dags(sizes: set[int], floor: str | None = None, shuffles: int = 2) -> dict:
     """A DAG file per table count in the DAGS folder (the executor's tasks parse it from there); the DAGs.
-    ``floor``: FLOOR_DAG_FILE's no-op DAGs."""
+    ``floor``: "floor" for FLOOR_DAG_FILE's no-op DAGs, "passthrough" for PASSTHROUGH_DAG_FILE's."""
     sys.path.insert(0, str(DAGS))
     dags = {}
     for n in sorted(sizes):
-        source = FLOOR_DAG_FILE if floor else DAG_FILE
+        source = {None: DAG_FILE, "floor": FLOOR_DAG_FILE, "passthrough": PASSTHROUGH_DAG_FILE}[floor]
         (DAGS / f"{dag_id(n, floor)}.py").write_text(source.format(dag_id=dag_id(n, floor), tables=table_names(n),
-                                                                   shards=SHARDS))
+                                                                   shards=SHARDS, shuffles=shuffles))
         dags[n] = __import__(dag_id(n, floor)).dag
     return dags
 
@@ -411,13 +473,15 @@ def prepare(m: int, b: int, n: int, work: Path) -> dict:
     return data
 
 
-def run(n: int, m: int, b: int, modes: tuple, cold: bool, server_conf: dict, api_port: int, log=print) -> dict:
+def run(n: int, m: int, b: int, modes: tuple, cold: bool, server_conf: dict, api_port: int, log=print,
+        shuffles: int = 2) -> dict:
     work = Path(tempfile.mkdtemp(prefix="work-", dir=_HOME))
     data = prepare(m, b, n, work)
     from airflow_paimon.embedded import migrate_db
     migrate_db()
     dags = write_dags({1, n})
-    floor_dags = write_dags({1, n}, floor=True) if "airflow" in modes else {}
+    floor_dags = {mode: write_dags({1, n}, floor="floor" if mode == "airflow" else mode, shuffles=shuffles)
+                  for mode in ("airflow", "passthrough") if mode in modes}
     api = connect = None
     result = {"tables": n, "rows": m, "batch": b, **data["facts"], "modes": {}}
     try:
@@ -426,16 +490,19 @@ def run(n: int, m: int, b: int, modes: tuple, cold: bool, server_conf: dict, api
         SERVERS["api-server"] = api.pid
         result["api_server_start_s"] = round(time.perf_counter() - started, 1)
         port = None
-        if "connect" in modes:
+        if {"connect", "passthrough"} & set(modes):
             port, started = free_port(), time.perf_counter()
             connect = start_connect_server(port, _HOME / "connect_server.log", server_conf or None)
             SERVERS["connect-server"] = connect.pid
             result["connect_server_start_s"] = round(time.perf_counter() - started, 1)
         for mode in modes:
-            if mode == "airflow":  # no tables: the no-op DAGs, once to warm up, then measured
-                dag_run(floor_dags[1], "")
-                one, many = (dag_run(floor_dags[k], "") for k in (1, n))
-                log(f"airflow floor, 1 / {n} table(s): {json.dumps(one)} / {json.dumps(many)}")
+            if mode in floor_dags:  # no tables: the floor DAGs, once to warm up, then measured
+                use("connect", data["work"], port)
+                source = data["batch_path"] if mode == "passthrough" else ""
+                if dag_run(floor_dags[mode][1], source)["failed"]:
+                    raise RuntimeError(f"{mode}: the warm-up run failed")
+                one, many = (dag_run(floor_dags[mode][k], source) for k in (1, n))
+                log(f"{mode} floor, 1 / {n} table(s): {json.dumps(one)} / {json.dumps(many)}")
                 result["modes"][mode] = {"one": one, "many": many, "ratio": ratio_of(one, many)}
                 continue
             if cold:  # else the one-table DAG's previous run warms up
@@ -479,7 +546,10 @@ def report(result: dict, meta: dict) -> str:
                      f"{len(many['failed'])} ({len(many['failed_for_memory'])}) |")
     lines += ["", "Seconds are spans: the first task's start to the last task's end (Airflow's task instances). "
               "Ratio: N tables ÷ one table (goal for Connect mode: ≤ 4). Mode airflow: the same DAG shape with "
-              "no-op tasks (Airflow's own floor, no table). Median task seconds in the N-table run: "]
+              "no-op tasks (Airflow's own floor, no table); mode passthrough: the same with each assign_and_write a "
+              "Connect job of our plan's shape whose Python functions only pass the rows on (a job's floor; "
+              f"{meta.get('passthrough_shuffles', 2)} shuffle(s)). "
+              "Median task seconds in the N-table run: "]
     for mode, r in result["modes"].items():
         lines.append(f"- {mode}: {r['many']['task_median_s']} (sum over tasks {r['many']['tasks_sum_s']} s)")
     lines.append("- CPU seconds of the run (the machine's busy time; of it the servers' process trees and this "
@@ -512,6 +582,9 @@ def main() -> None:
     parser.add_argument("--preload", nargs="+", default=[], metavar="MODULE",
                         help="modules imported before the runs (the task processes fork from this one)")
     parser.add_argument("--cold", action="store_true", help="no previous run: the measured run builds the indexes")
+    parser.add_argument("--passthrough-shuffles", type=int, choices=(1, 2), default=2,
+                        help="mode passthrough: 2 as our plan for a table another writer filled, 1 as for a table "
+                             "this provider filled")
     parser.add_argument("--out", type=Path, default=HERE / "results" / datetime.date.today().isoformat())
     args = parser.parse_args()
     api_port = free_port()
@@ -519,10 +592,12 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     meta = {"date": datetime.date.today().isoformat(), "machine": machine(), "load_before": load_average(),
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "parallelism": args.parallelism,
-            "cold": args.cold, "server_conf": parse_conf(args.server_conf), "preload": args.preload}
+            "cold": args.cold, "server_conf": parse_conf(args.server_conf), "preload": args.preload,
+            "passthrough_shuffles": args.passthrough_shuffles}
     for name in args.preload:  # imported here, the executor's workers and their task processes fork with it loaded
         importlib.import_module(name)
-    result = run(args.tables, args.rows, args.batch, tuple(args.modes), args.cold, meta["server_conf"], api_port)
+    result = run(args.tables, args.rows, args.batch, tuple(args.modes), args.cold, meta["server_conf"], api_port,
+                 shuffles=args.passthrough_shuffles)
     meta["load_after"] = load_average()
     (args.out / "many_tables.json").write_text(json.dumps({"meta": meta, **result}, indent=2))
     text = report(result, meta)

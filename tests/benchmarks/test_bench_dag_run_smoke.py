@@ -97,7 +97,8 @@ from pathlib import Path
 import bench_many_tables as b
 try:
     dags = {{**{{f"many_{{n}}": d for n, d in b.write_dags({{1, 3}}).items()}},
-             **{{f"floor_{{n}}": d for n, d in b.write_dags({{3}}, floor=True).items()}}}}
+             **{{f"floor_{{n}}": d for n, d in b.write_dags({{3}}, floor="floor").items()}},
+             **{{f"passthrough_{{n}}": d for n, d in b.write_dags({{3}}, floor="passthrough").items()}}}}
     reports, ratios = [], {{}}
     for path in {[str(p) for p in recorded]!r}:
         saved = json.loads(Path(path).read_text())
@@ -114,6 +115,7 @@ finally:
     assert len(out["tasks"]["many_3"]) == 12 and {t.split(".")[0] for t in out["tasks"]["many_3"]} == {
         "db_t00", "db_t01", "db_t02"}
     assert sorted(t.split(".")[-1] for t in out["tasks"]["floor_3"]) == sorted(steps * 3)
+    assert out["tasks"]["passthrough_3"] == out["tasks"]["many_3"]
     assert out["most_at_once"] == 2  # (0,4) with (1,2), then (2,3), then (3,5): an end frees its slot first
     for path, text in zip(recorded, out["reports"]):
         saved = json.loads(path.read_text())
