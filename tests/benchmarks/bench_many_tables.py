@@ -462,7 +462,8 @@ def measured_run(mode: str, n: int, dag, data: dict, port: int | None, cold: boo
 
 
 def prepare(m: int, b: int, n: int, work: Path) -> dict:
-    """The N loaded tables (same M rows each), the batch and the previous run's batch (rows the tables have)."""
+    """The N loaded tables (same M rows each; none for ``n`` 0), the batch and the previous run's batch (rows the
+    tables have)."""
     base, batch, facts = make_data(m, b)
     data = {"work": work, "batch": batch, "expect": m + facts["new"], "facts": facts, "loaded": work / "loaded",
             "batch_path": str(work / "batch.parquet"), "previous": str(work / "previous.parquet")}
@@ -476,7 +477,7 @@ def prepare(m: int, b: int, n: int, work: Path) -> dict:
 def run(n: int, m: int, b: int, modes: tuple, cold: bool, server_conf: dict, api_port: int, log=print,
         shuffles: int = 2) -> dict:
     work = Path(tempfile.mkdtemp(prefix="work-", dir=_HOME))
-    data = prepare(m, b, n, work)
+    data = prepare(m, b, n if {"connect", "submit"} & set(modes) else 0, work)  # the floors write no table
     from airflow_paimon.embedded import migrate_db
     migrate_db()
     dags = write_dags({1, n})
