@@ -95,7 +95,9 @@ with DAG("{dag_id}", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz=
 # key, a Python function, a shuffle by place, a Python function, collect) with functions that only pass the rows
 # on and count them; with ``shuffles`` 1 the plan of a table this provider filled (no shuffle by place). Same
 # session settings as our jobs (spark/job_frame.py spark_session): one shuffle partition per core, no adaptive
-# execution, 8 MiB Arrow batches. The count is checked, so a lost row fails the task.
+# execution, 8 MiB Arrow batches; as many tasks by key as cross_partition.task_count() gives where the cores divide
+# the shards. Written out, not imported: importing our job and pipeline modules costs a task process 0.3-1.3 s that
+# a pass-through job does not pay. The count is checked, so a lost row fails the task.
 PASSTHROUGH_DAG_FILE = '''
 import pendulum
 from airflow.sdk import DAG, TaskGroup, task
@@ -134,8 +136,9 @@ def pass_through(source, previous=None):
         rows = sum(r["rows"] for r in by_key.mapInArrow(counted, "rows long").collect())
     finally:
         stop_session(spark)
-    if rows != pq.read_metadata(source).num_rows:
-        raise RuntimeError(f"{{rows}} rows passed through, {{pq.read_metadata(source).num_rows}} in {{source}}")
+    expected = pq.read_metadata(source).num_rows
+    if rows != expected:
+        raise RuntimeError(f"{{rows}} rows passed through, {{expected}} in {{source}}")
     return {{"rows": rows}}
 
 
@@ -148,6 +151,7 @@ with DAG("{dag_id}", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz=
             previous = step.override(task_id="commit")(previous)
             step.override(task_id="compact")(previous)
 '''
+FLOOR_FILES = {"airflow": FLOOR_DAG_FILE, "passthrough": PASSTHROUGH_DAG_FILE}  # the modes that write no table
 MEMORY_ERROR = re.compile(r"OutOfMemoryError|MemoryError|Cannot allocate memory|Killed|SIGKILL|exit code -9|"
                           r"return code 137")
 
@@ -208,11 +212,11 @@ def stop(process: subprocess.Popen | None) -> None:
 
 def write_dags(sizes: set[int], floor: str | None = None, shuffles: int = 2) -> dict:
     """A DAG file per table count in the DAGS folder (the executor's tasks parse it from there); the DAGs.
-    ``floor``: "floor" for FLOOR_DAG_FILE's no-op DAGs, "passthrough" for PASSTHROUGH_DAG_FILE's."""
+    ``floor``: a mode of FLOOR_FILES, whose DAGs write no table."""
     sys.path.insert(0, str(DAGS))
     dags = {}
     for n in sorted(sizes):
-        source = {None: DAG_FILE, "floor": FLOOR_DAG_FILE, "passthrough": PASSTHROUGH_DAG_FILE}[floor]
+        source = FLOOR_FILES[floor] if floor else DAG_FILE
         (DAGS / f"{dag_id(n, floor)}.py").write_text(source.format(dag_id=dag_id(n, floor), tables=table_names(n),
                                                                    shards=SHARDS, shuffles=shuffles))
         dags[n] = __import__(dag_id(n, floor)).dag
@@ -481,8 +485,7 @@ def run(n: int, m: int, b: int, modes: tuple, cold: bool, server_conf: dict, api
     from airflow_paimon.embedded import migrate_db
     migrate_db()
     dags = write_dags({1, n})
-    floor_dags = {mode: write_dags({1, n}, floor="floor" if mode == "airflow" else mode, shuffles=shuffles)
-                  for mode in ("airflow", "passthrough") if mode in modes}
+    floor_dags = {mode: write_dags({1, n}, floor=mode, shuffles=shuffles) for mode in FLOOR_FILES if mode in modes}
     api = connect = None
     result = {"tables": n, "rows": m, "batch": b, **data["facts"], "modes": {}}
     try:

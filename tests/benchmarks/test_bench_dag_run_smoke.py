@@ -97,7 +97,7 @@ from pathlib import Path
 import bench_many_tables as b
 try:
     dags = {{**{{f"many_{{n}}": d for n, d in b.write_dags({{1, 3}}).items()}},
-             **{{f"floor_{{n}}": d for n, d in b.write_dags({{3}}, floor="floor").items()}},
+             **{{f"floor_{{n}}": d for n, d in b.write_dags({{3}}, floor="airflow").items()}},
              **{{f"passthrough_{{n}}": d for n, d in b.write_dags({{3}}, floor="passthrough").items()}}}}
     reports, ratios = [], {{}}
     for path in {[str(p) for p in recorded]!r}:
