@@ -37,10 +37,10 @@ def paimon_upsert(group_id: str | None = None, *, table: str, source: str | dict
     ``bootstrap_index`` (creating the table from ``table_schema`` if it does not exist; ``bootstrap_kwargs``
     such as ``shards``; ``schema_evolution`` lets both it and the write grow the table: ``"add_columns"`` or
     ``"widen"``), ``assign_and_write`` (``source`` and ``write_kwargs``: ``source_format``,
-    ``row_kind_column``, ``write_mode``, ``reprocess_on_clear``, ...), ``commit`` (``max_rewrites``: how often it writes
-    the batch again when the table moved under it) and, with ``compact``, ``compact``
-    (``compact_kwargs``: ``full``, ``scope``, ``every_n_runs``, ...). Use it inside ``with DAG(...)``; it chains
-    like a task. A task downstream of the group runs after compaction; when ``every_n_runs`` skips the
+    ``row_kind_column``, ``write_mode``, ``reprocess_on_clear``, ``write_order``, ...), ``commit``
+    (``max_rewrites``: how often it writes the batch again when the table moved under it) and, with ``compact``,
+    ``compact`` (``compact_kwargs``: ``full``, ``scope``, ``every_n_runs``, ...). Use it inside ``with DAG(...)``;
+    it chains like a task. A task downstream of the group runs after compaction; when ``every_n_runs`` skips the
     compaction, give that task ``trigger_rule="none_failed"``.
     """
     common: dict[str, Any] = {"table": table, "paimon_conn_id": paimon_conn_id, "spark_conn_id": spark_conn_id,

@@ -23,7 +23,8 @@ from pypaimon.schema.data_types import PyarrowFieldParser
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.assign.assigner import BUCKET, ORDER, ROW_KIND
 from airflow_paimon.engine.assign.fixed import fixed_buckets
-from airflow_paimon.engine.codec.keys import encode_keys
+from airflow_paimon.engine.commit.ordering import left_out_arrow
+from airflow_paimon.engine.commit.properties import RunClock
 from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.runs.compact import compact as compact_job, compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.context import WriteContext
@@ -132,7 +133,7 @@ def in_process(job: str, spec: JobSpec, rows: pa.Table | None = None, row_kinds=
         if rows is None:
             raise ValueError("in_process writes rows in memory; in_spark reads spec.source")
         return assign_and_write(spec, read=_prepared(rows, row_kinds), write=write or _assign_then_write,
-                                source_schema=lambda: rows.schema, leave_out=_without_keys)
+                                source_schema=lambda: rows.schema, leave_out=left_out_arrow)
     if job == "commit":
         return run_commit(spec)
     if job == "compact":
@@ -156,12 +157,6 @@ class LocalIndexTasks:
 def _rewrite(table, work) -> list[bytes]:
     """The compaction's bucket rewrites, one after another (Spark: a task each)."""
     return [compact_task(table, w) for w in work]
-
-
-def _without_keys(source: pa.Table, keys: pa.Table) -> pa.Table:
-    """The rows of ``source`` whose primary key is not a row of ``keys``, as spark/assign_write.py leaves them out."""
-    names = keys.column_names
-    return source.filter(pc.invert(pc.is_in(encode_keys(source, names), value_set=encode_keys(keys, names))))
 
 
 def _prepared(rows: pa.Table, row_kinds):
@@ -270,32 +265,36 @@ def bootstrap(catalog_options, table: str, index_root: str, shards: int) -> Boot
     return Bootstrapped(p, in_process("bootstrap_index", p.spec("bootstrap_index", {})))
 
 
+def clock_at(as_of_ms: int, run_id: str = "run", dag_id: str = "test", run_type: str = "scheduled",
+             as_of_from: str = "data_interval_end", write_order: str = "as_of") -> dict:
+    """A DAG run's clock (engine/commit/properties.py RunClock) as the operators put it in the spec."""
+    return RunClock(as_of_ms=as_of_ms, as_of_from=as_of_from, write_order=write_order, dag_id=dag_id,
+                    run_id=run_id, run_type=run_type).to_dict()
+
+
 def write_run(run: Bootstrapped, source: pa.Table, run_id: str = "run", row_kinds=None,
               write_mode: str = "upsert", schema_evolution: str = "none", write=None,
-              logical_date_ms: int | None = None) -> AssignWriteResult:
+              clock: dict | None = None) -> AssignWriteResult:
     """The assign-and-write job on ``source``; its result. ``write``: instead of the in-process pipeline;
-    ``logical_date_ms``: the DAG run's logical date (engine/commit/ordering.py)."""
+    ``clock``: the DAG run's clock (``clock_at``; engine/commit/ordering.py)."""
     spec = run.pipeline.spec("assign_and_write", {"bootstrap_index": run.result.to_dict()}, run_id=run_id,
-                             write_mode=write_mode, schema_evolution=schema_evolution,
-                             logical_date_ms=logical_date_ms)
+                             write_mode=write_mode, schema_evolution=schema_evolution, clock=clock)
     return in_process("assign_and_write", spec, rows=source, row_kinds=row_kinds, write=write)
 
 
 def stage_run(run: Bootstrapped, source: pa.Table, run_id: str = "run", row_kinds=None,
               write_mode: str = "upsert", schema_evolution: str = "none",
-              logical_date_ms: int | None = None) -> CommitSpec:
+              clock: dict | None = None) -> CommitSpec:
     """The assign-and-write job on ``source`` (row kinds: ``row_kinds``, default all +I); returns the commit
     job's spec."""
-    written = write_run(run, source, run_id, row_kinds, write_mode, schema_evolution,
-                        logical_date_ms=logical_date_ms)
+    written = write_run(run, source, run_id, row_kinds, write_mode, schema_evolution, clock=clock)
     return run.pipeline.spec("commit", {"assign_and_write": written.to_dict()})
 
 
 def upsert(run: Bootstrapped, source: pa.Table, run_id: str = "run", row_kinds=None, write_mode: str = "upsert",
-           schema_evolution: str = "none", logical_date_ms: int | None = None):
+           schema_evolution: str = "none", clock: dict | None = None):
     """Stage and commit one run; (snapshot id, already committed)."""
-    result = in_process("commit", stage_run(run, source, run_id, row_kinds, write_mode, schema_evolution,
-                                            logical_date_ms))
+    result = in_process("commit", stage_run(run, source, run_id, row_kinds, write_mode, schema_evolution, clock))
     return result.snapshot_id, result.already_committed
 
 

@@ -30,8 +30,11 @@ def describe_assign_write(r: AssignWriteResult) -> str:
     if r.already_committed:
         return "already committed by an earlier try, nothing written"
     keys = f", {r.new_keys:,} new keys, {r.moved_keys:,} moved" if r.new_keys is not None else ""
-    later = (f", {r.superseded_keys:,} keys left out (runs of a later logical date wrote them)"
+    later = (f", {r.superseded_keys:,} keys left out (later runs of this DAG wrote them)"
              if r.superseded_keys else "")
+    if r.superseded_keys_by_others:
+        later += (f", {r.superseded_keys_by_others:,} keys left out (other DAGs' or run types' runs as of a later "
+                  "instant wrote them)")
     return (f"{r.rows_in:,} rows in{keys}, {r.rows_written:,} rows and {r.deletes:,} deletes written, "
             f"{r.files:,} files staged{later}")
 

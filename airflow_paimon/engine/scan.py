@@ -59,15 +59,19 @@ def buckets_at(table: FileStoreTable, snapshot, entries: list | None = None) -> 
             for (p, b), es in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))]
 
 
-def added_entries(table: FileStoreTable, snapshot) -> list:
-    """ManifestEntry of the data files ``snapshot`` added (its delta manifests, ADD entries only)."""
+def delta_entries(table: FileStoreTable, snapshot) -> list:
+    """ManifestEntry of every change ``snapshot`` made to the table's files (its delta manifests: ADD and DELETE)."""
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
     from pypaimon.read.scanner.file_scanner import FileScanner
 
     manifests = ManifestListManager(table)
-    entries = FileScanner(table, lambda: (manifests.read_delta(snapshot), snapshot)).read_manifest_entries(
+    return FileScanner(table, lambda: (manifests.read_delta(snapshot), snapshot)).read_manifest_entries(
         manifests.read_delta(snapshot))
-    return [e for e in entries if e.kind == FileKind.ADD]
+
+
+def added_entries(table: FileStoreTable, snapshot) -> list:
+    """ManifestEntry of the data files ``snapshot`` added (its delta manifests, ADD entries only)."""
+    return [e for e in delta_entries(table, snapshot) if e.kind == FileKind.ADD]
 
 
 def added_file_count(table: FileStoreTable, snapshot) -> int:

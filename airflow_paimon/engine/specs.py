@@ -119,9 +119,10 @@ class AssignWriteSpec(JobSpec):
     base_snapshot_fingerprint: str | None = None  # engine/history.py
     generation: int = 0  # the DAG run's clear_number: part of the commit identity (engine/commit/identity.py)
     reprocess_on_clear: str = "upsert"  # one of REPROCESS_ON_CLEAR
-    # the DAG run's logical date (epoch ms; a run without one: its run_after): the order of days in a deduplicate
-    # table, whatever order their runs commit in (engine/commit/ordering.py); None: commit order
-    logical_date_ms: int | None = None
+    # the DAG run's clock (engine/commit/properties.py RunClock.to_dict: the instant its data is as of, the write
+    # order, whose run): the order of runs' rows in a deduplicate table, whatever order they commit in
+    # (engine/commit/ordering.py); None: commit order
+    clock: dict | None = None
 
     @classmethod
     def after(cls, boot: BootstrapResult, **fields) -> "AssignWriteSpec":
@@ -138,6 +139,11 @@ def source_spec(source: str | dict, source_format: str | None = None, source_opt
     if source_options:
         spec["options"] = source_options
     return spec
+
+
+# what an assign-and-write counts (AssignWriteResult's fields), reported again by a commit that wrote it anew
+ASSIGN_WRITE_COUNTERS = ("rows_in", "rows_written", "deletes", "files", "moved_keys", "new_keys", "superseded_keys",
+                         "superseded_keys_by_others")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,8 +165,12 @@ class AssignWriteResult(Wire):
     generation: int = 0  # the DAG run's clear_number this write ran as
     # a cleared run's write: the snapshot an earlier generation of the run committed (None: not a reprocess)
     reprocessed_snapshot_id: int | None = None
-    # keys runs of a later logical date wrote, whose rows this run left out (engine/commit/ordering.py)
+    # keys this run left out because runs as of a later instant wrote them or overwrote their partition
+    # (engine/commit/ordering.py): runs of its own DAG and run type; other DAGs' runs or other run types'; and
+    # per snapshot yielded to, {snapshot_id, dag_id, run_id, run_type, as_of_ms, keys}
     superseded_keys: int = 0
+    superseded_keys_by_others: int = 0
+    superseded_by: list[dict] = field(default_factory=list)
 
 
 # --- commit ----------------------------------------------------------------------------------------------------
@@ -203,6 +213,9 @@ class CommitResult(Wire):
     # times the commit task re-ran this run's bootstrap-index and assign-and-write after other writers' commits
     # conflicted with its staged write (operators/paimon.py PaimonCommitOperator)
     rewrites: int = 0
+    # after a rewrite: the counters of the assign-and-write that landed (rows_in, rows_written, deletes, files,
+    # superseded keys), which the assign-and-write task's own XCom, of its refused write, does not show
+    written: dict | None = None
 
 
 # --- compact ---------------------------------------------------------------------------------------------------

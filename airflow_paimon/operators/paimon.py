@@ -22,14 +22,17 @@ from airflow.sdk import BaseOperator, XComArg
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.assets import TableAssetMixin
+from airflow_paimon.engine.commit.properties import WRITE_ORDERS
 from airflow_paimon.engine.errors import ValidationError, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.spark.job_registry import JOBS, progress_line
-from airflow_paimon.engine.specs import (REPROCESS_ON_CLEAR, SCHEMA_EVOLUTIONS, AssignWriteResult, AssignWriteSpec,
-                                         BootstrapResult, BootstrapSpec, CommitResult, CommitSpec, JobSpec, source_spec)
+from airflow_paimon.engine.specs import (ASSIGN_WRITE_COUNTERS, REPROCESS_ON_CLEAR, SCHEMA_EVOLUTIONS,
+                                         AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
+                                         CommitResult, CommitSpec, JobSpec, source_spec)
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.lineage import DatasetRef, TableLineageMixin, source_dataset, spark_openlineage_conf
 from airflow_paimon.links import PaimonTableLink
+from airflow_paimon.operators.clock import run_clock
 from airflow_paimon.operators.rewrite import StaleWriteError, write_again
 
 if TYPE_CHECKING:
@@ -60,14 +63,6 @@ def templated_count(table: str, name: str, value, what: str = "a whole number") 
     if number < 1:
         raise ValidationError(table, f"{name} must be at least 1", value=value)
     return number
-
-
-def run_logical_date_ms(context) -> int | None:
-    """The DAG run's logical date in epoch milliseconds (a run without one, e.g. triggered without a date: its
-    ``run_after``): the order of days in the table (engine/commit/ordering.py)."""
-    run = context["dag_run"]
-    when = getattr(run, "logical_date", None) or getattr(run, "run_after", None)
-    return None if when is None else int(when.timestamp() * 1000)
 
 
 def run_generation(context) -> int:
@@ -364,6 +359,12 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
     ones) and refuses other merge engines, where the earlier rows would count twice (aggregation, partial-update)
     or stay (first-row); ``"always"`` writes it again whatever the merge engine; ``"never"`` writes nothing (the
     earlier commit stands). A retry of the same try writes nothing either way (exactly once).
+    ``write_order``: how this run's rows are ordered among other runs' in a ``deduplicate`` table without
+    ``sequence.field`` (docs/backfills-and-reruns.md): ``"as_of"`` (default) leaves out the rows of keys that runs
+    whose data is as of a later instant (the end of their data interval, else their logical date, else their
+    ``run_after``; operators/clock.py) wrote, so data as of an earlier instant never replaces newer data because it
+    committed later — a WARNING names another DAG's run or a run of another run type yielded to; ``"commit"``
+    leaves nothing out (Paimon's commit order: the last commit wins) and is not ordered against.
     ``upstream_output``: the bootstrap task's ``.output``; without it, the nearest upstream bootstrap task.
     """
 
@@ -375,12 +376,13 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
     def __init__(self, *, source: str | dict, source_format: str | None = None,
                  source_options: dict | None = None, row_kind_column: str | None = None,
                  write_mode: str = "upsert", schema_evolution: str = "none", reprocess_on_clear: str = "upsert",
-                 upstream_output: XComArg | dict | None = None, **kwargs) -> None:
+                 write_order: str = "as_of", upstream_output: XComArg | dict | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.upstream_output = self.upstream_output_of(upstream_output, PaimonBootstrapIndexOperator)
         self.write_mode = write_mode
         self.schema_evolution = check_schema_evolution(schema_evolution)
         self.reprocess_on_clear = check_choice("reprocess_on_clear", reprocess_on_clear, REPROCESS_ON_CLEAR)
+        self.write_order = check_choice("write_order", write_order, WRITE_ORDERS)
         self.row_kind_column = row_kind_column
         self.source = source
         self.source_format = source_format
@@ -395,7 +397,7 @@ class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):
                                      row_kind_column=self.row_kind_column, write_mode=self.write_mode or "upsert",
                                      schema_evolution=self.schema_evolution, generation=run_generation(context),
                                      reprocess_on_clear=self.reprocess_on_clear,
-                                     logical_date_ms=run_logical_date_ms(context))
+                                     clock=run_clock(context, self.write_order))
 
     def lineage_inputs(self) -> list[DatasetRef]:
         source = source_dataset(self.source)
@@ -453,6 +455,9 @@ class PaimonCommitOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOpe
                 boot_task = write_task.upstream_task(PaimonBootstrapIndexOperator)
                 self.continue_from(write_again(boot_task, write_task, context,
                                                f"{self.task_id}.rewrite-{self._rewrites}"))
+        if self._rewrites:  # what landed is the last rewrite's write, not the one assign-and-write's XCom shows
+            written = self.upstream_output if isinstance(self.upstream_output, dict) else {}
+            result = {**result, "written": {k: written[k] for k in ASSIGN_WRITE_COUNTERS if k in written}}
         committed = CommitResult.from_dict(result)
         self.record_snapshot(context, committed.snapshot_id, committed.base_snapshot_id,
                              new=committed.snapshot_id != committed.base_snapshot_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
+from airflow_paimon.engine.commit.ordering import SNAPSHOT, Superseding
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.runs.assign_and_write import assign_and_write
 from airflow_paimon.spark.pipelines import PIPELINES, in_driver
@@ -33,15 +34,33 @@ def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
         with validation_errors(identifier, spec.source):
             return arrow_schema(frame())
 
-    def leave_out(source, keys):
-        return without_keys(spark, source, keys)
+    def leave_out(source, found):
+        return without_superseded(spark, source, found)
 
     return assign_and_write(spec, read=read, write=write, source_schema=source_schema, leave_out=leave_out)
 
 
-def without_keys(spark, source, keys):
-    """``source`` (a DataFrame) without the rows whose primary key is a row of ``keys`` (an Arrow table of the key
-    columns): a left anti join (Spark broadcasts the keys when they are few)."""
-    names = keys.column_names
-    typed = source.select(*names).schema  # the source's key types, so the join compares like with like
-    return source.join(spark.createDataFrame(keys.to_pandas(), typed), on=names, how="left_anti")
+def without_superseded(spark, source, found: Superseding):
+    """``source`` (a DataFrame) without the rows ``found`` supersedes (engine/commit/ordering.py: keys runs as of a
+    later instant wrote, partitions they overwrote), by left anti joins (Spark broadcasts the few rows of ``found``),
+    and {snapshot id: distinct keys left out for it}, as ordering.left_out_arrow counts them."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    keys = found.primary_keys
+    if found.whole_table is not None:
+        return source.limit(0), {found.whole_table: source.select(*keys).distinct().count()}
+    tagged, kept, hits = source.select(*dict.fromkeys(keys + found.partition_keys())), source, []
+    for n, table in enumerate((found.keys, found.partitions)):  # a key a later run wrote first, then a partition
+        if table is None:
+            continue
+        names = [c for c in table.column_names if c != SNAPSHOT]
+        # the source's types, so the joins compare like with like
+        typed = StructType([*source.select(*names).schema.fields, StructField(SNAPSHOT, LongType())])
+        later = spark.createDataFrame(table.to_pandas(), typed).withColumnRenamed(SNAPSHOT, f"_hit{n}")
+        tagged = tagged.join(F.broadcast(later), on=names, how="left")
+        kept = kept.join(F.broadcast(later.drop(f"_hit{n}")), on=names, how="left_anti")
+        hits.append(F.col(f"_hit{n}"))
+    hit = tagged.select(*keys, F.coalesce(*hits).alias(SNAPSHOT)).where(F.col(SNAPSHOT).isNotNull())
+    counts = hit.groupBy(*keys).agg(F.max(SNAPSHOT).alias(SNAPSHOT)).groupBy(SNAPSHOT).count().collect()
+    return kept, {row[SNAPSHOT]: row["count"] for row in counts}

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from html import escape
 from urllib.parse import quote
 
-from airflow_paimon.engine.commit.properties import LOGICAL_DATE, REBASED_OVER, REWRITES
+from airflow_paimon.engine.commit.properties import REBASED_OVER, REWRITES, RunClock
 from airflow_paimon.ui.runs import dag_run_url, run_label
 from typing import TYPE_CHECKING
 
@@ -129,11 +129,15 @@ def _run_link(dag_run: tuple) -> str:
 
 
 def _how_committed(properties: dict) -> str:
-    """What the snapshot's properties say of its run (engine/commit/ordering.py): the logical date it wrote as, the
-    snapshots it was rebased over, how often its batch was written again first."""
+    """What the snapshot's properties say of its run (engine/commit/ordering.py): the instant its rows were ordered
+    by (as of, from what) or commit order, the snapshots it was rebased over, how often its batch was written again
+    first."""
     notes = []
-    if LOGICAL_DATE in properties:
-        notes.append(f"logical date {_time(int(properties[LOGICAL_DATE]))}")
+    clock = RunClock.of_properties(properties)
+    if clock is not None:
+        order = ("ordered by commit" if not clock.ordered
+                 else f"as of {_time(clock.as_of_ms)} ({clock.as_of_from.replace('_', ' ')})")
+        notes.append(f"{order}{f', {clock.run_type} run' if clock.run_type else ''}")
     if properties.get(REBASED_OVER):
         notes.append(f"rebased over {properties[REBASED_OVER].replace(',', ', ')}")
     if properties.get(REWRITES):

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from airflow_paimon.engine import layout, storage
-from airflow_paimon.engine.commit.properties import LOGICAL_DATE
+from airflow_paimon.engine.commit.properties import AS_OF
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.table import get_table
 
@@ -66,11 +66,13 @@ def test_table_page_shows_snapshots_runs_and_index_as_the_table_has_them(api_ser
         (s.id, f"/dags/{written.dag_id}/runs/{quote(made_by[s.id], safe='')}") for s in reversed(snapshots)]
     assert len({href for _, href in shown}) == len(written.runs)  # each run's snapshot links to that run
     assert f"{rows:,}" in text and "CROSS_PARTITION" in text and "deduplicate" in text
-    # each write's snapshot carries its run's logical date (the order of days, engine/commit/ordering.py), shown
-    dates = [int(s.properties[LOGICAL_DATE]) for s in snapshots if s.commit_kind == "APPEND"]
+    # each write's snapshot carries the instant its run's data is as of (the order of runs,
+    # engine/commit/ordering.py), shown with where it came from
+    dates = [int(s.properties[AS_OF]) for s in snapshots if s.commit_kind == "APPEND"]
     assert len(dates) == len(written.runs)
     for millis in dates:
-        assert f"logical date {datetime.fromtimestamp(millis / 1000, timezone.utc):%Y-%m-%d %H:%M:%S}" in text
+        assert (f"as of {datetime.fromtimestamp(millis / 1000, timezone.utc):%Y-%m-%d %H:%M:%S} (data interval end)"
+                in text)
     # the index of the committed snapshot: its key count is the table's row count (one row per key)
     index_uri = layout.index_dir(layout.default_root(written.warehouse, "index"), written.table)
     published = published_snapshots(index_uri)

@@ -81,9 +81,9 @@ def assign_shard(batch: pa.Table, *, partition_fields: list[str], partition_type
     # Per key (rows of ``deciding``): where its records go, and whether they go at all.
     n = deciding.num_rows
     bucket = np.full(n, -1, dtype=np.int32)
-    # A delete of a key the index does not know has nothing to delete; a deduplicate table ordered by logical date
-    # still writes it (a tombstone in the row's partition), so an older day committed later does not bring the key
-    # back (engine/commit/ordering.py reads the keys later days wrote from their files)
+    # A delete of a key the index does not know has nothing to delete; a deduplicate table ordered by the runs'
+    # clock still writes it (a tombstone in the row's partition), so an older run committed later does not bring
+    # the key back (engine/commit/ordering.py reads the keys later runs wrote from their files)
     tombstone = ~known & retract if rules.keeps_tombstones else np.zeros(n, dtype=bool)
     keep = ~retract | known | tombstone
     removed = known & retract

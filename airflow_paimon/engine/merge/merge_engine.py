@@ -89,17 +89,18 @@ class MergeRules:
         return ExistingProcessor.of(self.engine)
 
     @property
-    def ordered_by_logical_date(self) -> bool:
-        """Whether the days a table is written with land in logical-date order, whatever their commit order
+    def ordered_by_clock(self) -> bool:
+        """Whether runs' rows land in the order of their as-of instants, whatever their commit order
         (engine/commit/ordering.py): a deduplicate table without its own ``sequence.field``."""
         return self.engine is MergeEngine.DEDUPLICATE and not self.sequence_fields
 
     @property
     def keeps_tombstones(self) -> bool:
         """Whether a delete of a key the table does not have is written all the same (a tombstone), so that a
-        day committed later but older does not bring the key back: in tables ordered by logical date, without a
-        changelog producer (whose changelog, as Paimon's, has no delete of a key the table never had)."""
-        return self.ordered_by_logical_date and not self.changelog
+        run committed later but as of an earlier instant does not bring the key back: in tables ordered by the
+        runs' clock, without a changelog producer (whose changelog, as Paimon's, has no delete of a key the table
+        never had)."""
+        return self.ordered_by_clock and not self.changelog
 
     @property
     def aggregates(self) -> bool:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.committer import find_commit, find_commits
 from airflow_paimon.engine.commit.identity import CommitIdentity
-from airflow_paimon.engine.commit.ordering import superseded_keys
+from airflow_paimon.engine.commit.ordering import report, superseding
+from airflow_paimon.engine.commit.properties import RunClock
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.commit.table_state import planned_state
@@ -49,9 +50,9 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     """``read(table, row_kind_column, absent)``: the validated source, with the table columns ``absent`` (added
     by another writer since this run planned: engine/schema_evolution.py) as nulls; ``write(source, ctx,
     shape)``: assign and write it (the executor's pipeline for ``shape.name``), one Written per write task;
-    ``source_schema()``: the source's Arrow schema, for schema evolution; ``leave_out(source, keys)``: the source
-    without the rows whose primary key is a row of ``keys`` (an Arrow table of the key columns: keys runs of a
-    later logical date wrote, engine/commit/ordering.py). Nothing is staged before all succeeded."""
+    ``source_schema()``: the source's Arrow schema, for schema evolution; ``leave_out(source, found)``: the source
+    without the rows ``found`` (engine/commit/ordering.py Superseding: what runs as of a later instant wrote)
+    supersedes, and {snapshot id: distinct keys left out for it}. Nothing is staged before all succeeded."""
     identifier = spec.table
     table = get_table(spec.catalog_options, identifier)
     shape = shape_of(table)
@@ -83,11 +84,14 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     table, absent = evolve_for_source(spec, table, source_schema, planned,
                                       lambda columns: planned_columns.record(staged_at, columns))
     source = read(table, spec.row_kind_column or TableOptions.of(table).row_kind_field, absent)
-    superseded = superseded_keys(table, spec.logical_date_ms) if write_mode != "overwrite" else None
-    if superseded is not None:
+    clock = RunClock.from_dict(spec.clock)
+    found = superseding(table, clock) if write_mode != "overwrite" else None
+    superseded: dict[str, Any] = {}
+    if found is not None and clock is not None:
         if leave_out is None:
-            raise ValueError("this executor cannot leave out the keys of runs with a later logical date")
-        source = leave_out(source, superseded)
+            raise ValueError("this executor cannot leave out the rows of runs as of a later instant")
+        source, left = leave_out(source, found)
+        superseded = report(identifier, clock, found, left)
     ctx = WriteContext.plan(spec, table, shape, shards, staged_at, write_mode)
     if ctx.deletion_vectors:
         check_no_level_0(identifier, (f.level for files in ctx.bucket_files.values() for f in files))
@@ -105,13 +109,12 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
                              if shape.needs_index else None)}
     stage(table, staged_at, Staged(identifier, spec.base_snapshot_id, ident.commit_user, ident.commit_identifier,
                                    [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode,
-                                              "logical_date_ms": spec.logical_date_ms},
+                                              "clock": spec.clock},
                                    base_snapshot_fingerprint=spec.base_snapshot_fingerprint,
                                    planned=planned_state(table)), messages)
     crash_point("assign_write.after_stage")
     log.debug("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
-    return AssignWriteResult(**result, **counters, already_committed=False,
-                             superseded_keys=0 if superseded is None else superseded.num_rows)
+    return AssignWriteResult(**result, **counters, already_committed=False, **superseded)
 
 
 def earlier_commit(table: FileStoreTable, spec: AssignWriteSpec):

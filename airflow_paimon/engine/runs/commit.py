@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
-from airflow_paimon.engine.commit.properties import snapshot_properties
+from airflow_paimon.engine.commit.properties import RunClock, snapshot_properties
 from airflow_paimon.engine.commit.staging import abandoned, load, runs
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
@@ -47,7 +47,7 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     snapshot_id, already, rebased_over = commit_once(
         table, staged.messages, staged.commit_user, staged.commit_identifier, staged.base_snapshot_id,
         overwrite=overwrite, base_fingerprint=staged.base_snapshot_fingerprint, planned=staged.planned,
-        properties=snapshot_properties(staged.extra.get("logical_date_ms"), spec.rewrites))
+        properties=snapshot_properties(staged_clock(staged.extra), spec.rewrites))
     log.debug("%s: snapshot %s (already committed: %s%s)", identifier, snapshot_id, already,
               ", partition overwrite" if overwrite else "")
     if rebased_over:
@@ -71,6 +71,14 @@ def run_commit(spec: CommitSpec) -> CommitResult:
     return CommitResult(table=identifier, snapshot_id=snapshot_id, base_snapshot_id=staged.base_snapshot_id,
                         already_committed=already, rebased_over=rebased_over, rewrites=spec.rewrites,
                         **_described(table, snapshot))
+
+
+def staged_clock(extra: dict) -> RunClock | None:
+    """The run's clock its assign-and-write staged (a staging of an earlier version holds its logical date only)."""
+    if extra.get("clock"):
+        return RunClock.from_dict(extra["clock"])
+    legacy = extra.get("logical_date_ms")
+    return None if legacy is None else RunClock(as_of_ms=legacy, as_of_from="logical_date", logical_date_ms=legacy)
 
 
 def _described(table: FileStoreTable, snapshot) -> dict:

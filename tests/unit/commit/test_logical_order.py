@@ -6,9 +6,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.commit.properties import LOGICAL_DATE, logical_date_of
+from airflow_paimon.engine.commit.properties import AS_OF, RunClock
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from local_runner import bootstrap, in_process, stage_run, upsert, write_run
+from local_runner import bootstrap, clock_at, in_process, stage_run, upsert, write_run
 from oracle import assert_table_equals, expected_upsert
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]
@@ -41,10 +41,11 @@ def test_days_written_backwards_end_as_written_in_order(warehouse, shape):
     days = {n: day(n, list(range(n, n + 6)), seed=n) for n in range(1, 6)}  # each day shares keys with the next
     for n in sorted(days, reverse=True):  # a backfill run backwards: day 5 commits first
         frame = pa.Table.from_pandas(days[n], schema=spec.arrow_schema(), preserve_index=False)
-        upsert(bootstrap(opts, "db.t", index_root, 2), frame, run_id=f"d{n}", logical_date_ms=n * DAY)
+        upsert(bootstrap(opts, "db.t", index_root, 2), frame, run_id=f"d{n}", clock=clock_at(n * DAY))
     table = get_table(opts, "db.t")
     assert_table_equals(table, expected_upsert([days[n] for n in sorted(days)], "id"), "id")
-    stamps = [logical_date_of(s) for s in table.snapshot_manager().list_snapshots() if s.commit_kind == "APPEND"]
+    stamps = [RunClock.of_snapshot(s).as_of_ms for s in table.snapshot_manager().list_snapshots()
+              if s.commit_kind == "APPEND"]
     assert stamps == [n * DAY for n in (5, 4, 3, 2, 1)]
 
 
@@ -53,15 +54,15 @@ def test_an_older_day_does_not_bring_back_a_key_a_newer_day_deleted(warehouse):
     start = day(0, [1, 2, 3], seed=0)
     upsert(bootstrap(opts, "db.t", index_root, 2), pa.Table.from_pandas(start, schema=spec.arrow_schema(),
                                                                         preserve_index=False), run_id="d0",
-           logical_date_ms=0)
+           clock=clock_at(0))
     newer = start[start.id == 2]  # day 2 deletes key 2
     upsert(bootstrap(opts, "db.t", index_root, 2), pa.Table.from_pandas(newer, schema=spec.arrow_schema(),
                                                                         preserve_index=False), run_id="d2",
-           row_kinds=np.array([3], np.int8), logical_date_ms=2 * DAY)
+           row_kinds=np.array([3], np.int8), clock=clock_at(2 * DAY))
     older = day(1, [2, 3], seed=1)  # day 1, committed after day 2, writes keys 2 and 3
     written = write_run(bootstrap(opts, "db.t", index_root, 2),
                         pa.Table.from_pandas(older, schema=spec.arrow_schema(), preserve_index=False),
-                        run_id="d1", logical_date_ms=1 * DAY)
+                        run_id="d1", clock=clock_at(1 * DAY))
     assert written.superseded_keys == 1 and written.rows_in == 1, written  # key 2 left out
     expected = expected_upsert([start, older], "id")
     assert_table_equals_after_commit(opts, written, expected[expected.id != 2])
@@ -74,7 +75,8 @@ def assert_table_equals_after_commit(opts, written, expected):
     committed = in_process("commit", spec)
     table = get_table(opts, "db.t")
     snap = table.snapshot_manager().get_snapshot_by_id(committed.snapshot_id)
-    assert snap.properties == {LOGICAL_DATE: str(1 * DAY)}
+    assert RunClock.of_snapshot(snap) == RunClock.from_dict(clock_at(1 * DAY))  # the run's clock, recorded
+    assert snap.properties[AS_OF] == str(1 * DAY)
     assert_table_equals(table, expected.reset_index(drop=True), "id")
 
 
@@ -88,7 +90,7 @@ def test_a_run_without_a_logical_date_and_other_merge_engines_keep_commit_order(
     for frame, stamp in ((newer, 2 * DAY), (older, DAY)):
         staged = stage_run(bootstrap(opts, "db.t", index_root, 2),
                            pa.Table.from_pandas(frame, schema=spec.arrow_schema(), preserve_index=False),
-                           run_id=f"r{stamp}", logical_date_ms=stamp)
+                           run_id=f"r{stamp}", clock=clock_at(stamp))
         in_process("commit", staged)
     rows = pd.concat([newer, older]).groupby("id", as_index=False).agg({"dt": "last", "v": "sum"})
     got = get_table(opts, "db.t")
@@ -106,12 +108,12 @@ def test_a_delete_of_a_key_the_table_lacks_still_keeps_an_older_day_from_writing
     newer = pd.DataFrame({"id": [9, 1], "dt": ["p1", "p0"], "v": [9.0, 1.0]})
     committed = upsert(bootstrap(opts, "db.t", index_root, 2),
                        pa.Table.from_pandas(newer, schema=spec.arrow_schema(), preserve_index=False), run_id="d2",
-                       row_kinds=np.array([3, 0], np.int8), logical_date_ms=2 * DAY)
+                       row_kinds=np.array([3, 0], np.int8), clock=clock_at(2 * DAY))
     assert committed == (1, False)
     older = pd.DataFrame({"id": [9, 2], "dt": ["p2", "p2"], "v": [90.0, 2.0]})
     written = write_run(bootstrap(opts, "db.t", index_root, 2),
                         pa.Table.from_pandas(older, schema=spec.arrow_schema(), preserve_index=False),
-                        run_id="d1", logical_date_ms=DAY)
-    assert written.superseded_keys == 2 and written.rows_in == 1, written  # keys 9 (deleted) and 1 left out
+                        run_id="d1", clock=clock_at(DAY))
+    assert written.superseded_keys == 1 and written.rows_in == 1, written  # key 9 (deleted) left out
     assert_table_equals_after_commit(opts, written, newer[newer.id == 1].pipe(
         lambda f: pd.concat([f, older[older.id == 2]])).sort_values("id").reset_index(drop=True))
