@@ -1,6 +1,10 @@
-"""Days land in logical-date order whatever order their runs commit in (engine/commit/ordering.py): a run leaves out
-the keys runs of a later logical date wrote, so an older day never replaces, nor brings back, a newer day's key.
-Each table is read back against the pandas oracle applied in logical-date order, no key twice."""
+"""Runs land in the order of the instants their data is as of, whatever order they commit in
+(engine/commit/ordering.py): a run leaves out the keys runs as of a later instant wrote, and the partitions they
+overwrote, so older data never replaces, nor brings back, newer data; another DAG's run yielded to is a WARNING;
+``write_order="commit"`` keeps Paimon's commit order. Each table is read back against the pandas oracle applied in
+the rule's order, no key twice."""
+import logging
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -69,10 +73,7 @@ def test_an_older_day_does_not_bring_back_a_key_a_newer_day_deleted(warehouse):
 
 
 def assert_table_equals_after_commit(opts, written, expected):
-    from airflow_paimon.engine.specs import CommitSpec
-
-    spec = CommitSpec.after(written, catalog_options=opts, table="db.t")
-    committed = in_process("commit", spec)
+    committed = in_process("commit", stage_spec(opts, written))
     table = get_table(opts, "db.t")
     snap = table.snapshot_manager().get_snapshot_by_id(committed.snapshot_id)
     assert RunClock.of_snapshot(snap) == RunClock.from_dict(clock_at(1 * DAY))  # the run's clock, recorded
@@ -117,3 +118,89 @@ def test_a_delete_of_a_key_the_table_lacks_still_keeps_an_older_day_from_writing
     assert written.superseded_keys == 1 and written.rows_in == 1, written  # key 9 (deleted) left out
     assert_table_equals_after_commit(opts, written, newer[newer.id == 1].pipe(
         lambda f: pd.concat([f, older[older.id == 2]])).sort_values("id").reset_index(drop=True))
+
+
+def frame_of(spec, rows: dict) -> pa.Table:
+    return pa.Table.from_pandas(pd.DataFrame(rows), schema=spec.arrow_schema(), preserve_index=False)
+
+
+HOUR = 3_600_000
+
+
+def test_another_dags_run_as_of_a_later_instant_wins_and_the_run_yielding_to_it_warns(warehouse, caplog):
+    """Case D: an asset-triggered run of DAG ``consumer`` (as of its run_after, 10:00) commits keys 7 and 8; then
+    DAG ``daily``'s 09:00 run, started late, writes keys 6, 7 and 8: as of 09:00 it is older data, so it leaves
+    7 and 8 out, names the run and snapshot it yielded to in a WARNING and counts them apart."""
+    spec, opts, index_root = started(warehouse, "cross-partition")
+    newer = {"id": [7, 8], "dt": ["p0", "p1"], "v": [70.0, 80.0]}
+    consumer = clock_at(10 * HOUR, run_id="asset_triggered__10", dag_id="consumer", run_type="asset_triggered",
+                        as_of_from="run_after")
+    assert upsert(bootstrap(opts, "db.t", index_root, 2), frame_of(spec, newer), run_id="c", clock=consumer) == (
+        1, False)
+    late = {"id": [6, 7, 8], "dt": ["p2", "p2", "p2"], "v": [6.5, 7.5, 8.5]}
+    with caplog.at_level(logging.INFO, logger="airflow_paimon.engine.commit.ordering"):
+        written = write_run(bootstrap(opts, "db.t", index_root, 2), frame_of(spec, late), run_id="d",
+                            clock=clock_at(9 * HOUR, run_id="scheduled__09", dag_id="daily"))
+    assert (written.superseded_keys, written.superseded_keys_by_others, written.rows_in) == (0, 2, 1), written
+    assert written.superseded_by == [{"snapshot_id": 1, "dag_id": "consumer", "run_id": "asset_triggered__10",
+                                      "run_type": "asset_triggered", "as_of_ms": 10 * HOUR, "keys": 2}]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and all(w in warnings[0] for w in (
+        "2 key(s) left out", "snapshot 1", "run asset_triggered__10", "DAG consumer", "write_order='commit'"))
+    in_process("commit", stage_spec(opts, written))
+    assert_table_equals(get_table(opts, "db.t"), expected_upsert([pd.DataFrame(late), pd.DataFrame(newer)], "id"),
+                        "id")
+
+
+def test_write_order_commit_keeps_paimons_commit_order_and_is_not_ordered_against(warehouse):
+    """The same two runs, the late one with ``write_order="commit"``: it leaves nothing out (the last commit wins);
+    then a run as of an even earlier instant does not yield to it either (it took no part in the order)."""
+    spec, opts, index_root = started(warehouse, "cross-partition")
+    newer = {"id": [7, 8], "dt": ["p0", "p1"], "v": [70.0, 80.0]}
+    upsert(bootstrap(opts, "db.t", index_root, 2), frame_of(spec, newer), run_id="c",
+           clock=clock_at(10 * HOUR, dag_id="consumer", run_type="asset_triggered"))
+    late = {"id": [6, 7, 8], "dt": ["p2", "p2", "p2"], "v": [6.5, 7.5, 8.5]}
+    written = write_run(bootstrap(opts, "db.t", index_root, 2), frame_of(spec, late), run_id="d",
+                        clock=clock_at(9 * HOUR, dag_id="daily", write_order="commit"))
+    assert (written.superseded_keys, written.superseded_keys_by_others, written.rows_in) == (0, 0, 3), written
+    in_process("commit", stage_spec(opts, written))
+    table = get_table(opts, "db.t")
+    assert RunClock.of_snapshot(table.snapshot_manager().get_latest_snapshot()).write_order == "commit"
+    earliest = {"id": [6, 9], "dt": ["p0", "p0"], "v": [0.6, 0.9]}
+    upsert(bootstrap(opts, "db.t", index_root, 2), frame_of(spec, earliest), run_id="e",
+           clock=clock_at(8 * HOUR, dag_id="daily"))  # key 6: only the commit-ordered run wrote it later
+    assert_table_equals(get_table(opts, "db.t"), expected_upsert(
+        [pd.DataFrame(newer), pd.DataFrame(late), pd.DataFrame(earliest)], "id"), "id")
+
+
+def test_an_older_upsert_does_not_bring_back_keys_a_later_partition_overwrite_removed(warehouse):
+    """Day 3 overwrites partition p0 with keys {1, 3}; day 2, committed after it, upserts keys 2 and 4 into p0 and
+    key 5 into p1: run forwards, day 3's overwrite would have replaced day 2's p0, so day 2's p0 rows are left
+    out and the table holds {1, 3} in p0 and 5 in p1."""
+    spec, opts, index_root = started(warehouse, "cross-partition")
+    first = {"id": [1, 2, 3, 4], "dt": ["p0"] * 4, "v": [1.0, 2.0, 3.0, 4.0]}
+    upsert(bootstrap(opts, "db.t", index_root, 2), frame_of(spec, first), run_id="d0", clock=clock_at(0))
+    overwrite = {"id": [1, 3], "dt": ["p0", "p0"], "v": [1.3, 3.3]}
+    upsert(bootstrap(opts, "db.t", index_root, 2), frame_of(spec, overwrite), run_id="d3", write_mode="overwrite",
+           clock=clock_at(3 * DAY))
+    older = {"id": [2, 4, 5], "dt": ["p0", "p0", "p1"], "v": [2.2, 4.2, 5.2]}
+    written = write_run(bootstrap(opts, "db.t", index_root, 2), frame_of(spec, older), run_id="d2",
+                        clock=clock_at(2 * DAY))
+    assert (written.superseded_keys, written.rows_in) == (2, 1), written  # keys 2 and 4: p0 was overwritten later
+    in_process("commit", stage_spec(opts, written))
+    expected = pd.DataFrame({"id": [1, 3, 5], "dt": ["p0", "p0", "p1"], "v": [1.3, 3.3, 5.2]})
+    assert_table_equals(get_table(opts, "db.t"), expected, "id")
+
+
+def test_a_snapshot_of_an_earlier_version_is_ordered_by_its_logical_date():
+    """Snapshots written before the clock was recorded carry only the logical date: that was their as-of
+    instant."""
+    clock = RunClock.of_properties({"airflow-paimon.logical-date": str(DAY)})
+    assert (clock.as_of_ms, clock.as_of_from, clock.ordered) == (DAY, "logical_date", True)
+    assert RunClock.of_properties({"other": "x"}) is None
+
+
+def stage_spec(opts, written):
+    from airflow_paimon.engine.specs import CommitSpec
+
+    return CommitSpec.after(written, catalog_options=opts, table="db.t")
