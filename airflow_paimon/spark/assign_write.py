@@ -63,4 +63,4 @@ def without_superseded(spark, source, found: Superseding):
         hits.append(F.col(f"_hit{n}"))
     hit = tagged.select(*keys, F.coalesce(*hits).alias(SNAPSHOT)).where(F.col(SNAPSHOT).isNotNull())
     counts = hit.groupBy(*keys).agg(F.max(SNAPSHOT).alias(SNAPSHOT)).groupBy(SNAPSHOT).count().collect()
-    return kept, {row[SNAPSHOT]: row["count"] for row in counts}
+    return kept.select(*source.columns), {row[SNAPSHOT]: row["count"] for row in counts}  # a join puts keys first

@@ -53,3 +53,22 @@ def test_a_column_another_writer_added_is_null_for_a_source_without_it(spark, tm
     assert [(r.id, r.v, r.added) for r in rows.orderBy("id").collect()] == [(1, 1.5, None), (2, None, None)]
     with pytest.raises(ValidationError, match="source lacks this column"):
         validate_and_cast(source, table, "db.t")
+
+
+def test_the_rows_runs_as_of_a_later_instant_supersede_are_left_out_as_the_engine_leaves_them(spark):
+    """spark/assign_write.py's joins leave out the rows of keys later runs wrote and of partitions they overwrote,
+    and count the keys per snapshot, as engine/commit/ordering.py does on Arrow (the in-process runner's)."""
+    from airflow_paimon.engine.commit.ordering import SNAPSHOT, Superseding, left_out_arrow
+    from airflow_paimon.spark.assign_write import without_superseded
+
+    source = pa.table({"id": pa.array([1, 2, 3, 4, 5, 5], pa.int64()), "dt": ["a", "b", "b", "c", "c", "c"],
+                       "v": [1.0, 2.0, 3.0, 4.0, 5.0, 5.5]})
+    found = Superseding(["id"], pa.table({"id": [1, 4, 9], SNAPSHOT: [7, 8, 8]}),  # key 4 also in an overwritten c
+                        pa.table({"dt": ["c"], SNAPSHOT: [9]}), None, {})
+    kept, left = without_superseded(spark, spark.createDataFrame(source.to_pandas()), found)
+    expected, expected_left = left_out_arrow(source, found)
+    assert sorted(map(tuple, kept.collect())) == sorted(zip(*expected.to_pydict().values()))
+    assert left == expected_left == {7: 1, 8: 1, 9: 1}  # 1 by its key; 4 by its key first; 5 (twice) by c
+    whole = Superseding(["id"], None, None, 9, {})
+    assert without_superseded(spark, spark.createDataFrame(source.to_pandas()), whole)[1] == {9: 5}
+    assert left_out_arrow(source, whole)[1] == {9: 5}
