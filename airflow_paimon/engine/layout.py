@@ -1,4 +1,4 @@
-"""Every location the provider writes or deletes outside a table's own directory, built in one place.
+"""Every location the provider writes or deletes beside Paimon's own files, built in one place.
 
     {warehouse}/.airflow-paimon/index/{database}.{table}/snapshot-{S}/manifest.json
                                                         snapshot-{S}/shard-{i:05d}-{type}[-{writer}].sst
@@ -6,7 +6,14 @@
                                                                       /index/shard-{i:05d}.json (and -{type}.sst)
     {warehouse}/.airflow-paimon/results/{dag}/{run}/{task}-{map}-try{n}.json (a rollback: {task}-{map}-rollback.json)
 
-(each root may be set elsewhere on the connection). A path is a root plus segments, and a segment is an
+(each root may be set elsewhere on the connection). One location lies inside the table's own directory, so that
+it lives exactly as long as the table (engine/commit/record.py):
+
+    {table}/airflow-paimon/commits/{commit_user}-{commit_identifier}.json
+
+Paimon never reads it, and no orphan clean deletes it: Paimon's looks only in ``manifest``, ``index``,
+``statistics`` and the data directories (``k=v`` partitions, ``bucket-N``), ours leaves it out.
+ A path is a root plus segments, and a segment is an
 allow-list of characters: no separator, no ``.``/``..``, no ``%`` (pyarrow percent-decodes ``file://`` URIs),
 no ``#`` / ``?`` (a URI parser cuts there), no whitespace or control character. ``under`` joins them and then
 proves the result lies inside the root in the form the file system acts on (storage.resolved), for plain
@@ -24,6 +31,8 @@ from airflow_paimon.engine.identifier import validate_identifier
 
 PROVIDER_DIR = ".airflow-paimon"  # under the warehouse, beside the databases: no table directory holds it
 ROOTS = ("index", "staging", "results")
+# in the table's directory: neither a partition (no '=') nor a bucket (no 'bucket-') nor Paimon metadata
+COMMIT_RECORDS = ("airflow-paimon", "commits")
 STAGED_FILE = "staged.json"
 PLANNED_COLUMNS_FILE = "planned-columns.json"
 INDEX_MANIFEST = "manifest.json"
@@ -80,6 +89,21 @@ def staging_dir(staging_root: str, table: str, commit_user: str | None = None) -
     """Where the table's runs stage their commits; with ``commit_user``, where that run stages."""
     return table_dir(staging_root, table) if commit_user is None else under(table_dir(staging_root, table),
                                                                              commit_user)
+
+
+def commit_records_dir(table_path: str) -> str:
+    """Where a table's commit records live: inside the table's directory (engine/commit/record.py)."""
+    return under(table_path, *COMMIT_RECORDS)
+
+
+def commit_record_file(table_path: str, commit_user: str, commit_identifier: int) -> str:
+    """The record of one commit identity's commit."""
+    return under(table_path, *COMMIT_RECORDS, f"{commit_user}-{int(commit_identifier)}{_JSON}")
+
+
+def is_commit_record(name: str) -> bool:
+    """Whether a file in the commit records directory is a record (not a temporary file of one being written)."""
+    return name.endswith(_JSON)
 
 
 def staged_file(run_staging: str) -> str:

@@ -6,7 +6,8 @@ Order, so that a crash part way leaves a state a re-run finishes and a reader ne
    The next commit reuses the id N; an index of the old snapshot N would be taken for the new one (the index of
    a snapshot is published once and kept: engine/index/layout.py ``publish_manifest``), assigning keys to
    buckets that no longer hold them. Without it the next bootstrap reuses or catches up from the target's
-   index, or rebuilds.
+   index, or rebuilds. The commit records of later snapshots go too (engine/commit/record.py): once a commit
+   reusing the id N expired, the record of the old snapshot N would be taken for a commit still in the table.
 2. The target's snapshot file is written back from the tag when expiry had removed it.
 3. ``snapshot/LATEST`` names the target.
 4. Later snapshot files are deleted newest first (the snapshots left are always a contiguous run, so a reader
@@ -24,6 +25,7 @@ import re
 from typing import TYPE_CHECKING
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.commit.record import drop_records_after
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.layout import index_dir, indexed_snapshot
 from airflow_paimon.engine.table import get_table
@@ -97,6 +99,7 @@ def rollback(catalog_options: dict, identifier: str, index_root: str, to_snapsho
     check_not_split(table, identifier, target)
     snapshots, tags, file_io = table.snapshot_manager(), table.tag_manager(), table.file_io
     deleted_index = drop_later_indexes(index_root, identifier, target.id)
+    deleted_records = drop_records_after(table, target.id)
     target_path = snapshots.get_snapshot_path(target.id)
     if not file_io.exists(target_path):  # expired, kept by its tag
         file_io.write_file(target_path, JSON.to_json(target), overwrite=False)
@@ -114,8 +117,8 @@ def rollback(catalog_options: dict, identifier: str, index_root: str, to_snapsho
     earliest = f"{snapshots.snapshot_dir}/EARLIEST"
     if file_io.exists(earliest) and int(file_io.read_file_utf8(earliest).strip()) > target.id:
         file_io.overwrite_file_utf8(earliest, str(target.id))
-    if later or deleted_index or deleted_tags:
-        log.info("rolled %s back to snapshot %s: deleted snapshots %s, tags %s, index of snapshots %s",
-                 identifier, target.id, later, deleted_tags, deleted_index)
+    if later or deleted_index or deleted_tags or deleted_records:
+        log.info("rolled %s back to snapshot %s: deleted snapshots %s, tags %s, index of snapshots %s, commit "
+                 "records of snapshots %s", identifier, target.id, later, deleted_tags, deleted_index, deleted_records)
     return {"table": identifier, "snapshot_id": target.id, "deleted_snapshots": sorted(later),
             "deleted_tags": deleted_tags, "deleted_index_snapshots": sorted(deleted_index)}

@@ -9,6 +9,7 @@ from airflow_paimon.engine.commit.compact_increment import (COMPACT, append_part
 from airflow_paimon.engine.commit.properties import REBASED_OVER
 from airflow_paimon.engine.commit.overwrite import commit_overwrite, without_replaced_deletes
 from airflow_paimon.engine.commit.rebase import rebase_conflict
+from airflow_paimon.engine.commit.record import recorded_commit
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.commit.table_state import check_unchanged
@@ -20,22 +21,29 @@ if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
 
 
-def find_commit(table: FileStoreTable, commit_user: str, commit_identifier: int, after_snapshot_id: int | None):
-    """The snapshot carrying this commit identity, looking only after ``after_snapshot_id``; None if absent."""
-    return find_commits(table, {(commit_user, commit_identifier)}, after_snapshot_id)
+def find_commit(table: FileStoreTable, commit_user: str, commit_identifier: int, after_snapshot_id: int | None,
+                recorded: bool = False):
+    """The snapshot carrying this commit identity, looking only after ``after_snapshot_id``; None if absent.
+    ``recorded``: also a commit whose snapshot expired, from its record (see ``find_commits``)."""
+    return find_commits(table, {(commit_user, commit_identifier)}, after_snapshot_id, recorded)
 
 
-def find_commits(table: FileStoreTable, identities, after_snapshot_id: int | None):
+def find_commits(table: FileStoreTable, identities, after_snapshot_id: int | None, recorded: bool = False):
     """The latest snapshot carrying one of ``identities`` ((commit user, commit identifier) pairs), looking only
-    after ``after_snapshot_id`` (None: the whole history still kept); None if absent."""
+    after ``after_snapshot_id`` (None: the whole history still kept); None if absent.
+
+    ``recorded`` (a DAG run's identities, whose commits the commit job records: engine/commit/record.py): when the
+    walk reaches an expired snapshot, the commit records answer for the expired ones, as a RecordedCommit
+    (``expired``; no manifests to read). The kept history is read first: a table whose history reaches back
+    to ``after_snapshot_id`` (or to snapshot 1) reads no record."""
     manager = table.snapshot_manager()
     latest = manager.get_latest_snapshot()
     if latest is None:
         return None
     for sid in range(latest.id, (after_snapshot_id or 0), -1):
         snap = manager.get_snapshot_by_id(sid)
-        if snap is None:  # expired: nothing older can be ours
-            break
+        if snap is None:  # expired: nothing older is kept; only a record knows an older commit
+            return recorded_commit(table, identities, after_snapshot_id, sid + 1) if recorded else None
         if (snap.commit_user, snap.commit_identifier) in identities:
             return snap
     return None
@@ -96,7 +104,8 @@ def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identi
     if overwrite:
         messages = without_replaced_deletes(table, messages)
     compact = [m for m in messages if has_compact_increment(m)]  # a deletion-vector write: APPEND, then COMPACT
-    existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
+    # recorded (positional, as tests/unit/commit/test_history.py forwards it): a retry after its snapshot expired
+    existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id, True)
     if existing is not None:
         if compact and existing.commit_kind != COMPACT:  # its APPEND landed, the COMPACT not yet: finish it
             return commit_compact_increment(table, compact, commit_user, commit_identifier, existing.id), False, []
@@ -125,7 +134,7 @@ def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identi
         else:
             committer.commit(messages, commit_identifier, properties)
     except StaleIndexError:
-        existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
+        existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id, True)
         if existing is None:  # not a concurrent attempt of this same run: someone else's commit
             raise
         return existing.id, True, []

@@ -10,7 +10,9 @@ pending (default one day, as Paimon's ``older_than``). The margin never drops be
 whatever the caller asks: a zero margin once deleted a commit's fresh manifest lists in the moment before
 its snapshot landed, and the table named files that were gone. A staged run (``staged.json`` under the
 staging of the table) protects its data files whatever their age, until it is committed or abandoned
-(older than the staging retention); its staging is dropped only then.
+(older than the staging retention); its staging is dropped only then. The provider's commit records in the
+table's directory (``airflow-paimon/commits``, engine/commit/record.py) are never judged: they are kept as long
+as the table.
 """
 from __future__ import annotations
 
@@ -32,8 +34,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
-# Table metadata an orphan clean never touches: schema and snapshot files are the table itself.
-PROTECTED_DIRS = ("schema", "snapshot", "tag", "branch", "consumer", "statistics", "changelog")
+# Table metadata an orphan clean never touches: schema and snapshot files are the table itself; and the
+# provider's commit records (engine/commit/record.py), which outlive the snapshots they name.
+PROTECTED_DIRS = ("schema", "snapshot", "tag", "branch", "consumer", "statistics", "changelog",
+                  layout.COMMIT_RECORDS[0])
 
 
 def _files(uri: str) -> list[tuple[str, int, float | None]]:

@@ -15,6 +15,7 @@ from airflow_paimon.engine.commit.committer import find_commit, find_commits
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.ordering import report, superseding
 from airflow_paimon.engine.commit.properties import RunClock
+from airflow_paimon.engine.commit.record import RecordedCommit
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.commit.table_state import planned_state
@@ -63,9 +64,10 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
         "commit_identifier": ident.commit_identifier, "staging_uri": staged_at,
         "base_snapshot_fingerprint": spec.base_snapshot_fingerprint, "generation": spec.generation}
 
-    done = find_commit(table, ident.commit_user, ident.commit_identifier, spec.base_snapshot_id)
+    done = find_commit(table, ident.commit_user, ident.commit_identifier, spec.base_snapshot_id, recorded=True)
     if done is not None:  # a retry after this run already committed: write nothing again
-        log.info("run already committed as snapshot %s; nothing to write", done.id)
+        log.info("run already committed as snapshot %s%s; nothing to write", done.id,
+                 " (expired since, by its commit record)" if isinstance(done, RecordedCommit) else "")
         return AssignWriteResult(**result, rows_in=0, rows_written=0, deletes=0, moved_keys=0, files=0,
                                  already_committed=True)
     earlier = earlier_commit(table, spec) if spec.generation else None
@@ -109,7 +111,9 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
                              if shape.needs_index else None)}
     stage(table, staged_at, Staged(identifier, spec.base_snapshot_id, ident.commit_user, ident.commit_identifier,
                                    [], extra={**counters, "index_uri": spec.index_uri, "write_mode": write_mode,
-                                              "clock": spec.clock},
+                                              "clock": spec.clock, "run": {"dag_id": spec.dag_id,
+                                                                           "run_id": spec.run_id,
+                                                                           "generation": spec.generation}},
                                    base_snapshot_fingerprint=spec.base_snapshot_fingerprint,
                                    planned=planned_state(table)), messages)
     crash_point("assign_write.after_stage")
@@ -119,10 +123,11 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
 
 def earlier_commit(table: FileStoreTable, spec: AssignWriteSpec):
     """(snapshot, generation) of the latest commit an earlier generation of this run made, or None. The whole kept
-    history is read: the cleared run's bootstrap-index ran after that commit."""
+    history is read: the cleared run's bootstrap-index ran after that commit; if that commit's snapshot expired
+    since, its commit record (engine/commit/record.py) answers, as a RecordedCommit."""
     earlier = CommitIdentity.generations(spec.dag_id, spec.run_id, spec.table, spec.generation - 1)
     by_pair = {(i.commit_user, i.commit_identifier): g for i, g in earlier.items()}
-    snap = find_commits(table, set(by_pair), None)
+    snap = find_commits(table, set(by_pair), None, recorded=True)
     return None if snap is None else (snap, by_pair[(snap.commit_user, snap.commit_identifier)])
 
 
@@ -131,8 +136,9 @@ def reprocess(table: FileStoreTable, spec: AssignWriteSpec, snap, generation: in
     write the source again (logged); the earlier generation's result when ``reprocess_on_clear`` is ``never``;
     a ValidationError (nothing staged, table unchanged) when writing again would not replace the earlier rows."""
     identifier, policy = spec.table, spec.reprocess_on_clear or "upsert"
+    expired = " (expired since; found by its commit record)" if isinstance(snap, RecordedCommit) else ""
     what = (f"run {spec.run_id} of {spec.dag_id} was cleared (clear {spec.generation}); its write committed as "
-            f"snapshot {snap.id}")
+            f"snapshot {snap.id}{expired}")
     if policy not in REPROCESS_ON_CLEAR:
         raise ValidationError(identifier, f"reprocess_on_clear must be one of {list(REPROCESS_ON_CLEAR)}",
                               value=policy)
@@ -155,9 +161,12 @@ def reprocess(table: FileStoreTable, spec: AssignWriteSpec, snap, generation: in
 
 def kept_result(table: FileStoreTable, spec: AssignWriteSpec, snap, generation: int) -> AssignWriteResult:
     """The result of a write that stands: the identity, staging and base of generation ``generation``'s commit
-    ``snap``, so the commit task finds that snapshot and reports it (already committed)."""
+    ``snap``, so the commit task finds that snapshot and reports it (already committed). ``snap`` may be the
+    commit's record (its snapshot expired): then the record's first snapshot id gives the base."""
     ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, spec.table, generation)
     manager, first = table.snapshot_manager(), snap.id  # a deletion-vector write is two snapshots of one identity
+    if isinstance(snap, RecordedCommit):
+        first = snap.first_id
     while first > 1 and (s := manager.get_snapshot_by_id(first - 1)) is not None and \
             (s.commit_user, s.commit_identifier) == (snap.commit_user, snap.commit_identifier):
         first -= 1

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
 from airflow_paimon.engine.commit.properties import RunClock, snapshot_properties
+from airflow_paimon.engine.commit.record import RecordedCommit, record_commit
 from airflow_paimon.engine.commit.staging import abandoned, load, runs
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.faults import crash_point
@@ -54,12 +55,21 @@ def run_commit(spec: CommitSpec) -> CommitResult:
         log.info("%s: snapshots %s of other writers landed after this run's base %s and write none of its keys: "
                  "committed on top of them as snapshot %s (rebased; its key index is left to the next bootstrap)",
                  identifier, rebased_over, staged.base_snapshot_id, snapshot_id)
-    crash_point("commit.before_publish")
     ours = snapshot_id is not None and snapshot_id != staged.base_snapshot_id  # else: nothing was committed
     snapshot = table.snapshot_manager().get_snapshot_by_id(snapshot_id) if ours else None  # one small file
+    if snapshot is not None:  # what outlives the snapshot's expiry (engine/commit/record.py)
+        described = _described(table, snapshot)
+        record_commit(table, snapshot, described["files"], staged.extra.get("run"))
+    else:  # nothing committed, or a retry after the snapshot expired: its record reports it
+        snapshot = find_commit(table, staged.commit_user, staged.commit_identifier, staged.base_snapshot_id,
+                               recorded=True) if ours else None
+        described = _described(table, snapshot)
+    crash_point("commit.before_publish")
     # an OVERWRITE snapshot gets no published index: the next bootstrap rebuilds it (engine/commit/overwrite.py);
     # nor does a rebased one: its index would miss the other writers' keys (engine/commit/rebase.py)
-    if snapshot is not None and index_uri and not overwrite and not rebased_over:
+    if isinstance(snapshot, RecordedCommit):  # expired: no index to publish for it, nothing to describe anew
+        pass
+    elif snapshot is not None and index_uri and not overwrite and not rebased_over:
         # snapshot is this run's own commit (found by its identity), so the index published for it holds
         # exactly this run's changes; also on a retry that finds the commit done: the index may not be out yet
         publish_index(index_uri, staged, staging_uri, snapshot)
@@ -70,7 +80,7 @@ def run_commit(spec: CommitSpec) -> CommitResult:
         drop_old_results(spec.result_uri, spec.staging_retention_seconds)
     return CommitResult(table=identifier, snapshot_id=snapshot_id, base_snapshot_id=staged.base_snapshot_id,
                         already_committed=already, rebased_over=rebased_over, rewrites=spec.rewrites,
-                        **_described(table, snapshot))
+                        **described)
 
 
 def staged_clock(extra: dict) -> RunClock | None:
@@ -86,6 +96,9 @@ def _described(table: FileStoreTable, snapshot) -> dict:
     that finds it committed); none without one (nothing committed)."""
     if snapshot is None:
         return {}
+    if isinstance(snapshot, RecordedCommit):  # its snapshot expired: what the record holds
+        return {"commit_kind": snapshot.commit_kind, "delta_record_count": snapshot.delta_record_count,
+                "files": snapshot.files, "snapshot_fingerprint": fingerprint(snapshot)}
     return {"commit_kind": snapshot.commit_kind, "delta_record_count": snapshot.delta_record_count,
             "files": added_file_count(table, snapshot), "snapshot_fingerprint": fingerprint(snapshot)}
 
@@ -106,12 +119,15 @@ def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
 
 def _already_done(table: FileStoreTable, spec: CommitSpec) -> CommitResult:
     """Nothing staged: a retry after this run committed and cleaned up, or a run that never wrote."""
-    snap = find_commit(table, spec.commit_user, spec.commit_identifier, spec.base_snapshot_id)
+    snap = find_commit(table, spec.commit_user, spec.commit_identifier, spec.base_snapshot_id, recorded=True)
     if snap is None:
         raise PaimonJobError(f"table {spec.table}: nothing staged at {spec.staging_uri} and no snapshot "
                              "of this run; re-run from bootstrap-index")
+    described = _described(table, snap)
+    if not isinstance(snap, RecordedCommit):  # kept: record it (again), healing a crash before the record
+        record_commit(table, snap, described["files"])
     return CommitResult(table=spec.table, snapshot_id=snap.id, base_snapshot_id=spec.base_snapshot_id,
-                        already_committed=True, rewrites=spec.rewrites, **_described(table, snap))
+                        already_committed=True, rewrites=spec.rewrites, **described)
 
 
 def publish_index(index_uri: str, staged, staging_uri: str, snapshot) -> None:
