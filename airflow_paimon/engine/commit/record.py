@@ -11,8 +11,10 @@ between the commit and the record heals while the snapshot is still kept):
 
 holding the snapshot id (the last of a deletion-vector write's APPEND and COMPACT, and the first), the commit
 kind, the snapshot's time, record count and added files, the DAG id, run id and generation when known, and when
-it was recorded. About 450 bytes, one file per committed run of the table (a retry or a run that wrote nothing
-adds none); a daily DAG adds 165 kB in ten years, an hourly one 4 MB (87,600 files).
+it was recorded. Size per run: one file of about 400 bytes (415 with a 40-character DAG id and a scheduled run
+id), per committed run of the table (a retry, or a run that wrote nothing, adds none; each Clear that commits
+adds one): a daily DAG adds 3,650 files (1.5 MB) in ten years, an hourly one 87,600 (36 MB). Nothing lists them
+but a rollback.
 
 Read only where the kept history cannot answer (``find_commits`` reached an expired snapshot) and trusted only
 for a snapshot older than the earliest kept one: a record naming a kept snapshot, or one after the latest, is
@@ -20,9 +22,15 @@ stale (a rollback removed that commit) and ignored. A rollback deletes the recor
 (engine/rollback.py), so a later commit that reuses the id and then expires is never taken for the old one.
 
 Retention: kept as long as the table, in its directory, so a table dropped and created again under the same name
-starts without records. Snapshot expiry never touches them (it deletes only files of expired snapshots), nor does
-orphan-file removal, ours (engine/maintenance/orphans.py leaves the directory out) or Paimon's (it lists only
-``manifest``, ``index``, ``statistics`` and the ``k=v`` / ``bucket-N`` data directories).
+starts without records. Snapshot expiry never touches them (it deletes only files of expired snapshots), nor
+does orphan-file removal, ours (engine/maintenance/orphans.py leaves the directory out) or Paimon's (it lists
+only ``manifest``, ``index``, ``statistics`` and the ``k=v`` / ``bucket-N`` data directories). Deleting records
+by hand is safe for runs older than any Clear or retry still to come: a record only matters once its snapshot
+expired.
+
+One window stays: a commit job killed after its snapshot landed and before the record is written, whose snapshot
+then expires before the retry looks for it (expiry keeps ``snapshot.num-retained.min``, default 10, and an hour
+by ``snapshot.time-retained``), is not found by that retry, which may write the run again.
 """
 from __future__ import annotations
 
