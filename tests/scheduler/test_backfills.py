@@ -8,7 +8,11 @@ applies the days in logical-date order, whatever order the runs committed in; no
 - Two DAGs upserting one table, 10 rounds, each round's two runs made to stage from the same base: one commit of
   each round always meets the other's, and both succeed.
 - A daily upsert into a deletion-vector table beside a compaction DAG whose full compaction commits between the
-  upsert's write and its commit: the upsert writes its batch again and succeeds."""
+  upsert's write and its commit: the upsert writes its batch again and succeeds.
+- The clock runs write by (operators/clock.py), under timetables whose logical date is not when the data is as of:
+  a manual run, then the scheduled run of a data-interval timetable for the same day; an hourly DAG and a daily
+  reconciliation DAG on one table. The newer data wins, and the table equals the oracle applying the runs in the
+  order of their as-of instants."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -87,10 +91,11 @@ def test_backfills_forwards_wide_and_backwards_land_every_day_once_in_logical_da
             assert order == sorted(order) and left_out == 0 and healed == 0, (order, commits)
 
 
-ROUNDS = 10
+ROUNDS = 5
 
 
 def test_two_dags_upserting_one_table_both_always_succeed(scheduler, tmp_path):
+    """Each round one commit meets the other's (the same keys): 5 rounds, as 10 did before, show both succeed."""
     airflow = scheduler
     for dag_id in ("race_a", "race_b"):
         airflow.wait_for_dag(dag_id)
@@ -148,3 +153,83 @@ def test_a_daily_upsert_beside_a_compaction_dag_always_succeeds(scheduler, tmp_p
         assert_table_equals(airflow.table("db.vectors"), in_logical_order(applied), "id")
     print(f"4 rounds: {compactions} compactions in the way, {rewrites} writes written again")
     assert compactions >= 1
+
+
+def _succeeds(airflow, dag_id: str, run_id: str) -> None:
+    state, tasks = airflow.wait_finished(dag_id, run_id, timeout=420)
+    assert state == "success", (dag_id, run_id, tasks, airflow.diagnostics(dag_id, run_id))
+
+
+def _scheduled_runs(airflow, dag_id: str, count: int) -> list[dict]:
+    """The DAG's ``count`` scheduled runs, once the scheduler made them (oldest logical date first)."""
+    return airflow.wait_for(f"{count} scheduled runs of {dag_id}", lambda: (
+        runs if len(runs := [r for r in airflow.runs(dag_id) if r["run_type"] == "scheduled"]) == count else None),
+        120, dag_id)
+
+
+def _clock_of(table, snapshot_id: int):
+    from airflow_paimon.engine.commit.properties import RunClock
+
+    return RunClock.of_snapshot(table.snapshot_manager().get_snapshot_by_id(snapshot_id))
+
+
+def test_a_manual_run_then_the_scheduled_run_of_its_day_the_scheduled_data_wins(scheduler):
+    """Case A: ``interval_daily`` (a data-interval timetable) is scheduled for 2026-01-01: logical date 00:00, its
+    data the whole day, as of 2026-01-02 00:00. A run triggered by hand without a logical date at 15:00 that day
+    sets key 3; then the scheduled run writes keys 1-5. As of 15:00 against as of midnight: the scheduled run's
+    rows win, every key."""
+    airflow, dag_id = scheduler, "interval_daily"
+    airflow.wait_for_dag(dag_id)
+    scheduled_run = _scheduled_runs(airflow, dag_id, 1)[0]  # waits for its source
+    manual = pd.DataFrame({"id": [3], "dt": ["p0"], "v": [2.0], "op": ["+I"]})
+    manual_source = airflow.sources / "interval_daily-manual.parquet"
+    manual.to_parquet(manual_source, index=False)
+    manual_run = airflow.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {
+        "logical_date": None, "run_after": "2026-01-01T15:00:00Z",
+        "conf": {"source": str(manual_source)}})["dag_run_id"]
+    _succeeds(airflow, dag_id, manual_run)
+    day = pd.DataFrame({"id": [1, 2, 3, 4, 5], "dt": ["p0", "p1", "p1", "p2", "p0"], "v": [3.0] * 5, "op": ["+I"] * 5})
+    (airflow.sources / dag_id).mkdir()
+    day.to_parquet(airflow.sources / dag_id / "2026-01-01.parquet", index=False)
+    _succeeds(airflow, dag_id, scheduled_run["dag_run_id"])
+
+    table = airflow.table(f"db.{dag_id}")
+    assert_table_equals(table, in_logical_order([manual, day]), "id")  # key 3 = 3.0: the scheduled run's
+    clocks = {run_id: _clock_of(table, airflow.xcom(dag_id, run_id, "commit")["snapshot_id"])
+              for run_id in (manual_run, scheduled_run["dag_run_id"])}
+    assert (clocks[manual_run].as_of_from, clocks[manual_run].run_type) == ("run_after", "manual")
+    assert clocks[manual_run].as_of_ms == pendulum.datetime(2026, 1, 1, 15, tz="UTC").int_timestamp * 1000
+    scheduled_clock = clocks[scheduled_run["dag_run_id"]]
+    assert (scheduled_clock.as_of_from, scheduled_clock.run_type) == ("data_interval_end", "scheduled")
+    assert scheduled_clock.as_of_ms == pendulum.datetime(2026, 1, 2, tz="UTC").int_timestamp * 1000
+
+
+def test_an_hourly_dag_and_a_daily_reconciliation_dag_on_one_table_the_reconciliation_wins(scheduler):
+    """Case B: ``hourly`` (a trigger timetable) writes 00:00, 01:00 and 02:00 of 2026-01-01 into db.two_dags; then
+    ``reconcile`` (a data-interval timetable, logical date 00:00, as of the day's end) rewrites all 30 keys. Each
+    key ends with the reconciliation's value; no hourly run was held back."""
+    airflow = scheduler
+    rng = np.random.default_rng(11)
+    hours = []
+    (airflow.sources / "hourly").mkdir()
+    for h in range(3):
+        ids = np.sort(rng.choice(30, 12, replace=False))
+        batch = pd.DataFrame({"id": ids, "dt": [f"p{x}" for x in rng.integers(0, 3, 12)],
+                              "v": np.round(h + rng.random(12), 4), "op": ["+I"] * 12})
+        batch.to_parquet(airflow.sources / "hourly" / f"20260101T0{h}0000.parquet", index=False)
+        hours.append(batch)
+    airflow.wait_for_dag("hourly")
+    hourly_runs = _scheduled_runs(airflow, "hourly", 3)
+    for run in hourly_runs:
+        _succeeds(airflow, "hourly", run["dag_run_id"])
+    airflow.wait_for_dag("reconcile")
+    reconciliation = pd.DataFrame({"id": np.arange(30), "dt": [f"p{x}" for x in rng.integers(0, 3, 30)],
+                                   "v": np.round(100 + rng.random(30), 4), "op": ["+I"] * 30})
+    (airflow.sources / "reconcile").mkdir()
+    reconciliation.to_parquet(airflow.sources / "reconcile" / "2026-01-01.parquet", index=False)
+    run_id = _scheduled_runs(airflow, "reconcile", 1)[0]["dag_run_id"]
+    _succeeds(airflow, "reconcile", run_id)
+
+    written = airflow.xcom("reconcile", run_id, "assign_and_write")
+    assert (written["superseded_keys"], written["superseded_keys_by_others"]) == (0, 0), written
+    assert_table_equals(airflow.table("db.two_dags"), in_logical_order([*hours, reconciliation]), "id")

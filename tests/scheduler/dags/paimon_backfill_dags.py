@@ -8,14 +8,23 @@
   the same base and one of them always finds the other's commit in its way.
 - ``daily_vectors`` and ``compaction``: a daily upsert into a deletion-vector table and a full compaction of it;
   the compaction runs after the upsert staged and before it commits, so the upsert always finds a COMPACT
-  snapshot in its way (a deletion-vector write marks its base's files: it is written again)."""
+  snapshot in its way (a deletion-vector write marks its base's files: it is written again).
+- ``interval_daily``: a daily upsert on a data-interval timetable (``schedule="@daily"`` with
+  ``create_cron_data_intervals``), scheduled for 2026-01-01 only; a manual run may bring its own ``source``.
+- ``hourly`` (a trigger timetable, 00:00-02:00 of 2026-01-01) and ``reconcile`` (a daily data-interval timetable,
+  2026-01-01): two DAGs upserting one table.
+  Each of these three waits until its source file exists (``SOURCES``, the scheduler fixture's sources folder),
+  as a DAG with a sensor on its landing zone does: the test decides when a scheduled run goes on."""
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pendulum
 from airflow.sdk import DAG, task
+from airflow.sdk.definitions.timetables.interval import CronDataIntervalTimetable
+from airflow.sdk.definitions.timetables.trigger import CronTriggerTimetable
 
 from airflow_paimon.operators.compact import PaimonCompactOperator
 from airflow_paimon.operators.paimon import (PaimonAssignAndWriteOperator, PaimonBootstrapIndexOperator,
@@ -82,3 +91,37 @@ with DAG("compaction", schedule=None, start_date=START, catchup=False, max_activ
     (barrier(None, "staged", task_id="wait_for_staged")
      >> PaimonCompactOperator(task_id="compact", table="db.vectors", full=True)
      >> barrier("compacted", None, task_id="mark_compacted"))
+
+
+SOURCES = Path(__file__).resolve().parent.parent / "sources"  # the scheduler fixture's folder for sources
+DAY = pendulum.datetime(2026, 1, 1, tz="UTC")
+
+
+@task
+def wait_for_source(path: str) -> None:
+    """Until ``path`` exists (≤ 300 s): a landing-zone sensor."""
+    deadline = time.monotonic() + 300
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} did not arrive within 300 s")
+        time.sleep(0.5)
+
+
+def waiting_write(dag_id: str, table: str, schedule, end, source: str) -> DAG:
+    with DAG(dag_id, schedule=schedule, start_date=DAY, end_date=end, catchup=True, max_active_runs=2,
+             params={"source": ""}, default_args=RETRIES) as dag:
+        (wait_for_source(source)
+         >> PaimonBootstrapIndexOperator(task_id="bootstrap_index", table=table, table_schema=SPEC, shards=2)
+         >> PaimonAssignAndWriteOperator(task_id="assign_and_write", table=table, source=source,
+                                         row_kind_column="op")
+         >> PaimonCommitOperator(task_id="commit", table=table))
+    return dag
+
+
+DAILY_INTERVALS = CronDataIntervalTimetable("0 0 * * *", timezone="UTC")
+interval_daily = waiting_write("interval_daily", "db.interval_daily", DAILY_INTERVALS, DAY,
+                               "{{ params.source or '%s/interval_daily/' ~ ds ~ '.parquet' }}" % SOURCES)
+hourly = waiting_write("hourly", "db.two_dags", CronTriggerTimetable("0 * * * *", timezone="UTC"), DAY.add(hours=2),
+                       f"{SOURCES}/hourly/{{{{ ts_nodash }}}}.parquet")
+reconcile = waiting_write("reconcile", "db.two_dags", DAILY_INTERVALS, DAY,
+                          f"{SOURCES}/reconcile/{{{{ ds }}}}.parquet")
