@@ -206,8 +206,8 @@ def test_a_manual_run_then_the_scheduled_run_of_its_day_the_scheduled_data_wins(
 
 def test_an_hourly_dag_and_a_daily_reconciliation_dag_on_one_table_the_reconciliation_wins(scheduler):
     """Case B: ``hourly`` (a trigger timetable) writes 00:00, 01:00 and 02:00 of 2026-01-01 into db.two_dags; then
-    ``reconcile`` (a data-interval timetable, logical date 00:00, as of the day's end) rewrites all 30 keys. Each
-    key ends with the reconciliation's value; no hourly run was held back."""
+    ``reconcile`` (a ``DeltaDataIntervalTimetable`` of one day: logical date 00:00, as of the day's end) rewrites
+    all 30 keys. Each key ends with the reconciliation's value; no hourly run was held back."""
     airflow = scheduler
     rng = np.random.default_rng(11)
     hours = []
@@ -227,9 +227,49 @@ def test_an_hourly_dag_and_a_daily_reconciliation_dag_on_one_table_the_reconcili
                                    "v": np.round(100 + rng.random(30), 4), "op": ["+I"] * 30})
     (airflow.sources / "reconcile").mkdir()
     reconciliation.to_parquet(airflow.sources / "reconcile" / "2026-01-01.parquet", index=False)
-    run_id = _scheduled_runs(airflow, "reconcile", 1)[0]["dag_run_id"]
+    run_id = _scheduled_runs(airflow, "reconcile", 2)[0]["dag_run_id"]  # 2026-01-01's; 01-02's waits for its file
     _succeeds(airflow, "reconcile", run_id)
 
     written = airflow.xcom("reconcile", run_id, "assign_and_write")
     assert (written["superseded_keys"], written["superseded_keys_by_others"]) == (0, 0), written
     assert_table_equals(airflow.table("db.two_dags"), in_logical_order([*hours, reconciliation]), "id")
+
+
+def test_an_asset_triggered_run_wins_over_an_older_run_of_another_dag_committed_after_it(scheduler):
+    """Case D: an asset event queues a run of ``asset_consumer`` (as of when it was queued: now); then the scheduled
+    run of ``reconcile`` for 2026-01-02 (as of 01-03 00:00, long before) writes keys 1-3 of the same table after
+    it. The reconciliation leaves out keys 1 and 2, counts them apart, names the asset-triggered run in a WARNING in
+    its task log; the table equals the oracle applying the runs in the order of their clocks."""
+    from oracle import read_table
+
+    airflow = scheduler
+    before = read_table(airflow.table("db.two_dags")) if airflow.table("db.two_dags").snapshot_manager() \
+        .get_latest_snapshot() else pd.DataFrame({"id": [], "dt": [], "v": []})
+    feed = pd.DataFrame({"id": [1, 2], "dt": ["p0", "p0"], "v": [500.0, 501.0], "op": ["+I", "+I"]})
+    (airflow.sources / "asset_consumer").mkdir()
+    feed.to_parquet(airflow.sources / "asset_consumer" / "feed.parquet", index=False)
+    airflow.wait_for_dag("asset_consumer")
+    asset = airflow.wait_for("the asset paimon-test://feed", lambda: airflow.call(
+        "GET", "/api/v2/assets?uri_pattern=paimon-test")["assets"], 60)[0]
+    airflow.call("POST", "/api/v2/assets/events", {"asset_id": asset["id"]})
+    consumer = airflow.wait_for("the asset-triggered run", lambda: [
+        r for r in airflow.runs("asset_consumer") if r["run_type"] == "asset_triggered"], 120, "asset_consumer")[0]
+    _succeeds(airflow, "asset_consumer", consumer["dag_run_id"])
+
+    late = pd.DataFrame({"id": [1, 2, 3], "dt": ["p2", "p2", "p2"], "v": [7.0, 7.5, 8.0], "op": ["+I"] * 3})
+    (airflow.sources / "reconcile").mkdir(exist_ok=True)
+    late.to_parquet(airflow.sources / "reconcile" / "2026-01-02.parquet", index=False)
+    airflow.wait_for_dag("reconcile")
+    run_id = _scheduled_runs(airflow, "reconcile", 2)[1]["dag_run_id"]
+    _succeeds(airflow, "reconcile", run_id)
+
+    written = airflow.xcom("reconcile", run_id, "assign_and_write")
+    assert (written["superseded_keys"], written["superseded_keys_by_others"]) == (0, 2), written
+    [by] = written["superseded_by"]
+    assert (by["dag_id"], by["run_id"], by["run_type"], by["keys"]) == (
+        "asset_consumer", consumer["dag_run_id"], "asset_triggered", 2), by
+    log = "".join(p.read_text(errors="replace") for p in (airflow.home / "logs" / "dag_id=reconcile").glob(
+        f"run_id={run_id}/task_id=assign_and_write/*.log"))
+    assert "2 key(s) left out of this run" in log and f"run {consumer['dag_run_id']} of DAG asset_consumer" in log
+    assert_table_equals(airflow.table("db.two_dags"), expected_upsert(
+        [feed.drop(columns="op"), late[late.id == 3].drop(columns="op")], "id", start=before), "id")

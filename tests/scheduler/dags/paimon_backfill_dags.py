@@ -11,19 +11,22 @@
   snapshot in its way (a deletion-vector write marks its base's files: it is written again).
 - ``interval_daily``: a daily upsert on a data-interval timetable (``schedule="@daily"`` with
   ``create_cron_data_intervals``), scheduled for 2026-01-01 only; a manual run may bring its own ``source``.
-- ``hourly`` (a trigger timetable, 00:00-02:00 of 2026-01-01) and ``reconcile`` (a daily data-interval timetable,
-  2026-01-01): two DAGs upserting one table.
+- ``asset_consumer``: scheduled on the asset ``paimon-test://feed``, upserting ``SOURCES/asset_consumer/feed.parquet``
+  into the same table as ``reconcile``.
+- ``hourly`` (a trigger timetable, 00:00-02:00 of 2026-01-01) and ``reconcile`` (``DeltaDataIntervalTimetable`` of one
+  day, 2026-01-01 and 01-02): two DAGs upserting one table.
   Each of these three waits until its source file exists (``SOURCES``, the scheduler fixture's sources folder),
   as a DAG with a sensor on its landing zone does: the test decides when a scheduled run goes on."""
 from __future__ import annotations
 
+import datetime
 import os
 import time
 from pathlib import Path
 
 import pendulum
-from airflow.sdk import DAG, task
-from airflow.sdk.definitions.timetables.interval import CronDataIntervalTimetable
+from airflow.sdk import DAG, Asset, task
+from airflow.sdk.definitions.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
 from airflow.sdk.definitions.timetables.trigger import CronTriggerTimetable
 
 from airflow_paimon.operators.compact import PaimonCompactOperator
@@ -123,5 +126,10 @@ interval_daily = waiting_write("interval_daily", "db.interval_daily", DAILY_INTE
                                "{{ params.source or '%s/interval_daily/' ~ ds ~ '.parquet' }}" % SOURCES)
 hourly = waiting_write("hourly", "db.two_dags", CronTriggerTimetable("0 * * * *", timezone="UTC"), DAY.add(hours=2),
                        f"{SOURCES}/hourly/{{{{ ts_nodash }}}}.parquet")
-reconcile = waiting_write("reconcile", "db.two_dags", DAILY_INTERVALS, DAY,
+# one day's data intervals by a timedelta (schedule=timedelta(days=1) with create_delta_data_intervals): the run for
+# 2026-01-01 ends its interval at the next midnight
+reconcile = waiting_write("reconcile", "db.two_dags", DeltaDataIntervalTimetable(datetime.timedelta(days=1)),
+                          DAY.add(days=1),
                           f"{SOURCES}/reconcile/{{{{ ds }}}}.parquet")
+asset_consumer = waiting_write("asset_consumer", "db.two_dags", [Asset("paimon-test://feed")], None,
+                               f"{SOURCES}/asset_consumer/feed.parquet")
