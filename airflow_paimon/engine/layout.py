@@ -13,9 +13,10 @@ it lives exactly as long as the table (engine/commit/record.py):
 
 Paimon never reads it, and no orphan clean deletes it: Paimon's looks only in ``manifest``, ``index``,
 ``statistics`` and the data directories (``k=v`` partitions, ``bucket-N``), ours leaves it out.
- A path is a root plus segments, and a segment is an
-allow-list of characters: no separator, no ``.``/``..``, no ``%`` (pyarrow percent-decodes ``file://`` URIs),
-no ``#`` / ``?`` (a URI parser cuts there), no whitespace or control character. ``under`` joins them and then
+
+A path is a root plus segments, and a segment is an allow-list of characters: no separator, no ``.``/``..``,
+no ``%`` (pyarrow percent-decodes ``file://`` URIs), no ``#`` / ``?`` (a URI parser cuts there), no whitespace or
+control character. ``under`` joins them and then
 proves the result lies inside the root in the form the file system acts on (storage.resolved), for plain
 paths, ``file://`` and object-store URIs alike — a name that slips past the allow-list still cannot aim a
 write or a clean-up elsewhere.

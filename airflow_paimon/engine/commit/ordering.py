@@ -90,8 +90,8 @@ def superseding(table, clock: RunClock | None) -> Superseding | None:
         for e in entries:
             if e.kind == FileKind.ADD:  # the keys it wrote
                 rows = read_key_rows(data_file_path(table, tuple(e.partition.values), e.bucket, e.file), keys)
-                key_parts.append(rows.select(keys).append_column(SNAPSHOT, pa.array([snap.id] * rows.num_rows,
-                                                                                    pa.int64())))
+                key_parts.append(rows.select(keys).append_column(SNAPSHOT, pa.array(np.full(rows.num_rows,
+                                                                                            snap.id, np.int64))))
         if snap.commit_kind == "OVERWRITE":
             if not partition_keys:
                 whole_table = max(whole_table or 0, snap.id)

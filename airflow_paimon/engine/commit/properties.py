@@ -3,7 +3,7 @@ string), read back by the write (engine/commit/ordering.py) and the UI page. Imp
 plugin imports it."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 # The run's clock (engine/commit/ordering.py): the instant its data is as of (epoch ms), where that instant came
 # from (AS_OF_SOURCES), and the rule its rows were ordered by (WRITE_ORDERS)
@@ -39,7 +39,7 @@ class RunClock:
         return self.write_order == "as_of"
 
     def to_dict(self) -> dict:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict | None) -> RunClock | None:
