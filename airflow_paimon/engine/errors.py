@@ -58,6 +58,16 @@ class StaleIndexError(PaimonJobError):
     rewrite_heals: bool = True  # bootstrap-index and assign-and-write again, against the table as it is now
 
 
+class IndexGoneError(StaleIndexError):
+    """The index the run's bootstrap-index returned is not published any more (cleaned up as an old index after
+    newer ones, or lost): assign-and-write bootstraps again at the latest snapshot and writes against that
+    (engine/runs/assign_and_write.py); raised out of it only where that cannot run (an executor without index tasks,
+    or the new index cleaned up too before its write began)."""
+
+    retryable: bool = True  # a retry of assign-and-write bootstraps again, at the table as it is then
+    rewrite_heals: bool = True
+
+
 class RolledBackError(StaleIndexError):
     """The snapshot a run started from is no longer in the table's history (rolled back, or expired): what the
     run planned on it may resurrect or duplicate rows."""

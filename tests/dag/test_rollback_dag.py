@@ -127,3 +127,34 @@ def test_the_rollback_operator_refuses_the_append_half_of_a_deletion_vector_writ
     assert run.state == "success" and xcoms["rollback"]["deleted_snapshots"] == [5, 6]
     assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert(SEED[:2], "id"), "id")
     java_reads(warehouse)
+
+
+def test_a_rewrite_killed_part_way_is_finished_by_the_commit_tasks_retry(airflow_home, warehouse, monkeypatch,
+                                                                        tmp_path):
+    """Other writers commit keys of the run after its write: the commit writes the batch again (a rewrite), whose
+    assign-and-write empties the run's staging and is killed before it stages again (SIGKILL of its spark-submit
+    driver at ``assign_write.before_stage``). The commit task's retry finds nothing staged and no commit of the
+    run: it writes the batch again itself and lands it once."""
+    from paimon_history_dags import rewrite_cut_off
+
+    from airflow_paimon.engine.faults import CRASH_AT, CRASH_ONCE
+
+    use_warehouse(monkeypatch, warehouse)
+    seed(warehouse, OPTIONS["plain"])
+    source, armed = tmp_path / "stale.parquet", tmp_path / "kill-the-rewrite"
+    STALE.to_parquet(source, index=False)
+    monkeypatch.setenv(CRASH_AT, "assign_write.before_stage")  # only once armed: after the first write staged
+    monkeypatch.setenv(CRASH_ONCE, str(armed))
+    conf = {"table": "db.t", "source": str(source), "arm": str(armed),
+            "batches": [df.to_dict("records") for df in OTHERS]}
+    run, states, xcoms = run_dag(rewrite_cut_off, conf=conf)
+    assert run.state == "success", states
+    assert not armed.exists()  # the kill happened, once
+    assert run.get_task_instance("commit").try_number == 2  # try 1 died in its rewrite
+    committed, written = xcoms["commit"], xcoms["assign_and_write"]
+    assert committed["rewrites"] == 1 and not committed["already_committed"], committed
+    assert committed["written"]["rows_in"] == len(STALE), committed
+    table = get_table({"warehouse": warehouse}, "db.t")
+    runs = [s for s in table.snapshot_manager().list_snapshots() if s.commit_user == written["commit_user"]]
+    assert len(runs) == 1, runs  # the run's batch landed once
+    assert_table_equals(table, expected_upsert([*SEED, *OTHERS, STALE], "id"), "id")

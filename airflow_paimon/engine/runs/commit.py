@@ -16,7 +16,7 @@ from airflow_paimon.engine.commit.committer import commit_once, find_commit
 from airflow_paimon.engine.commit.properties import RunClock, snapshot_properties
 from airflow_paimon.engine.commit.record import RecordedCommit, record_commit
 from airflow_paimon.engine.commit.staging import abandoned, load, runs
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import MissingFileError, PaimonJobError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import fingerprint
 from airflow_paimon.engine.identifier import validate_identifier
@@ -120,9 +120,10 @@ def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
 def _already_done(table: FileStoreTable, spec: CommitSpec) -> CommitResult:
     """Nothing staged: a retry after this run committed and cleaned up, or a run that never wrote."""
     snap = find_commit(table, spec.commit_user, spec.commit_identifier, spec.base_snapshot_id, recorded=True)
-    if snap is None:
-        raise PaimonJobError(f"table {spec.table}: nothing staged at {spec.staging_uri} and no snapshot "
-                             "of this run; re-run from bootstrap-index")
+    if snap is None:  # the staging went (a rewrite emptied it and was killed, or it was dropped as abandoned)
+        raise MissingFileError(f"table {spec.table}: nothing staged at {spec.staging_uri} and no snapshot of this "
+                               "run (a rewrite of it was cut off, or its staging was dropped); nothing committed, "
+                               "the run's batch is written again from bootstrap-index")
     described = _described(table, snap)
     if not isinstance(snap, RecordedCommit):  # kept: record it (again), healing a crash before the record
         record_commit(table, snap, described["files"])

@@ -1,5 +1,6 @@
 """DAGs of tests/dag/test_rollback_dag.py: a write whose table is rolled back between its assign-and-write and its
-commit (spark-submit jobs, the rollback and the writes after it in the task process), and a rollback alone."""
+commit (spark-submit jobs, the rollback and the writes after it in the task process), a rollback alone, and a
+write whose commit's rewrite is killed part-way (``rewrite_cut_off``)."""
 from __future__ import annotations
 
 import pendulum
@@ -14,7 +15,8 @@ START = pendulum.datetime(2026, 1, 1, tz="UTC")
 
 class InProcessWritesOperator(BaseOperator):
     """Other writers committing between the rollback and the commit: each of ``params.batches`` (lists of row
-    dicts) written through the engine in this process (tests/local_runner.py), as its own run."""
+    dicts) written through the engine in this process (tests/local_runner.py), as its own run. Then, with
+    ``params.arm``, creates that file: the one kill of a crash point armed with AIRFLOW_PAIMON_CRASH_ONCE."""
 
     def execute(self, context) -> list:
         import pandas as pd
@@ -35,6 +37,8 @@ class InProcessWritesOperator(BaseOperator):
             source = pa.Table.from_pandas(pd.DataFrame(rows), schema=arrow_schema, preserve_index=False)
             done.append(upsert(bootstrap(hook.catalog_options(), table, hook.index_root(), 2), source,
                                run_id=f"{context['run_id']}-other-{i}")[0])
+        if context["params"].get("arm"):
+            open(context["params"]["arm"], "w").close()
         return done
 
 
@@ -61,3 +65,15 @@ rollback_healed = rollback_between_dag("test_rollback_between_write_and_commit_h
 with DAG("test_rollback_to", schedule=None, start_date=START, params={"table": "db.t", "to_snapshot": 1},
          default_args={"retries": 2}) as rollback_to:
     PaimonRollbackOperator(task_id="rollback", table="{{ params.table }}", to_snapshot="{{ params.to_snapshot }}")
+
+# Other writers commit keys of the run between its assign-and-write and its commit, so the commit writes the batch
+# again; the test kills that rewrite's assign-and-write once (AIRFLOW_PAIMON_CRASH_AT/_ONCE): the commit task's
+# retry finds the run's staging emptied by it and writes the batch again itself
+with DAG("test_rewrite_cut_off", schedule=None, start_date=START,
+         params={"table": "db.t", "source": "", "batches": [], "arm": ""},
+         default_args={"retries": 1, "retry_delay": pendulum.duration(seconds=0)}) as rewrite_cut_off:
+    (PaimonBootstrapIndexOperator(task_id="bootstrap_index", table="{{ params.table }}", shards=2)
+     >> PaimonAssignAndWriteOperator(task_id="assign_and_write", table="{{ params.table }}",
+                                     source="{{ params.source }}")
+     >> InProcessWritesOperator(task_id="other_writers")
+     >> PaimonCommitOperator(task_id="commit", table="{{ params.table }}"))
