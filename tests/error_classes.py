@@ -12,7 +12,7 @@ RETRIED = {"PaimonJobError": True, "ValidationError": False, "UnsafePathError": 
            "RolledBackError": False, "TableChangedError": False, "MissingFileError": False, "SpecError": False,
            "NoExclusiveCreateError": False, "EscapeError": False, "KeyTwice": False, "CompactConflictError": True,
            "JobKilled": True, "StepError": True, "FinalStepError": False, "StepValidationError": False,
-           "NoJobEnvironment": False, "TableNotFound": True, "StaleWriteError": False,
+           "NoJobEnvironment": False, "TableNotFound": True, "StaleWriteError": False, "HalfCommittedError": False,
            "OSError": True}  # not this provider's: an object store timing out, a crash
 
 

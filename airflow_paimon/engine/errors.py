@@ -87,3 +87,12 @@ class MissingFileError(PaimonJobError):
 
     retryable: bool = False  # the file stays gone: the files are written again by a re-run from bootstrap
     rewrite_heals: bool = True
+
+
+class HalfCommittedError(PaimonJobError):
+    """A deletion-vector or ``changelog-producer=lookup`` write landed its APPEND snapshot, and its COMPACT snapshot
+    can no longer land after it: another commit changed the write's buckets in between. The write is in the table
+    (its level-0 files); a full compaction completes it."""
+
+    retryable: bool = False  # the buckets stay changed: a retry meets the same refusal
+    rewrite_heals: bool = False  # writing the batch again would apply it twice, on top of its APPEND

@@ -107,7 +107,8 @@ def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identi
     # recorded (positional, as tests/unit/commit/test_history.py forwards it): a retry after its snapshot expired
     existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id, True)
     if existing is not None:
-        if compact and existing.commit_kind != COMPACT:  # its APPEND landed, the COMPACT not yet: finish it
+        if compact and existing.commit_kind != COMPACT:  # its APPEND landed, the COMPACT not yet: finish it (or
+            # refuse, HalfCommittedError, when the buckets changed since; never write the batch again on top of it)
             return commit_compact_increment(table, compact, commit_user, commit_identifier, existing.id), False, []
         return existing.id, True, []
     messages = [append_part(m) for m in messages if not m.is_empty()]
@@ -137,6 +138,8 @@ def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identi
         existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id, True)
         if existing is None:  # not a concurrent attempt of this same run: someone else's commit
             raise
+        if compact and existing.commit_kind != COMPACT:  # that attempt's APPEND landed, its COMPACT not yet
+            return commit_compact_increment(table, compact, commit_user, commit_identifier, existing.id), False, []
         return existing.id, True, []
     finally:
         committer.close()
