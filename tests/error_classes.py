@@ -9,7 +9,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "airflow_paimon"
 # Whether Airflow retries a task failing with each error (docs/reliability.md): a new error class gets a line
 RETRIED = {"PaimonJobError": True, "ValidationError": False, "UnsafePathError": False, "StaleIndexError": False,
-           "RolledBackError": False, "TableChangedError": False, "MissingFileError": False, "SpecError": False,
+           "IndexGoneError": True, "RolledBackError": False, "TableChangedError": False, "MissingFileError": False,
+           "SpecError": False,
            "NoExclusiveCreateError": False, "EscapeError": False, "KeyTwice": False, "CompactConflictError": True,
            "JobKilled": True, "StepError": True, "FinalStepError": False, "StepValidationError": False,
            "NoJobEnvironment": False, "TableNotFound": True, "StaleWriteError": False, "HalfCommittedError": False,

@@ -133,7 +133,8 @@ def in_process(job: str, spec: JobSpec, rows: pa.Table | None = None, row_kinds=
         if rows is None:
             raise ValueError("in_process writes rows in memory; in_spark reads spec.source")
         return assign_and_write(spec, read=_prepared(rows, row_kinds), write=write or _assign_then_write,
-                                source_schema=lambda: rows.schema, leave_out=left_out_arrow)
+                                source_schema=lambda: rows.schema, leave_out=left_out_arrow,
+                                index_tasks=LocalIndexTasks())
     if job == "commit":
         return run_commit(spec)
     if job == "compact":

@@ -65,7 +65,8 @@ class IndexGoneError(StaleIndexError):
     or the new index cleaned up too before its write began)."""
 
     retryable: bool = True  # a retry of assign-and-write bootstraps again, at the table as it is then
-    rewrite_heals: bool = True
+    # the retry heals it; a rewrite flag would fail the assign-and-write task at once (operators/paimon.py)
+    rewrite_heals: bool = False
 
 
 class RolledBackError(StaleIndexError):

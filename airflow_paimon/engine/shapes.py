@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.assign.dynamic import bucket_index_update, check_dynamic_table, key_hashes
 from airflow_paimon.engine.assign.fixed import check_fixed_table
-from airflow_paimon.engine.errors import RolledBackError, StaleIndexError, ValidationError
+from airflow_paimon.engine.errors import IndexGoneError, RolledBackError, ValidationError
 from airflow_paimon.engine.index.layout import read_manifest
 
 if TYPE_CHECKING:
@@ -80,9 +80,9 @@ class CrossPartition(TableShape):
     def write_shards(self, table: FileStoreTable, spec) -> int:
         manifest = read_manifest(spec.index_uri, spec.base_snapshot_id) if spec.index_uri else None
         if manifest is None:
-            raise StaleIndexError(f"table {spec.table}: no published index at {spec.index_uri} for snapshot "
-                                  f"{spec.base_snapshot_id} (removed as an old index, or never published); nothing "
-                                  "written, re-run from bootstrap-index")
+            raise IndexGoneError(f"table {spec.table}: no published index at {spec.index_uri} for snapshot "
+                                 f"{spec.base_snapshot_id} (removed as an old index, or never published); nothing "
+                                 "written, re-run from bootstrap-index")
         if None not in (manifest.snapshot_fingerprint, spec.base_snapshot_fingerprint) \
                 and manifest.snapshot_fingerprint != spec.base_snapshot_fingerprint:
             raise RolledBackError(f"table {spec.table}: the published index of snapshot {spec.base_snapshot_id} is "

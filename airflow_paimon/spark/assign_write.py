@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from airflow_paimon.engine.commit.ordering import SNAPSHOT, Superseding
 from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.runs.assign_and_write import assign_and_write
+from airflow_paimon.spark.bootstrap import SparkIndexTasks
 from airflow_paimon.spark.pipelines import PIPELINES, in_driver
 from airflow_paimon.spark.routing import without_adaptive_execution
 from airflow_paimon.spark.source import arrow_schema, read_source, validate_and_cast, validation_errors
@@ -37,7 +38,8 @@ def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
     def leave_out(source, found):
         return without_superseded(spark, source, found)
 
-    return assign_and_write(spec, read=read, write=write, source_schema=source_schema, leave_out=leave_out)
+    return assign_and_write(spec, read=read, write=write, source_schema=source_schema, leave_out=leave_out,
+                            index_tasks=SparkIndexTasks(spark))
 
 
 def without_superseded(spark, source, found: Superseding):

@@ -7,6 +7,7 @@ of the same generation finds its commit and writes nothing; a run cleared after 
 is a reprocess, which ``reprocess_on_clear`` decides (specs.REPROCESS_ON_CLEAR)."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -20,11 +21,12 @@ from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.commit.table_state import planned_state
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.errors import StaleIndexError, ValidationError
+from airflow_paimon.engine.errors import IndexGoneError, StaleIndexError, ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
+from airflow_paimon.engine.runs.bootstrap_index import IndexTasks, index_at_latest
 from airflow_paimon.engine.schema_evolution import evolve_for_source
 from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import REPROCESS_ON_CLEAR, AssignWriteResult, AssignWriteSpec
@@ -47,13 +49,16 @@ WRITE_COUNTERS = ("rows_written", "deletes", "files")
 def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, tuple[str, ...]], Any],
                      write: Callable[[Any, WriteContext, TableShape], Sequence[Written]],
                      source_schema: Callable[[], Any] | None = None,
-                     leave_out: Callable[[Any, Any], Any] | None = None) -> AssignWriteResult:
+                     leave_out: Callable[[Any, Any], Any] | None = None,
+                     index_tasks: IndexTasks | None = None) -> AssignWriteResult:
     """``read(table, row_kind_column, absent)``: the validated source, with the table columns ``absent`` (added
     by another writer since this run planned: engine/schema_evolution.py) as nulls; ``write(source, ctx,
     shape)``: assign and write it (the executor's pipeline for ``shape.name``), one Written per write task;
     ``source_schema()``: the source's Arrow schema, for schema evolution; ``leave_out(source, found)``: the source
     without the rows ``found`` (engine/commit/ordering.py Superseding: what runs as of a later instant wrote)
-    supersedes, and {snapshot id: distinct keys left out for it}. Nothing is staged before all succeeded."""
+    supersedes, and {snapshot id: distinct keys left out for it}; ``index_tasks``: the executor's bootstrap tasks
+    (engine/runs/bootstrap_index.py), for a run whose base index is gone (``bootstrap_again``). Nothing is staged
+    before all succeeded."""
     identifier = spec.table
     table = get_table(spec.catalog_options, identifier)
     shape = shape_of(table)
@@ -79,7 +84,12 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     # the base must still be the snapshot bootstrap-index read: after a rollback its id may name another one
     check_base(table, spec.base_snapshot_id, spec.base_snapshot_fingerprint)
     check_table(table)  # its own options, maybe set by another engine since the bootstrap
-    shards = shape.write_shards(table, spec)
+    try:
+        shards = shape.write_shards(table, spec)
+    except IndexGoneError as gone:  # cleaned up since the bootstrap: the run's base moves to the latest snapshot
+        spec = bootstrap_again(table, spec, index_tasks, gone)
+        result.update(base_snapshot_id=spec.base_snapshot_id, base_snapshot_fingerprint=spec.base_snapshot_fingerprint)
+        shards = shape.write_shards(table, spec)
     write_mode = check_write_mode(table, identifier, shape, spec.write_mode or "upsert")
     planned = planned_columns.start_clean(staged_at)  # a retried attempt starts clean; nothing here is committed yet
     # a new schema, if any, before anything is staged
@@ -119,6 +129,24 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     crash_point("assign_write.after_stage")
     log.debug("staged %s commit messages for %s at %s", len(messages), identifier, staged_at)
     return AssignWriteResult(**result, **counters, already_committed=False, **superseded)
+
+
+def bootstrap_again(table: FileStoreTable, spec: AssignWriteSpec, tasks: IndexTasks | None,
+                    gone: IndexGoneError) -> AssignWriteSpec:
+    """``spec`` against a new bootstrap: the index of the latest snapshot, reused, caught up or rebuilt by the
+    bootstrap's own code (engine/runs/bootstrap_index.py). For a run whose base index was cleaned up after newer
+    ones were published (engine/index/store.py clean_up) before anything of it was staged: what a rewrite in the
+    commit task would do (bootstrap-index and assign-and-write again), done here, so the run lands without a person.
+    Its staging and commit then name the new base; a retry of this task, from the same bootstrap result, bootstraps
+    again. ``gone`` is raised as it is when the executor runs no bootstrap tasks (or the run has no index)."""
+    if tasks is None or not spec.index_uri:
+        raise gone
+    boot = index_at_latest(table, spec.table, spec.index_uri, spec.shards, tasks)
+    assert boot is not None  # None only without tasks
+    log.warning("%s; bootstrapped again at snapshot %s (index %s: %s) and writing against that", gone,
+                boot.base_snapshot_id, boot.index_decision, boot.reason)
+    return dataclasses.replace(spec, base_snapshot_id=boot.base_snapshot_id, index_uri=boot.index_uri,
+                               base_snapshot_fingerprint=boot.base_snapshot_fingerprint)
 
 
 def earlier_commit(table: FileStoreTable, spec: AssignWriteSpec):

@@ -64,7 +64,14 @@ def bootstrap_index(spec: BootstrapSpec, tasks: IndexTasks | None) -> BootstrapR
     shape = shape_of(table)
     if not shape.needs_index:
         return _no_index_needed(table, shape, shards, "metadata" if tasks is None else "spark")
-    index_uri = layout.index_dir(spec.index_root, identifier)
+    return index_at_latest(table, identifier, layout.index_dir(spec.index_root, identifier), shards, tasks)
+
+
+def index_at_latest(table: FileStoreTable, identifier: str, index_uri: str, shards: int,
+                    tasks: IndexTasks | None) -> BootstrapResult | None:
+    """The global key index of ``table``'s latest snapshot under ``index_uri``: reused, caught up or rebuilt, then
+    the clean-up. Also what assign-and-write runs when the index its bootstrap returned is gone
+    (engine/runs/assign_and_write.py)."""
     plan = plan_bootstrap(table, index_uri, shards)
     log.debug("bootstrap of %s at snapshot %s: %s (%s)", identifier, plan.snapshot_id, plan.decision, plan.reason)
 
