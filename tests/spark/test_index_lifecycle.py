@@ -133,3 +133,30 @@ def test_buckets_another_writer_laid_out_get_one_file_per_run(spark, warehouse, 
                                                full=True))
     assert compacted.compacted_buckets > 0
     assert_reads(get_table({"warehouse": warehouse}, "db.t"), warehouse, expected, ["id"])
+
+
+def test_a_run_whose_base_index_was_cleaned_up_catches_up_in_its_spark_job(spark, warehouse, tmp_path):
+    """The run's bootstrap reused snapshot 1's index, published long ago; two runs of ours land and clean it up,
+    another writer appends: the run's assign-and-write bootstraps again on Spark (a catch-up) and lands once."""
+    jobs = pipeline_on(spark, warehouse, "db.t", SPEC)
+    batches = [frame([1, 2, 3, 4], "aabb", [1, 2, 3, 4])]
+    boot, _, _ = jobs.upsert(batches[0], "r1", tmp_path)
+    long_ago = time.time() - 2 * 3600
+    os.utime(os.path.join(boot["index_uri"], "snapshot-1", "manifest.json"), (long_ago, long_ago))
+    stale = jobs.bootstrap()
+    assert (stale["base_snapshot_id"], stale["index_decision"]) == (1, "reused")
+    for run_id, batch in (("r2", frame([2, 5], "bb", [20, 5])), ("r3", frame([3, 6], "aa", [30, 6]))):
+        jobs.upsert(batch, run_id, tmp_path)
+        batches.append(batch)
+    assert read_manifest(stale["index_uri"], 1) is None  # cleaned up
+    batches.append(frame([4, 7], "ca", [40, 7]))  # another writer: snapshot 4 has no index of ours
+    native_write(warehouse, batches[-1])
+    batches.append(frame([1, 2, 4, 7], "bacb", [100, 200, 400, 700]))
+    path = tmp_path / "stale.parquet"
+    batches[-1].to_parquet(path, index=False)
+    written = jobs.assign_and_write(stale, {"path": str(path)}, "stale")
+    assert written["base_snapshot_id"] == 4 and written["moved_keys"] == 3  # 1, 2 and 7 (4 is in c already)
+    committed = jobs.commit(written)
+    assert committed["snapshot_id"] == 5 and not committed["rebased_over"]
+    assert read_manifest(stale["index_uri"], 4).origin == "caught_up"
+    assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert(batches, "id"), "id")

@@ -143,8 +143,10 @@ def bootstrap_again(table: FileStoreTable, spec: AssignWriteSpec, tasks: IndexTa
         raise gone
     boot = index_at_latest(table, spec.table, spec.index_uri, spec.shards, tasks)
     assert boot is not None  # None only without tasks
-    log.warning("%s; bootstrapped again at snapshot %s (index %s: %s) and writing against that", gone,
-                boot.base_snapshot_id, boot.index_decision, boot.reason)
+    log.warning("table %s: the index of snapshot %s this run's bootstrap-index returned is gone (%s: cleaned up as "
+                "an old index, or never published); bootstrapped again at snapshot %s (index %s: %s) and writing "
+                "against that", spec.table, spec.base_snapshot_id, type(gone).__name__, boot.base_snapshot_id,
+                boot.index_decision, boot.reason)
     return dataclasses.replace(spec, base_snapshot_id=boot.base_snapshot_id, index_uri=boot.index_uri,
                                base_snapshot_fingerprint=boot.base_snapshot_fingerprint)
 
