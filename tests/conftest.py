@@ -39,8 +39,7 @@ LONGEST_FILES = {
     "dag/test_connect.py": 126, "spark/test_table_shapes.py": 121, "dag/test_partition_overwrite_dag.py": 120,
     "dag/test_rollback_dag.py": 180, "dag/test_compact_dag.py": 94, "ui/test_paimon_page.py": 91,
     "ui/test_browser.py": 73, "dag/test_input_safety.py": 65, "dag/test_maintenance_dag.py": 63,
-    "dag/test_class_data_sharing.py": 62, "scheduler/test_clear_reprocess.py": 119,
-    "scheduler/test_backfills.py": 500,
+    "dag/test_class_data_sharing.py": 62, "scheduler/test_reruns.py": 560,
 }
 
 

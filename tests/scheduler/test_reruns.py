@@ -1,20 +1,26 @@
-"""Backfills and concurrent writers as Airflow users run them, on a real scheduler (PostgreSQL, LocalExecutor, the jobs
-on a Spark Connect server): every run ends ``success`` with no manual step, and the table equals the oracle that
-applies the days in logical-date order, whatever order the runs committed in; no key twice.
+"""Backfills, Clears and concurrent writers as Airflow users run them, on a real scheduler (PostgreSQL, LocalExecutor,
+the jobs on a Spark Connect server; one fixture for the whole module): every run ends ``success`` with no manual
+step (or is refused as documented), and the table equals the oracle that applies the runs in the order of their
+clocks, whatever order they committed in; no key twice.
 
-- Three backfills through ``POST /api/v2/backfills`` at once, each over 7 days into a table of its own: forwards with
+- Three backfills through ``POST /api/v2/backfills`` at once, each over 5 days into a table of its own: forwards with
   ``max_active_runs`` 1, forwards with 3 (runs race: a commit that finds another day's commit in its way goes on
   top of it or writes its batch again), and backwards (every day commits before the day it follows).
 - Two DAGs upserting one table, 10 rounds, each round's two runs made to stage from the same base: one commit of
   each round always meets the other's, and both succeed.
 - A daily upsert into a deletion-vector table beside a compaction DAG whose full compaction commits between the
   upsert's write and its commit: the upsert writes its batch again and succeeds.
+- A Clear of a finished run, through the REST API, after fixing its source: the corrected day replaces the first
+  (a deduplicate table), once; clearing only a failed commit task commits what the run staged; a Clear of a run on
+  an aggregation table after its snapshot expired is refused (``reprocess_on_clear`` "upsert") or writes nothing
+  ("never"): each day counted once (its commit record, engine/commit/record.py).
 - The clock runs write by (operators/clock.py), under timetables whose logical date is not when the data is as of:
   a manual run, then the scheduled run of a data-interval timetable for the same day; an hourly DAG and a daily
   reconciliation DAG on one table. The newer data wins, and the table equals the oracle applying the runs in the
   order of their as-of instants."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +32,12 @@ from oracle import assert_table_equals, expected_upsert
 
 pytestmark = [pytest.mark.scheduler, pytest.mark.dag]
 
-DAG_FILES = [Path(__file__).parent / "dags" / "paimon_backfill_dags.py"]
+DAG_FILES = [Path(__file__).parent / "dags" / "paimon_backfill_dags.py",
+             Path(__file__).parent / "dags" / "paimon_clear_dags.py"]
 SPARK = "connect"  # the scheduler fixture's Spark: one Connect server, no spark-submit per job
 PARALLELISM = 6
 FIRST = pendulum.datetime(2026, 3, 1, tz="UTC")
-DAYS = [FIRST.add(days=n) for n in range(7)]
+DAYS = [FIRST.add(days=n) for n in range(5)]
 KEYS = 24  # ids 0..23: each day writes 10 of them, so days overwrite and delete each other's keys
 
 
@@ -273,3 +280,125 @@ def test_an_asset_triggered_run_wins_over_an_older_run_of_another_dag_committed_
     assert "2 key(s) left out of this run" in log and f"run {consumer['dag_run_id']} of DAG asset_consumer" in log
     assert_table_equals(airflow.table("db.two_dags"), expected_upsert(
         [feed.drop(columns="op"), late[late.id == 3].drop(columns="op")], "id", start=before), "id")
+
+
+# --- Clear of a finished run ----------------------------------------------------------------------------------------
+
+DAG_ID = "scheduler_clear"
+# The day as it first arrived, and as corrected: key 5 was not that day's, key 2 moves partition, key 6 was missed
+DAY = pd.DataFrame({"id": [1, 2, 3, 5], "dt": ["d1", "d1", "d2", "d3"], "v": [10.0, 20.0, 30.0, 50.0]})
+FIXED = pd.DataFrame({"id": [2, 3, 6], "dt": ["d2", "d2", "d3"], "v": [21.0, 31.0, 60.0]})
+
+
+def _run_to_end(airflow, run_id: str, timeout: float = 300, dag_id: str = DAG_ID) -> dict:
+    state, tasks = airflow.wait_finished(dag_id, run_id, timeout)
+    assert state == "success", f"run {run_id}: {state} {tasks}\n{airflow.diagnostics(dag_id, run_id)}"
+    return tasks
+
+
+def test_a_cleared_run_writes_its_corrected_source_again(scheduler):
+    print(f"scheduler fixture up in {scheduler.started_in}")
+    airflow, sources = scheduler, scheduler.sources
+    airflow.wait_for_dag(DAG_ID)
+
+    day = sources / "day.parquet"
+    DAY.to_parquet(day, index=False)
+    run_id = airflow.trigger(DAG_ID, {"table": "db.t", "source": str(day)})
+    started = time.monotonic()
+    _run_to_end(airflow, run_id)
+    first_run = time.monotonic() - started
+    written = airflow.xcom(DAG_ID, run_id, "assign_and_write")
+    committed = airflow.xcom(DAG_ID, run_id, "commit")
+    assert written["generation"] == 0 and written["reprocessed_snapshot_id"] is None, written
+    assert_table_equals(airflow.table("db.t"), expected_upsert([DAY], "id"), "id")
+
+    FIXED.to_parquet(day, index=False)  # the source corrected in place
+    airflow.clear(DAG_ID, run_id)
+    started = time.monotonic()
+    _run_to_end(airflow, run_id)
+    cleared_run = time.monotonic() - started
+    print(f"first run {first_run:.1f} s, cleared run {cleared_run:.1f} s")
+    rewritten = airflow.xcom(DAG_ID, run_id, "assign_and_write")
+    assert rewritten["generation"] == 1, rewritten
+    assert rewritten["reprocessed_snapshot_id"] == committed["snapshot_id"], (rewritten, committed)
+    assert rewritten["commit_user"] != written["commit_user"] and not rewritten["already_committed"]
+    again = airflow.xcom(DAG_ID, run_id, "commit")
+    assert again["snapshot_id"] > committed["snapshot_id"] and not again["already_committed"], again
+    # the corrected day replaced the first one: key 5 stays (an upsert does not delete what the fix left out),
+    # every key of the fix has the fixed row, in its fixed partition, once
+    assert_table_equals(airflow.table("db.t"), expected_upsert([DAY, FIXED], "id"), "id")
+
+
+def test_clearing_only_a_failed_commit_task_commits_what_the_run_staged(scheduler):
+    """The commit takes its identity from assign-and-write's XCom: cleared alone (the run's clear_number goes up),
+    it commits the generation that was staged, once."""
+    airflow, sources = scheduler, scheduler.sources
+    airflow.wait_for_dag(DAG_ID)
+    source, marker = sources / "other.parquet", sources / "fail-commit"
+    DAY.to_parquet(source, index=False)
+    marker.touch()
+    run_id = airflow.trigger(DAG_ID, {"table": "db.u", "source": str(source), "fail_commit": str(marker)})
+    state, tasks = airflow.wait_finished(DAG_ID, run_id)
+    assert (state, tasks) == ("failed", {"bootstrap_index": "success", "assign_and_write": "success",
+                                         "commit": "failed"}), airflow.diagnostics(DAG_ID, run_id)
+    written = airflow.xcom(DAG_ID, run_id, "assign_and_write")
+    assert airflow.table("db.u").snapshot_manager().get_latest_snapshot() is None  # created, nothing committed
+
+    marker.unlink()
+    airflow.clear(DAG_ID, run_id, task_ids=["commit"])
+    tasks = _run_to_end(airflow, run_id)
+    assert tasks == {"bootstrap_index": "success", "assign_and_write": "success", "commit": "success"}
+    committed = airflow.xcom(DAG_ID, run_id, "commit")
+    snapshots = airflow.table("db.u").snapshot_manager().list_snapshots()
+    assert [s.id for s in snapshots] == [committed["snapshot_id"]] and not committed["already_committed"]
+    assert snapshots[0].commit_user == written["commit_user"]  # generation 0's staging, committed once
+    assert_table_equals(airflow.table("db.u"), expected_upsert([DAY], "id"), "id")
+
+
+def test_a_clear_after_the_runs_snapshot_expired_counts_the_day_once(scheduler):
+    """An aggregation table (``v`` summed): a run adds {1: 5, 2: 5}; two more days land, every snapshot but the
+    last expires (as PaimonExpireSnapshotsOperator with num-retained.min 1 does); then the first run is cleared.
+    Its commit is found by its commit record: with reprocess_on_clear "upsert" (the default) assign-and-write
+    refuses, with "never" it writes nothing; the sums stay each day's once."""
+    import pyarrow as pa
+
+    from airflow_paimon.engine import layout
+    from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+    from local_runner import bootstrap, upsert
+    from oracle import read_table
+
+    airflow = scheduler
+    day = pd.DataFrame({"id": [1, 2], "v": [5.0, 5.0]})
+    later = [pd.DataFrame({"id": [1], "v": [1.0]}), pd.DataFrame({"id": [2, 3], "v": [2.0, 3.0]})]
+    expected = pd.concat([day, *later]).groupby("id", as_index=False).v.sum()
+    for dag_id, table in (("scheduler_clear_sum", "db.sums"), ("scheduler_clear_sum_never", "db.sums_never")):
+        airflow.wait_for_dag(dag_id)
+        source = airflow.sources / f"{dag_id}.parquet"
+        day.to_parquet(source, index=False)
+        run_id = airflow.trigger(dag_id, {"table": table, "source": str(source)})
+        _run_to_end(airflow, run_id, dag_id=dag_id)
+        opts = {"warehouse": str(airflow.warehouse)}
+        paimon = airflow.table(table)
+        for i, batch in enumerate(later):  # two more days, by another writer
+            upsert(bootstrap(opts, table, layout.default_root(str(airflow.warehouse), "index"), 2),
+                   pa.Table.from_pandas(batch, schema=pa.schema([("id", pa.int64()), ("v", pa.float64())]),
+                                        preserve_index=False), run_id=f"later-{i}")
+        expired = expire_snapshots(airflow.table(table), ExpireOptions.of(table, {
+            "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}))
+        committed = airflow.xcom(dag_id, run_id, "commit")["snapshot_id"]
+        assert expired.earliest_snapshot_id > committed and paimon.snapshot_manager().get_snapshot_by_id(
+            committed) is None  # the run's snapshot is gone
+
+        airflow.clear(dag_id, run_id)
+        state, tasks = airflow.wait_finished(dag_id, run_id)
+        if dag_id == "scheduler_clear_sum":
+            assert (state, tasks["assign_and_write"]) == ("failed", "failed"), tasks
+            log = "".join(p.read_text(errors="replace") for p in (airflow.home / "logs" / f"dag_id={dag_id}").glob(
+                "run_id=*/task_id=assign_and_write/*.log"))
+            assert "reprocess_on_clear" in log and "expired since; found by its commit record" in log
+        else:
+            assert state == "success", (tasks, airflow.diagnostics(dag_id, run_id))
+            written = airflow.xcom(dag_id, run_id, "assign_and_write")
+            assert (written["generation"], written["rows_written"], written["already_committed"]) == (1, 0, True)
+        got = read_table(airflow.table(table)).sort_values("id").reset_index(drop=True)
+        pd.testing.assert_frame_equal(got[["id", "v"]], expected, check_dtype=False)  # each day once

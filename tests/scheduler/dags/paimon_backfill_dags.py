@@ -1,4 +1,4 @@
-"""The DAGs the backfill and concurrency tests run on a real scheduler (tests/scheduler/test_backfills.py).
+"""The DAGs the backfill and concurrency tests run on a real scheduler (tests/scheduler/test_reruns.py).
 
 - ``daily_forward``, ``daily_wide``, ``daily_backwards``: the daily upsert, each into a table of its own, a
   cross-partition table (primary key ``id``, partitioned by ``dt``) with a row-kind column ``op``; a day's source
@@ -36,7 +36,7 @@ from airflow_paimon.operators.paimon import (PaimonAssignAndWriteOperator, Paimo
 SPEC = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
         "partition_keys": ["dt"], "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "4"}}
 START = pendulum.datetime(2026, 3, 1, tz="UTC")
-LAST = START.add(days=6)  # the 7 days tests/scheduler/test_backfills.py backfills
+LAST = START.add(days=4)  # the 5 days tests/scheduler/test_reruns.py backfills
 # bootstrap-index of a backfill's first runs may race to create the table: a retry finds it created
 RETRIES = {"retries": 2, "retry_delay": pendulum.duration(seconds=2)}
 
