@@ -21,9 +21,9 @@ from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.commit.table_state import planned_state
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.errors import IndexGoneError, StaleIndexError, ValidationError
+from airflow_paimon.engine.errors import IndexGoneError, RolledBackError, StaleIndexError, ValidationError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.history import check_base
+from airflow_paimon.engine.history import check_base, fingerprint
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.runs.bootstrap_index import IndexTasks, index_at_latest
@@ -81,12 +81,13 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
         if kept is not None:
             return kept
         result["reprocessed_snapshot_id"] = earlier[0].id
-    # the base must still be the snapshot bootstrap-index read: after a rollback its id may name another one
-    check_base(table, spec.base_snapshot_id, spec.base_snapshot_fingerprint)
     check_table(table)  # its own options, maybe set by another engine since the bootstrap
     try:
+        # the base must still be the snapshot bootstrap-index read: after a rollback its id may name another one
+        check_base(table, spec.base_snapshot_id, spec.base_snapshot_fingerprint)
         shards = shape.write_shards(table, spec)
-    except IndexGoneError as gone:  # cleaned up since the bootstrap: the run's base moves to the latest snapshot
+    except (RolledBackError, IndexGoneError) as gone:  # the base or its index went since the bootstrap, before
+        # anything of the run was staged: the run's base moves to the latest snapshot
         spec = bootstrap_again(table, spec, index_tasks, gone)
         result.update(base_snapshot_id=spec.base_snapshot_id, base_snapshot_fingerprint=spec.base_snapshot_fingerprint)
         shards = shape.write_shards(table, spec)
@@ -132,23 +133,30 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
 
 
 def bootstrap_again(table: FileStoreTable, spec: AssignWriteSpec, tasks: IndexTasks | None,
-                    gone: IndexGoneError) -> AssignWriteSpec:
-    """``spec`` against a new bootstrap: the index of the latest snapshot, reused, caught up or rebuilt by the
-    bootstrap's own code (engine/runs/bootstrap_index.py). For a run whose base index was cleaned up after newer
-    ones were published (engine/index/store.py clean_up) before anything of it was staged: what a rewrite in the
-    commit task would do (bootstrap-index and assign-and-write again), done here, so the run lands without a person.
+                    gone: StaleIndexError) -> AssignWriteSpec:
+    """``spec`` against a new bootstrap at the latest snapshot: for a run whose base left the table's history
+    (RolledBackError: a rollback below it, an expiry) or whose base index was cleaned up after newer ones were
+    published (IndexGoneError, engine/index/store.py clean_up), before anything of it was staged. What a rewrite in
+    the commit task would do (bootstrap-index and assign-and-write again), done here, so the run lands without a
+    person: the index of the latest snapshot reused, caught up or rebuilt by the bootstrap's own code
+    (engine/runs/bootstrap_index.py); a table without a global index just takes the latest snapshot as its base.
     Its staging and commit then name the new base; a retry of this task, from the same bootstrap result, bootstraps
-    again. ``gone`` is raised as it is when the executor runs no bootstrap tasks (or the run has no index)."""
-    if tasks is None or not spec.index_uri:
-        raise gone
-    boot = index_at_latest(table, spec.table, spec.index_uri, spec.shards, tasks)
-    assert boot is not None  # None only without tasks
-    log.warning("table %s: the index of snapshot %s this run's bootstrap-index returned is gone (%s: cleaned up as "
-                "an old index, or never published); bootstrapped again at snapshot %s (index %s: %s) and writing "
-                "against that", spec.table, spec.base_snapshot_id, type(gone).__name__, boot.base_snapshot_id,
-                boot.index_decision, boot.reason)
-    return dataclasses.replace(spec, base_snapshot_id=boot.base_snapshot_id, index_uri=boot.index_uri,
-                               base_snapshot_fingerprint=boot.base_snapshot_fingerprint)
+    again. ``gone`` is raised as it is when the executor runs no bootstrap tasks."""
+    if not spec.index_uri:
+        latest = table.snapshot_manager().get_latest_snapshot()
+        new_base, fingerprint_of, how = (latest.id if latest else None), fingerprint(latest), "no index to build"
+    else:
+        if tasks is None:
+            raise gone
+        boot = index_at_latest(table, spec.table, spec.index_uri, spec.shards, tasks)
+        assert boot is not None  # None only without tasks
+        new_base, fingerprint_of = boot.base_snapshot_id, boot.base_snapshot_fingerprint
+        how = f"index {boot.index_decision}: {boot.reason}"
+        spec = dataclasses.replace(spec, index_uri=boot.index_uri)
+    log.warning("table %s: the base this run's bootstrap-index returned, snapshot %s, is gone (%s: %s); bootstrapped "
+                "again at snapshot %s (%s) and writing against that", spec.table, spec.base_snapshot_id,
+                type(gone).__name__, gone, new_base, how)
+    return dataclasses.replace(spec, base_snapshot_id=new_base, base_snapshot_fingerprint=fingerprint_of)
 
 
 def earlier_commit(table: FileStoreTable, spec: AssignWriteSpec):

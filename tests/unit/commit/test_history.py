@@ -12,7 +12,7 @@ import pytest
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.runs.commit import run_commit
-from airflow_paimon.engine.commit.staging import read_staged
+from airflow_paimon.engine.specs import CommitSpec
 from airflow_paimon.engine.compact.commit import CompactConflictError
 from airflow_paimon.engine.errors import (MissingFileError, PaimonJobError, RolledBackError, TableChangedError,
                                          ValidationError)
@@ -56,17 +56,25 @@ def test_a_write_staged_before_a_rollback_is_refused_and_its_rerun_converges(opt
     assert_table_equals(get_table(opts, "db.t"), expected_upsert([RUNS[0], *after, STALE], "id"), "id")
 
 
-def test_a_write_after_a_rollback_below_its_base_stages_nothing(opts, index_root):
-    create_table(opts, "db.t", SPEC)
-    write(opts, index_root, RUNS)
+@pytest.mark.parametrize("options", [{}, {"bucket": "2"}], ids=["cross-partition", "fixed-bucket"])
+def test_a_write_after_a_rollback_below_its_base_bootstraps_again_and_lands_once(opts, index_root, caplog, options):
+    """The run bootstrapped at snapshot 3; the table is rolled back to 1 and written twice (snapshot 3 again, another
+    one) before its assign-and-write: nothing of the run is staged yet, so it bootstraps again at the latest
+    snapshot (a WARNING names both) and writes against that, as a rewrite would; its commit lands once."""
+    spec = SPEC if not options else type(SPEC).from_dict(
+        {**SPEC.to_dict(), "partition_keys": [], "options": options})
+    create_table(opts, "db.t", spec)
+    write(opts, index_root, RUNS, spec=spec)
     run = bootstrap(opts, "db.t", index_root, 2)
     rollback(opts, "db.t", index_root, to_snapshot=1)
-    write(opts, index_root, AFTER, first=3)  # snapshot 3 again, another one
-    with pytest.raises(RolledBackError, match="snapshot 3 is not the snapshot this run started from"):
-        write_run(run, arrow(STALE), run_id="stale")
-    ident = CommitIdentity.for_run(run.pipeline.dag_id, "stale", "db.t")
-    assert read_staged(layout.staging_dir(run.staging_root, "db.t", ident.commit_user)) is None
-    assert_table_equals(get_table(opts, "db.t"), expected_upsert([RUNS[0], *AFTER], "id"), "id")
+    write(opts, index_root, AFTER, first=3, spec=spec)  # snapshot 3 again, another one
+    with caplog.at_level("WARNING", logger="airflow_paimon.engine.runs.assign_and_write"):
+        written = write_run(run, arrow(STALE, spec), run_id="stale")
+    assert written.base_snapshot_id == 3 and written.base_snapshot_fingerprint != run.result.base_snapshot_fingerprint
+    assert any("RolledBackError" in r.getMessage() and "bootstrapped again at snapshot 3" in r.getMessage()
+               for r in caplog.records), caplog.records
+    assert run_commit(CommitSpec.after(written, catalog_options=opts, table="db.t")).snapshot_id == 4
+    assert_table_equals(get_table(opts, "db.t"), expected_upsert([RUNS[0], *AFTER, STALE], "id"), "id")
 
 
 def test_an_index_of_a_rolled_back_snapshot_is_never_taken_for_the_snapshot_reusing_its_id(opts, index_root):
