@@ -83,7 +83,6 @@ def test_the_scheme_is_registered_in_the_provider_info():
 
 
 def test_openlineage_conversion(warehouse, monkeypatch):
-    pytest.importorskip("openlineage.client")
     from airflow_paimon.assets import convert_asset_to_openlineage
 
     monkeypatch.setenv("AIRFLOW_CONN_PAIMON_DEFAULT", json.dumps({"conn_type": "paimon",
