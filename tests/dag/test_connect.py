@@ -30,7 +30,7 @@ from compaction_tables import batches, cross_partition_table
 from dag.dagrun import run_dag, use_warehouse
 from dag.test_kill import SLOW_SOURCE, processes_with, slow_write, wait_for
 from oracle import assert_table_equals, expected_upsert
-from spark_connect import classic_again, connect, connection, running_connect_server
+from spark_connect import classic_again, connect, connection
 
 pytestmark = [pytest.mark.connect, pytest.mark.dag]
 
@@ -52,13 +52,6 @@ def server_children(pid: int) -> list[str]:
                 return True
         return False
     return [args for p, _, args in rows if under(int(p)) and "connect_daemon" in args]
-
-
-@pytest.fixture(scope="session")
-def connect_server(tmp_path_factory):
-    """A Spark Connect server (local[2]) on 127.0.0.1 with a generated token (tests/spark_connect.py)."""
-    with running_connect_server(tmp_path_factory.mktemp("connect")) as server:
-        yield server
 
 
 def use_connect(monkeypatch, server: dict) -> None:
