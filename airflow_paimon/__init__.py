@@ -22,7 +22,8 @@ PAIMON_CONN_FIELDS = {
 JOB_ENV_OPTIONS = {
     "job_python": {"description": "Interpreter of the job environment (`python -m airflow_paimon.job_env create "
                                   "PATH` makes one: PATH/bin/python). Default: this interpreter when it can import "
-                                  "pypaimon, rocksdict and pyroaring. The Spark connection's extra job_python wins.",
+                                  "pypaimon, rocksdict and pyroaring. An operator's argument job_python wins, then "
+                                  "its Spark connection's extra job_python (spark_default's where no task is).",
                    "version_added": "0.1.0", "type": "string", "example": "/opt/paimon-jobs/bin/python",
                    "default": None},
     "job_archive": {"description": "A packed job environment (`python -m airflow_paimon.job_env pack PATH "

@@ -32,7 +32,8 @@ def paimon_upsert(group_id: str | None = None, *, table: str, source: str | dict
                   schema_evolution: str = "none", compact: bool = True, compact_kwargs: dict[str, Any] | None = None,
                   bootstrap_kwargs: dict[str, Any] | None = None,
                   paimon_conn_id: str = PaimonHook.default_conn_name, spark_conn_id: str = "spark_default",
-                  spark_conf: dict[str, Any] | None = None, max_rewrites: int = 3, **write_kwargs) -> TaskGroup:
+                  spark_conf: dict[str, Any] | None = None, max_rewrites: int = 3, job_python: str | None = None,
+                  **write_kwargs) -> TaskGroup:
     """A TaskGroup (id ``group_id``, default from the table name) upserting ``source`` into ``table``: tasks
     ``bootstrap_index`` (creating the table from ``table_schema`` if it does not exist; ``bootstrap_kwargs``
     such as ``shards``; ``schema_evolution`` lets both it and the write grow the table: ``"add_columns"`` or
@@ -41,10 +42,11 @@ def paimon_upsert(group_id: str | None = None, *, table: str, source: str | dict
     (``max_rewrites``: how often it writes the batch again when the table moved under it) and, with ``compact``,
     ``compact`` (``compact_kwargs``: ``full``, ``scope``, ``every_n_runs``, ...). Use it inside ``with DAG(...)``;
     it chains like a task. A task downstream of the group runs after compaction; when ``every_n_runs`` skips the
-    compaction, give that task ``trigger_rule="none_failed"``.
+    compaction, give that task ``trigger_rule="none_failed"``. ``job_python``: every task's job environment
+    (airflow_paimon/job_env: over the Spark connection's extra and ``[paimon] job_python``).
     """
     common: dict[str, Any] = {"table": table, "paimon_conn_id": paimon_conn_id, "spark_conn_id": spark_conn_id,
-                              "spark_conf": spark_conf}
+                              "spark_conf": spark_conf, "job_python": job_python}
     with TaskGroup(group_id or group_id_of(table), tooltip=f"upsert into Paimon table {table}") as group:
         bootstrap = PaimonBootstrapIndexOperator(task_id="bootstrap_index", table_schema=table_schema, **common,
                                                  schema_evolution=schema_evolution, **(bootstrap_kwargs or {}))

@@ -108,10 +108,14 @@ class PaimonHook(BaseHook):
         return get_or_create_table(self.catalog_options(), identifier, TableSpec.from_dict(spec))
 
     def test_connection(self) -> tuple[bool, str]:
+        """Lists the warehouse's databases on the job side. A Paimon connection names no Spark connection: the job
+        environment is the ``spark_default`` connection's extra ``job_python`` (none need exist), else
+        ``[paimon] job_python``, else this interpreter (airflow_paimon/job_env)."""
         try:
-            from airflow_paimon.job_env import steps
+            from airflow_paimon.job_env import DEFAULT_SPARK_CONN_ID, resolve_job_env, steps
             from airflow_paimon.job_env.step import run_step
-            databases = run_step(steps.list_databases, catalog_options=self.catalog_options())
+            databases = run_step(steps.list_databases, resolve_job_env(None, DEFAULT_SPARK_CONN_ID),
+                                 catalog_options=self.catalog_options())
             return True, f"warehouse {self.warehouse} reachable; databases: {databases}"
         except Exception as e:  # noqa: BLE001 - any failure is the UI's answer
             return False, str(e)

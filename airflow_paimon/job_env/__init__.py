@@ -3,11 +3,16 @@ rocksdict or pyroaring runs in a job environment: a venv with this provider and 
 (``python -m airflow_paimon.job_env create PATH``), or this very interpreter when it can import them (one
 environment holding both sides, as this repo's own).
 
-How a task finds it, first found wins:
-- the Spark connection's extra ``job_python`` (an interpreter path) / ``job_archive`` (a packed job environment
-  for the executors: ``python -m airflow_paimon.job_env pack PATH ARCHIVE``);
-- Airflow config ``[paimon] job_python`` / ``[paimon] job_archive`` (env ``AIRFLOW__PAIMON__JOB_PYTHON``, ...);
+Every path that runs the job side (the operators' steps and Spark jobs, Spark Connect's client, the hook's
+test_connection, the Paimon UI page, the warm-up CLI) resolves it once with ``resolve_job_env`` and passes the
+JobEnv it got on. The interpreter, first found wins:
+- the operator's argument ``job_python``;
+- the Spark connection's extra ``job_python`` (the operator's ``spark_conn_id``; ``spark_default`` for the hook's
+  test_connection, the UI page and the warm-up CLI);
+- Airflow config ``[paimon] job_python`` (env ``AIRFLOW__PAIMON__JOB_PYTHON``);
 - this interpreter, when it has the job side.
+The packed job environment for the executors (``python -m airflow_paimon.job_env pack PATH ARCHIVE``): the Spark
+connection's extra ``job_archive``, else ``[paimon] job_archive``.
 Imports nothing of Airflow at module level, nothing of the job side ever.
 """
 from __future__ import annotations
@@ -16,16 +21,30 @@ import functools
 import importlib.util
 import os
 import sys
+from dataclasses import dataclass
+from typing import Callable
 
 # The job side's own dependencies: what Airflow's environment must never need.
 JOB_SIDE_MODULES = ("pypaimon", "rocksdict", "pyroaring")
 SECTION = "paimon"
+DEFAULT_SPARK_CONN_ID = "spark_default"
 
 
 class NoJobEnvironment(RuntimeError):
-    """No interpreter with the job side is configured and this one has none."""
+    """No interpreter with the job side is configured and this one has none, or the configured one is none."""
 
     retryable: bool = False  # a retry meets the same configuration: the job environment must be set up first
+
+
+@dataclass(frozen=True)
+class JobEnv:
+    """Where the job side runs, as resolve_job_env found it. ``python``: the configured interpreter (None: this
+    one, when it has the job side); ``source``: where ``python`` was set (for errors); ``archive``: the packed job
+    environment for the executors, if any."""
+
+    python: str | None = None
+    source: str = ""
+    archive: str | None = None
 
 
 @functools.cache
@@ -45,38 +64,61 @@ def _config(option: str) -> str | None:
     return conf.get(SECTION, option, fallback=None) or None
 
 
-def configured_python(extras: dict | None = None) -> str | None:
-    """The job environment's interpreter named by the connection extra or Airflow config, else None."""
-    python = (extras or {}).get("job_python") or _config("job_python")
-    if python and not os.access(python, os.X_OK):
-        raise NoJobEnvironment(f"job_python {python!r} (Spark connection extra or [{SECTION}] job_python) "
-                               "is not an executable interpreter; create one with "
-                               "`python -m airflow_paimon.job_env create PATH`")
-    return python
+def connection_extras(conn_id: str) -> dict:
+    """The extra of Airflow connection ``conn_id``; {} when there is no such connection (or no Airflow)."""
+    try:
+        from airflow.sdk import BaseHook
+        from airflow.sdk.exceptions import AirflowNotFoundException
+    except ImportError:  # the job side itself, or a script without Airflow
+        return {}
+    try:
+        return BaseHook.get_connection(conn_id).extra_dejson
+    except AirflowNotFoundException:  # the connection is optional here: the config or this interpreter decide
+        return {}
 
 
-def job_python(extras: dict | None = None) -> str:
+def _given(value) -> str | None:
+    """A setting that may be a rendered template: None / "" / "None" mean not given."""
+    return None if value in (None, "", "None") else str(value)
+
+
+def resolve_job_env(job_python: str | None = None, spark_conn_id: str | None = DEFAULT_SPARK_CONN_ID,
+                    extras: Callable[[str], dict] = connection_extras) -> JobEnv:
+    """The one resolution of where the job side runs (precedence in this module's docstring): ``job_python``, an
+    operator's argument; ``spark_conn_id``: the Spark connection whose extra is read (None: none); ``extras``: how
+    a connection's extra is read (the UI's api-server reads its own way). A configured interpreter that is not
+    executable is refused here, naming where it was set."""
+    conn_extras = extras(spark_conn_id) if spark_conn_id else {}
+    python, source = _given(job_python), "the operator's argument job_python"
+    if python is None:
+        python, source = _given(conn_extras.get("job_python")), f"Spark connection {spark_conn_id!r} extra job_python"
+    if python is None:
+        python, source = _config("job_python"), f"[{SECTION}] job_python"
+    if python is None:
+        source = ""
+    elif not os.access(python, os.X_OK):
+        raise NoJobEnvironment(f"job_python {python!r} (set by {source}) is not an executable interpreter; create "
+                               "one with `python -m airflow_paimon.job_env create PATH` and name PATH/bin/python")
+    archive = _given(conn_extras.get("job_archive")) or _config("job_archive")
+    return JobEnv(python, source, archive)
+
+
+def job_python(env: JobEnv) -> str:
     """The interpreter of the job side: the configured one, else this one when it has the job side."""
-    python = configured_python(extras)
-    if python:
-        return python
+    if env.python:
+        return env.python
     if has_job_side():
         return sys.executable
     raise NoJobEnvironment(
         f"this interpreter ({sys.executable}) cannot import {', '.join(JOB_SIDE_MODULES)} and no job environment "
-        f"is configured: create one with `python -m airflow_paimon.job_env create PATH` and set [{SECTION}] "
-        f"job_python (or the Spark connection's extra job_python) to PATH/bin/python (docs: Install)")
+        f"is configured (not by an operator's argument job_python, the Spark connection's extra job_python nor "
+        f"[{SECTION}] job_python): create one with `python -m airflow_paimon.job_env create PATH` and set one of "
+        f"them to PATH/bin/python (docs: Install)")
 
 
-def job_archive(extras: dict | None = None) -> str | None:
-    """The packed job environment the executors get through ``spark.archives``, if one is configured."""
-    return (extras or {}).get("job_archive") or _config("job_archive")
-
-
-def runs_here(extras: dict | None = None) -> bool:
+def runs_here(env: JobEnv) -> bool:
     """Whether the job side's steps run in this process: no other interpreter is configured and this one has it."""
-    python = configured_python(extras)
     # a venv's python is a symlink: abspath, not realpath
-    if python and os.path.abspath(python) != os.path.abspath(sys.executable):
+    if env.python and os.path.abspath(env.python) != os.path.abspath(sys.executable):
         return False
     return has_job_side()

@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable
 
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError, is_retryable
-from airflow_paimon.job_env import job_python, runs_here
+from airflow_paimon.job_env import JobEnv, job_python, runs_here
 
 OUTPUT_SHOWN = 4000  # characters of a failed step's stderr that its error repeats
 
@@ -74,16 +74,18 @@ def resolve_step(name: str) -> Callable[..., Any]:
     return found  # type: ignore[return-value]
 
 
-def run_step(step: Callable[..., Any], extras: dict | None = None, timeout: float | None = None,
+def run_step(step: Callable[..., Any], env: JobEnv, timeout: float | None = None,
              on_start: Callable[[subprocess.Popen], None] | None = None, **arguments):
     """``step(**arguments)``: here when this interpreter has the job side and no other is configured, else in
-    the job environment (``extras``: the Spark connection's, for its ``job_python``). ``timeout``: seconds after
+    the job environment (``env``: where, as resolve_job_env found it). ``timeout``: seconds after
     which the step is abandoned (TimeoutError); in this process it runs on in a thread whose result nobody waits
     for, in the job environment its process is killed. ``on_start``: called with the job environment's process
     once started (to stop it from on_kill)."""
+    if not isinstance(env, JobEnv):  # where the step runs is always resolved (resolve_job_env), never assumed
+        raise TypeError(f"run_step needs a JobEnv (airflow_paimon.job_env.resolve_job_env), not {env!r}")
     name = step_name(step)
-    if not runs_here(extras):
-        return _in_job_env(job_python(extras), name, arguments, timeout, on_start)
+    if not runs_here(env):
+        return _in_job_env(job_python(env), name, arguments, timeout, on_start)
     if timeout is None:
         return step(**arguments)
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"paimon-{step.__name__}")

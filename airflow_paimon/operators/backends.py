@@ -22,6 +22,8 @@ from airflow_paimon.spark.connect import CONN_TYPE as CONNECT_CONN_TYPE
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
+    from airflow_paimon.job_env import JobEnv
+
     from airflow_paimon.spark.job_frame import JobRun
 
 
@@ -54,10 +56,10 @@ class SparkSubmitBackend(JobBackend):
     does this backend when the job ends however it ends. The driver reads that file, so it must run here:
     cluster deploy mode is refused."""
 
-    def __init__(self, job: Job, table: str, conn_id: str, connection, spark_conf: dict[str, Any],
+    def __init__(self, job: Job, table: str, conn_id: str, connection, job_env: JobEnv, spark_conf: dict[str, Any],
                  spark_bin_dir: str | None = None, extra_conf: Callable[[dict], dict] | None = None):
         super().__init__(job, table)
-        self.conn_id, self.spark_conf = conn_id, spark_conf
+        self.conn_id, self.job_env, self.spark_conf = conn_id, job_env, spark_conf
         self.extras = connection.extra_dejson
         self.deploy_mode = self.extras.get("deploy-mode")
         if self.deploy_mode == "cluster":
@@ -73,7 +75,8 @@ class SparkSubmitBackend(JobBackend):
         from airflow_paimon.spark.job_frame import spec_file
         from airflow_paimon.spark.submit import submit_conf, submit_settings, with_driver_archive
 
-        settings = submit_settings(self.extras, self.master, self.deploy_mode, self.spark_conf, self.spark_bin_dir)
+        settings = submit_settings(self.extras, self.master, self.deploy_mode, self.spark_conf, self.spark_bin_dir,
+                                   job_env=self.job_env)
         conf = submit_conf(settings.python, settings.driver_python, {**self.spark_conf, **settings.conf})
         if self.extra_conf is not None:
             conf = self.extra_conf(conf)
@@ -112,9 +115,9 @@ class ConnectBackend(JobBackend):
     """The job in the task process as a client of the ``spark_connect`` connection's server; its Spark work runs
     on the server's executors, and the spec never leaves memory."""
 
-    def __init__(self, job: Job, table: str, conn_id: str, spark_conf: dict[str, Any]):
+    def __init__(self, job: Job, table: str, conn_id: str, job_env: JobEnv, spark_conf: dict[str, Any]):
         super().__init__(job, table)
-        self.conn_id, self.spark_conf = conn_id, spark_conf
+        self.conn_id, self.job_env, self.spark_conf = conn_id, job_env, spark_conf
         self.job_run: JobRun | None = None  # the running job's (spark/job_frame.py)
         self.process = None  # or the job environment's process running it (airflow_paimon/job_env)
 
@@ -124,11 +127,11 @@ class ConnectBackend(JobBackend):
         from airflow_paimon.spark.job_frame import JobRun, execute_job
         from airflow_paimon.spark.job_runner import job_function
 
-        if not runs_here():  # the client in the job environment; the URL (its token) goes in the spec file
+        if not runs_here(self.job_env):  # the client in the job environment; the URL (its token) goes in the spec file
             from airflow_paimon.job_env import steps
             from airflow_paimon.job_env.step import run_step
 
-            succeeded = run_step(steps.connect_job, on_start=self._started, job=self.job.name, spec=spec,
+            succeeded = run_step(steps.connect_job, self.job_env, on_start=self._started, job=self.job.name, spec=spec,
                                  result_uri=result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
             return None if succeeded else "Spark Connect job failed"
 
@@ -151,13 +154,14 @@ class ConnectBackend(JobBackend):
         self.process = process
 
 
-def backend_for(job: Job, table: str, conn_id: str, spark_conf: dict[str, Any], spark_bin_dir: str | None = None,
-                extra_conf: Callable[[dict], dict] | None = None) -> JobBackend:
+def backend_for(job: Job, table: str, conn_id: str, job_env: JobEnv, spark_conf: dict[str, Any],
+                spark_bin_dir: str | None = None, extra_conf: Callable[[dict], dict] | None = None) -> JobBackend:
     """The backend of the Spark connection ``conn_id``'s type: ``spark_connect`` → ConnectBackend, else
-    SparkSubmitBackend (``extra_conf``, ``spark_bin_dir``: spark-submit's only)."""
+    SparkSubmitBackend (``extra_conf``, ``spark_bin_dir``: spark-submit's only); ``job_env``: where the job side
+    runs (resolve_job_env's, the operator's)."""
     from airflow.sdk import BaseHook
 
     connection = BaseHook.get_connection(conn_id)
     if connection.conn_type == CONNECT_CONN_TYPE:
-        return ConnectBackend(job, table, conn_id, spark_conf)
-    return SparkSubmitBackend(job, table, conn_id, connection, spark_conf, spark_bin_dir, extra_conf)
+        return ConnectBackend(job, table, conn_id, job_env, spark_conf)
+    return SparkSubmitBackend(job, table, conn_id, connection, job_env, spark_conf, spark_bin_dir, extra_conf)

@@ -73,7 +73,7 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         if every < 1:
             raise ValueError(f"every_n_runs must be at least 1, got {every}")
         if committed is None or every > 1:  # table metadata, read on the job side
-            found = run_step(steps.compact_writes, self.job_env_extras(), catalog_options=hook.catalog_options(),
+            found = run_step(steps.compact_writes, self.job_env(), catalog_options=hook.catalog_options(),
                              table=self.table, snapshot_id=snapshot_id, count_writes=every > 1)
             snapshot_id, writes = found["snapshot_id"], found["writes"]
         if every > 1:
@@ -89,7 +89,7 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
     def decide_from_metadata(self, spec: dict) -> dict | None:
         """Nothing due, or this run's compaction committed by an earlier try: decided here from the snapshot
         and manifest files, without starting Spark (≈10 s of a spark-submit)."""
-        return self._decided(lambda: run_step(steps.compact_decide, self.job_env_extras(), spec=spec))
+        return self._decided(lambda: run_step(steps.compact_decide, self.job_env(), spec=spec))
 
     def execute(self, context) -> dict:
         result = super().execute(context)

@@ -23,8 +23,8 @@ from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.job_env import steps
 from airflow_paimon.job_env.step import run_step
 from airflow_paimon.links import PaimonTableLink
-from airflow_paimon.operators.paimon import (PaimonCommitOperator, UpstreamResultMixin, retried_by_flag,
-                                             templated_count)
+from airflow_paimon.operators.paimon import (JobEnvMixin, PaimonCommitOperator, UpstreamResultMixin,
+                                             retried_by_flag, templated_count)
 
 
 def _optional_int(table: str, name: str, value) -> int | None:
@@ -32,19 +32,23 @@ def _optional_int(table: str, name: str, value) -> int | None:
     return templated_count(table, name, value, what="a snapshot id")
 
 
-class PaimonTableOperator(BaseOperator):
+class PaimonTableOperator(JobEnvMixin, BaseOperator):
     """Base: one table, one ``paimon`` connection; ``run`` does the work with the hook; an error a retry cannot
-    help (its class's ``retryable``: a ValidationError, ...) fails the task at once (AirflowFailException)."""
+    help (its class's ``retryable``: a ValidationError, ...) fails the task at once (AirflowFailException).
+    Where its step runs (JobEnvMixin): ``job_python`` (templated), else the extra ``job_python`` of the Spark
+    connection ``spark_conn_id`` (default ``spark_default``; none need exist), else ``[paimon] job_python``."""
 
-    template_fields: Sequence[str] = ("table",)
+    template_fields: Sequence[str] = ("table", "job_python")
     ui_color = "#d7ecd9"
     operator_extra_links = (PaimonTableLink(),)
 
-    def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name, **kwargs) -> None:
+    def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
+                 spark_conn_id: str = "spark_default", job_python: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         if "{{" not in table:
             validate_identifier(table)
         self.table, self.paimon_conn_id = table, paimon_conn_id
+        self.spark_conn_id, self.job_python = spark_conn_id, job_python
 
     def run(self, context, hook: PaimonHook) -> dict:
         raise NotImplementedError
@@ -65,14 +69,14 @@ class PaimonCreateTableOperator(PaimonTableOperator):
 
     Returns ``{"table", "created", "schema_id"}``."""
 
-    template_fields: Sequence[str] = ("table", "table_schema")
+    template_fields: Sequence[str] = (*PaimonTableOperator.template_fields, "table_schema")
 
     def __init__(self, *, table_schema: dict, **kwargs) -> None:
         super().__init__(**kwargs)
         self.table_schema = table_schema
 
     def run(self, context, hook: PaimonHook) -> dict:
-        return run_step(steps.create_table, catalog_options=hook.catalog_options(), table=self.table,
+        return run_step(steps.create_table, self.job_env(), catalog_options=hook.catalog_options(), table=self.table,
                         table_schema=self.table_schema)
 
 
@@ -86,7 +90,8 @@ class PaimonAlterTableOperator(PaimonTableOperator):
 
     Returns ``{"table", "schema_id", "changed", "changes"}`` (``changes``: what this run applied)."""
 
-    template_fields: Sequence[str] = ("table", "set_options", "reset_options", "add_columns", "widen_columns")
+    template_fields: Sequence[str] = (*PaimonTableOperator.template_fields, "set_options", "reset_options",
+                                      "add_columns", "widen_columns")
 
     def __init__(self, *, set_options: dict[str, Any] | None = None, reset_options: list[str] | None = None,
                  add_columns: list[list[str]] | None = None, widen_columns: list[list[str]] | None = None,
@@ -104,7 +109,7 @@ class PaimonAlterTableOperator(PaimonTableOperator):
             if not isinstance(value, kind):  # a template rendered to text (render_template_as_native_obj unset)
                 raise ValidationError(self.table, f"{name} must be a {kind.__name__}, not {type(value).__name__}",
                                       value=value)
-        return run_step(steps.alter_table, catalog_options=hook.catalog_options(), table=self.table,
+        return run_step(steps.alter_table, self.job_env(), catalog_options=hook.catalog_options(), table=self.table,
                         set_options=self.set_options, reset_options=self.reset_options,
                         add_columns=self.add_columns, widen_columns=self.widen_columns)
 
@@ -118,7 +123,7 @@ class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
     A retry finds the tag: on the same snapshot it is success (``created: false``); the name on another
     snapshot is refused, naming both. Returns ``{"table", "tag", "snapshot_id", "created"}``."""
 
-    template_fields: Sequence[str] = ("table", "tag", "snapshot_id", "upstream_output")
+    template_fields: Sequence[str] = (*PaimonTableOperator.template_fields, "tag", "snapshot_id", "upstream_output")
 
     def __init__(self, *, tag: str = "{{ ds }}", snapshot_id: int | str | None = None,
                  upstream_output: XComArg | dict | None = None, **kwargs) -> None:
@@ -134,8 +139,8 @@ class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
             # None: nothing was committed (a run without new rows), and the latest is tagged
             snapshot_id = _optional_int(self.table, "snapshot_id", committed.get("snapshot_id"))
             fingerprint = committed.get("snapshot_fingerprint")  # that very snapshot, not one reusing its id
-        return run_step(steps.create_tag, catalog_options=hook.catalog_options(), table=self.table, tag=self.tag,
-                        snapshot_id=snapshot_id, fingerprint=fingerprint)
+        return run_step(steps.create_tag, self.job_env(), catalog_options=hook.catalog_options(), table=self.table,
+                        tag=self.tag, snapshot_id=snapshot_id, fingerprint=fingerprint)
 
 
 class PaimonRollbackOperator(PaimonTableOperator):
@@ -148,7 +153,7 @@ class PaimonRollbackOperator(PaimonTableOperator):
     deleting what was committed since. Returns ``{"table", "snapshot_id", "deleted_snapshots", "deleted_tags",
     "deleted_index_snapshots", "already_rolled_back"}``."""
 
-    template_fields: Sequence[str] = ("table", "to_snapshot", "to_tag")
+    template_fields: Sequence[str] = (*PaimonTableOperator.template_fields, "to_snapshot", "to_tag")
 
     def __init__(self, *, to_snapshot: int | str | None = None, to_tag: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -174,7 +179,7 @@ class PaimonRollbackOperator(PaimonTableOperator):
             return {**done, "already_rolled_back": True}
         to_tag = self.to_tag if self.to_tag not in (None, "", "None") else None
         to_snapshot = _optional_int(self.table, "to_snapshot", self.to_snapshot) if to_tag is None else None
-        result = run_step(steps.rollback, catalog_options=hook.catalog_options(), table=self.table,
+        result = run_step(steps.rollback, self.job_env(), catalog_options=hook.catalog_options(), table=self.table,
                           index_root=hook.index_root(), to_snapshot=to_snapshot, to_tag=to_tag)
         storage.write_bytes_atomic(marker, json.dumps(result).encode())
         return {**result, "already_rolled_back": False}
@@ -191,7 +196,7 @@ class PaimonExpirePartitionsOperator(PaimonTableOperator):
 
     Returns ``{"table", "snapshot_id", "expired_partitions", "already_committed", "dry_run"}``."""
 
-    template_fields: Sequence[str] = ("table", "now", "expiration_time")
+    template_fields: Sequence[str] = (*PaimonTableOperator.template_fields, "now", "expiration_time")
 
     def __init__(self, *, now: str | None = None, expiration_time: str | None = None, dry_run: bool = False,
                  **kwargs) -> None:
@@ -216,6 +221,6 @@ class PaimonExpirePartitionsOperator(PaimonTableOperator):
         now = pendulum.instance(now).in_timezone("UTC").naive() if now.tzinfo else now
         expiration = None if self.expiration_time in (None, "", "None") else str(self.expiration_time)
         ti = context["ti"]
-        return run_step(steps.expire_partitions, catalog_options=hook.catalog_options(), table=self.table,
-                        dag_id=ti.dag_id, run_id=ti.run_id, now=now.isoformat(), expiration_time=expiration,
-                        dry_run=bool(self.dry_run_only))
+        return run_step(steps.expire_partitions, self.job_env(), catalog_options=hook.catalog_options(),
+                        table=self.table, dag_id=ti.dag_id, run_id=ti.run_id, now=now.isoformat(),
+                        expiration_time=expiration, dry_run=bool(self.dry_run_only))

@@ -36,6 +36,7 @@ from airflow_paimon.operators.clock import run_clock
 from airflow_paimon.operators.rewrite import StaleWriteError, write_again
 
 if TYPE_CHECKING:
+    from airflow_paimon.job_env import JobEnv
     from airflow_paimon.operators.backends import JobBackend
 
 
@@ -155,11 +156,28 @@ class UpstreamResultMixin:
         return None
 
 
-class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
-    """Base: submits one Spark job of ``spark_jobs/`` and returns the dict the job wrote as its result."""
+class JobEnvMixin:
+    """Where a task's job side runs (airflow_paimon/job_env): its argument ``job_python`` (an interpreter path,
+    templated) wins over the extra ``job_python`` of its Spark connection ``spark_conn_id``, which wins over
+    ``[paimon] job_python``; else the task's own interpreter, when it has the job side."""
+
+    job_python: str | None  # the operator's
+    spark_conn_id: str  # the operator's
+
+    def job_env(self) -> JobEnv:
+        """Where this task's job side runs, resolved now (its templates rendered)."""
+        from airflow_paimon.job_env import resolve_job_env
+
+        return resolve_job_env(self.job_python, self.spark_conn_id)
+
+
+class PaimonSparkJobOperator(JobEnvMixin, UpstreamResultMixin, BaseOperator):
+    """Base: submits one Spark job of ``spark_jobs/`` and returns the dict the job wrote as its result.
+    ``job_python``: the job environment's interpreter for this task (JobEnvMixin), over the Spark connection's."""
 
     job: ClassVar[str]
-    template_fields: Sequence[str] = ("table", "spark_conf", "paimon_conn_id", "spark_conn_id", "shuffle_partitions")
+    template_fields: Sequence[str] = ("table", "spark_conf", "paimon_conn_id", "spark_conn_id", "shuffle_partitions",
+                                      "job_python")
     template_fields_renderers = {"spark_conf": "json"}
     ui_color = "#c9e7f5"
     operator_extra_links = (PaimonTableLink(),)
@@ -168,11 +186,13 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
                  spark_conn_id: str = "spark_default", spark_conf: dict[str, Any] | None = None,
                  shuffle_partitions: int | None = None, spark_bin_dir: str | None = None,
                  openlineage_inject_parent_job_info: bool | None = None,
-                 openlineage_inject_transport_info: bool | None = None, **kwargs) -> None:
+                 openlineage_inject_transport_info: bool | None = None, job_python: str | None = None,
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         self.table = table
         self.paimon_conn_id = paimon_conn_id
         self.spark_conn_id = spark_conn_id
+        self.job_python = job_python
         self.spark_conf = spark_conf or {}
         self.shuffle_partitions = shuffle_partitions
         self.spark_bin_dir = spark_bin_dir  # where spark-submit is, when not next to this Python nor on PATH
@@ -240,12 +260,6 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
             return None
         return result  # a dict from job_env/steps.py, or None
 
-    def job_env_extras(self) -> dict:
-        """The Spark connection's extra: its ``job_python`` names the job environment (airflow_paimon/job_env)."""
-        from airflow.sdk import BaseHook
-
-        return BaseHook.get_connection(self.spark_conn_id).extra_dejson
-
     def _submit(self, spec: dict, result_uri: str, context=None) -> None:
         """Run the job through the backend of the Spark connection's type (operators/backends.py) and raise
         its error when it failed. Secret catalog options are masked in whatever the job prints."""
@@ -260,8 +274,9 @@ class PaimonSparkJobOperator(UpstreamResultMixin, BaseOperator):
             return spark_openlineage_conf(conf, context, self.openlineage_inject_parent_job_info,
                                           self.openlineage_inject_transport_info)
 
-        self._backend = backend = backend_for(JOBS[self.job], self.table, self.spark_conn_id, self.spark_conf,
-                                              self.spark_bin_dir, openlineage_conf if context is not None else None)
+        self._backend = backend = backend_for(JOBS[self.job], self.table, self.spark_conn_id, self.job_env(),
+                                              self.spark_conf, self.spark_bin_dir,
+                                              openlineage_conf if context is not None else None)
         failure = backend.run(spec, result_uri)
         if failure is not None:
             self._job_failed(result_uri, failure)
@@ -335,7 +350,7 @@ class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
         from airflow_paimon.job_env import steps
         from airflow_paimon.job_env.step import run_step
 
-        return self._decided(lambda: run_step(steps.bootstrap_decide, self.job_env_extras(), spec=spec))
+        return self._decided(lambda: run_step(steps.bootstrap_decide, self.job_env(), spec=spec))
 
 
 class PaimonAssignAndWriteOperator(TableLineageMixin, PaimonSparkJobOperator):

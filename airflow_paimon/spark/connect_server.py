@@ -61,7 +61,10 @@ def server_command(host: str = "127.0.0.1", port: int = DEFAULT_PORT, master: st
     if TOKEN_CONF in (conf or {}):
         raise ValueError(f"{TOKEN_CONF} on the command line is visible to every user (ps); "
                          f"set the environment variable {TOKEN_ENV} instead")
-    settings = submit_settings({}, master, "client", conf or {})
+    from airflow_paimon.job_env import resolve_job_env
+
+    # no Spark connection: the server serves them; its Python is ``python``, else [paimon] job_python, else this one
+    settings = submit_settings({}, master, "client", conf or {}, job_env=resolve_job_env(python, None))
     command = ["spark-submit", "--class", SERVER_CLASS, "--master", master, "--name", "airflow-paimon-connect"]
     for key, value in {**server_conf(python or settings.python, host, port), **(conf or {})}.items():
         command += ["--conf", f"{key}={value}"]

@@ -7,8 +7,9 @@ Settings, first found wins (the job environment: airflow_paimon/job_env):
 - Python of the executors: the operator's ``spark_conf["spark.pyspark.python"]``, the Spark connection's
   extra ``pyspark-python``, with a packed job environment (extra ``job_archive`` or ``[paimon] job_archive``)
   ``./env/bin/python`` of that archive shipped as ``spark.archives=ARCHIVE#env``, else — for a ``local[...]``
-  master only — the job environment's interpreter (on a cluster without an archive the executors' Python is the
-  cluster's business: Spark's default, or ``PYSPARK_PYTHON`` in ``spark-env.sh``).
+  master only — the job environment's interpreter (resolve_job_env's: the operator's ``job_python``, the
+  connection's extra ``job_python``, ``[paimon] job_python``, this interpreter); on a cluster without an archive
+  the executors' Python is the cluster's business: Spark's default, or ``PYSPARK_PYTHON`` in ``spark-env.sh``.
 - Python of the driver: ``spark_conf["spark.pyspark.driver.python"]``, the extra ``pyspark-driver-python``,
   else in client deploy mode (the driver runs here) the job environment's interpreter, else the executors'.
 - ``spark-submit``: the extra ``spark-bin-dir`` (a directory holding it) or the operator's ``spark_bin_dir``,
@@ -25,7 +26,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_paimon.job_env import JobEnv
 
 PYTHON, DRIVER_PYTHON = "spark.pyspark.python", "spark.pyspark.driver.python"
 # A packed job environment unpacks as ./env in each executor's (and a cluster-mode driver's) working directory.
@@ -109,20 +113,20 @@ def is_local(master: str | None) -> bool:
 
 
 def submit_settings(extras: dict, master: str | None, deploy_mode: str | None, spark_conf: dict,
-                    spark_bin_dir: str | None = None) -> SubmitSettings:
-    """The settings for one spark-submit from the Spark connection (``extras``, ``master``, ``deploy_mode``)
-    and the operator's ``spark_conf``."""
-    from airflow_paimon.job_env import job_archive, job_python
+                    spark_bin_dir: str | None = None, *, job_env: JobEnv) -> SubmitSettings:
+    """The settings for one spark-submit from the Spark connection (``extras``, ``master``, ``deploy_mode``),
+    the operator's ``spark_conf`` and where the job side runs (``job_env``: resolve_job_env's)."""
+    from airflow_paimon.job_env import job_python
 
-    archive, conf = job_archive(extras), {}
+    archive, conf = job_env.archive, {}
     if archive:
         conf[ARCHIVES] = ",".join(filter(None, [spark_conf.get(ARCHIVES), f"{archive}#{ARCHIVE_ALIAS}"]))
     python = (spark_conf.get(PYTHON) or extras.get("pyspark-python")
               or (f"./{ARCHIVE_ALIAS}/bin/python" if archive else None)
-              or (job_python(extras) if is_local(master) else None))
+              or (job_python(job_env) if is_local(master) else None))
     driver_python = spark_conf.get(DRIVER_PYTHON) or extras.get("pyspark-driver-python")
     if not driver_python:
-        driver_python = job_python(extras) if (deploy_mode or "client") == "client" else python
+        driver_python = job_python(job_env) if (deploy_mode or "client") == "client" else python
     # the driver spark-submit starts is a classic one, whatever pyspark's Connect mode this process is in
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     bin_dir = extras.get("spark-bin-dir") or spark_bin_dir

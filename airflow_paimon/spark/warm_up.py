@@ -6,7 +6,8 @@ job's own runs look it up.
 - A job's run that found no archive starts a warm-up for it in the background (its own session, niced), once
   the run succeeded: the first run waits for no dump (10-40 s on 2 cores), the runs after it map the archive.
 - ``python -m airflow_paimon.spark.warm_up [--jobs NAME ...]`` writes every job's archive (or those named) in
-  the foreground for the default spark-submit (the Spark connection of a ``local`` master, this interpreter):
+  the foreground for the default spark-submit (the Spark connection of a ``local`` master, the job environment's
+  interpreter: ``--python``, else as a task resolves it, airflow_paimon/job_env):
   run it once after installing, and not even a first run goes without one.
 """
 from __future__ import annotations
@@ -69,11 +70,14 @@ def start_in_background(job: str, driver_only: bool, conf: dict[str, str], env: 
                      preexec_fn=lambda: os.nice(10))
 
 
-def default_settings() -> tuple[dict[str, str], dict[str, str]]:
-    """The conf and environment of a job's spark-submit on a ``local`` master with no extras (backends.py)."""
+def default_settings(python: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """The conf and environment of a job's spark-submit on a ``local`` master with no extras (backends.py), its
+    Python as a task's would be resolved (airflow_paimon/job_env): ``python`` (``--python``), else the
+    ``spark_default`` connection's extra ``job_python``, else ``[paimon] job_python``, else this interpreter."""
+    from airflow_paimon.job_env import DEFAULT_SPARK_CONN_ID, resolve_job_env
     from airflow_paimon.spark.submit import submit_conf, submit_settings
 
-    settings = submit_settings({}, "local[2]", None, {})
+    settings = submit_settings({}, "local[2]", None, {}, job_env=resolve_job_env(python, DEFAULT_SPARK_CONN_ID))
     return warm_up_conf(submit_conf(settings.python, settings.driver_python)), settings.env
 
 
@@ -82,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", nargs="*", default=list(JOBS), choices=list(JOBS))
+    parser.add_argument("--python", help="the job environment's interpreter the jobs' drivers run (default: the "
+                                         "spark_default connection's extra job_python, else [paimon] job_python, "
+                                         "else this interpreter)")
     parser.add_argument("--conf", help=argparse.SUPPRESS)  # a task's warm_up_conf, JSON (start_in_background)
     parser.add_argument("--driver-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--lock", help=argparse.SUPPRESS)
@@ -89,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.conf:
             return 0 if warm_up(args.jobs[0], args.driver_only, json.loads(args.conf), dict(os.environ)) else 1
-        conf, env = default_settings()
+        conf, env = default_settings(args.python)
         failed = []
         for name in args.jobs:
             started = time.perf_counter()

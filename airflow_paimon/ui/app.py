@@ -1,6 +1,7 @@
 """The FastAPI app the plugin mounts under ``/paimon``: an overview and one page per table. What a page shows
 of a table is read on the job side (ui/steps.py: in the api-server's process when it holds pypaimon, else
-in the job environment), each connection's reads bounded by READ_TIMEOUT.
+in the job environment: the ``spark_default`` connection's extra ``job_python``, else ``[paimon] job_python``,
+airflow_paimon/job_env), each connection's reads bounded by READ_TIMEOUT.
 
 Every request needs an Airflow user (the ``_token`` cookie the UI sets, or a bearer token), as the rest
 of the UI does. A table is only ever opened by a name the catalog listed, so a path in the URL never
@@ -14,6 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from airflow_paimon.links import PAGE_PREFIX as URL_PREFIX
 from airflow_paimon.links import TABLE_QUERY, UI_ROUTE
+from airflow_paimon.job_env import DEFAULT_SPARK_CONN_ID, JobEnv, resolve_job_env
 from airflow_paimon.job_env.step import run_step
 from airflow_paimon.ui import render, steps
 from airflow_paimon.ui.connections import paimon_hooks
@@ -51,6 +53,12 @@ def table_asked_by_ui(request: Request) -> tuple[str, str] | None:
     return (conn_id, table) if conn_id and table else None
 
 
+def job_env() -> JobEnv:
+    """Where the page's reads run: a Paimon connection names no Spark connection, so ``spark_default``'s extra
+    ``job_python`` (none need exist), else ``[paimon] job_python``, else this interpreter."""
+    return resolve_job_env(None, DEFAULT_SPARK_CONN_ID)
+
+
 @app.get("/", response_class=HTMLResponse)
 def overview(request: Request):
     asked = table_asked_by_ui(request)
@@ -61,7 +69,7 @@ def overview(request: Request):
         entry = {"conn_id": conn_id, "warehouse": "", "tables": []}
         try:
             entry["warehouse"] = hook.warehouse
-            entry["tables"] = run_step(steps.table_summaries, timeout=READ_TIMEOUT,
+            entry["tables"] = run_step(steps.table_summaries, job_env(), timeout=READ_TIMEOUT,
                                        catalog_options=hook.catalog_options())
         except Exception as e:  # noqa: BLE001 - one unreachable warehouse must not hide the others
             entry["error"] = f"{type(e).__name__}: {e}"
@@ -74,7 +82,7 @@ def table(conn_id: str, identifier: str) -> str:
     hook = paimon_hooks().get(conn_id)
     if hook is None:
         raise HTTPException(status_code=404, detail=f"no paimon connection {conn_id!r}")
-    html = run_step(steps.table_page, timeout=READ_TIMEOUT, catalog_options=hook.catalog_options(),
+    html = run_step(steps.table_page, job_env(), timeout=READ_TIMEOUT, catalog_options=hook.catalog_options(),
                     index_root=hook.index_root(), staging_root=hook.staging_root(), conn_id=conn_id,
                     identifier=identifier, runs=recent_runs(), prefix=URL_PREFIX)
     if html is None:

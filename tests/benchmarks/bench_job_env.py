@@ -64,7 +64,7 @@ def timed_process(cmd: list[str]) -> float:
 
 def process_starts(job_python: str, repeat: int, warehouse: Path) -> dict:
     """Median seconds of each extra process start a job environment brings, named."""
-    from airflow_paimon.job_env import steps
+    from airflow_paimon.job_env import JobEnv, steps
     from airflow_paimon.job_env.step import run_step
 
     os.environ["AIRFLOW__PAIMON__JOB_PYTHON"] = job_python
@@ -77,7 +77,7 @@ def process_starts(job_python: str, repeat: int, warehouse: Path) -> dict:
             named["job-side imports (pypaimon, pandas, pyarrow)"].append(timed_process(
                 [job_python, "-c", "import airflow_paimon.engine.table, pypaimon, pandas, pyarrow"]))
             started = time.perf_counter()
-            run_step(steps.list_databases, catalog_options={"warehouse": str(warehouse)})
+            run_step(steps.list_databases, JobEnv(job_python), catalog_options={"warehouse": str(warehouse)})
             named["one step's round trip (list_databases)"].append(time.perf_counter() - started)
     finally:
         del os.environ["AIRFLOW__PAIMON__JOB_PYTHON"]

@@ -68,23 +68,24 @@ def test_the_blocker_does_block():  # else the test above proves nothing
 
 _STEPS = _BLOCK + """
 import json, os, time
-from airflow_paimon.job_env import runs_here
+from airflow_paimon.job_env import resolve_job_env, runs_here
 from airflow_paimon.job_env import steps
 from airflow_paimon.job_env.step import StepValidationError, run_step
 from airflow_paimon.table_files import TableFiles
 
-assert not runs_here({}), "the job side must look absent here"
+env = resolve_job_env(None, None)  # [paimon] job_python
+assert not runs_here(env), "the job side must look absent here"
 warehouse, schema = sys.argv[1], json.loads(sys.argv[2])
 options = {"warehouse": warehouse, "fs.s3.accessKeyId": "not-on-argv"}
 out = {}
 started = time.monotonic()
-out["created"] = run_step(steps.create_table, catalog_options=options, table="db.t", table_schema=schema)
+out["created"] = run_step(steps.create_table, env, catalog_options=options, table="db.t", table_schema=schema)
 out["seconds"] = time.monotonic() - started
-out["again"] = run_step(steps.create_table, catalog_options=options, table="db.t", table_schema=schema)
-out["databases"] = run_step(steps.list_databases, catalog_options=options)
+out["again"] = run_step(steps.create_table, env, catalog_options=options, table="db.t", table_schema=schema)
+out["databases"] = run_step(steps.list_databases, env, catalog_options=options)
 try:
-    run_step(steps.alter_table, catalog_options=options, table="db.t", set_options={"bucket": "4"}, reset_options=[],
-             add_columns=[], widen_columns=[])
+    run_step(steps.alter_table, env, catalog_options=options, table="db.t", set_options={"bucket": "4"},
+             reset_options=[], add_columns=[], widen_columns=[])
 except StepValidationError as e:
     out["refused"] = str(e)
 out["latest"] = TableFiles(options, "db.t").latest_snapshot_id()
@@ -113,15 +114,16 @@ def test_a_process_without_the_job_side_runs_steps_in_the_job_environment(tmp_pa
 def test_a_step_that_fails_in_the_job_environment_is_named(tmp_path, monkeypatch):
     from airflow_paimon.job_env import step as step_module
     from airflow_paimon.job_env import steps
+    from airflow_paimon.job_env import JobEnv
     from airflow_paimon.job_env.step import StepError, run_step
 
     monkeypatch.setattr(step_module, "runs_here", lambda extras=None: False)
     monkeypatch.setenv("AIRFLOW__PAIMON__JOB_PYTHON", sys.executable)
     monkeypatch.setattr(step_module, "job_python", lambda extras=None: sys.executable)
     with pytest.raises(StepError, match=r"list_databases: \w+"):
-        run_step(steps.list_databases, catalog_options={"warehouse": "nosuchscheme://x/y"})
+        run_step(steps.list_databases, JobEnv(sys.executable), catalog_options={"warehouse": "nosuchscheme://x/y"})
     with pytest.raises(KeyError, match="is not a job step"):
-        run_step(json.dumps, obj={})
+        run_step(json.dumps, JobEnv(), obj={})
 
 
 def test_the_job_environment_runs_only_marked_steps_of_this_package():

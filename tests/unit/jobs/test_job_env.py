@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from airflow_paimon.job_env import NoJobEnvironment, has_job_side, job_python, runs_here
+from airflow_paimon.job_env import JobEnv, NoJobEnvironment, has_job_side, job_python, resolve_job_env, runs_here
 from airflow_paimon.job_env.build import jobs_requirements, pack
 
 
@@ -21,13 +21,14 @@ def test_the_jobs_extra_is_the_job_side_and_nothing_of_airflow():
 
 def test_this_environment_holds_both_sides_so_steps_run_here(monkeypatch):
     monkeypatch.delenv("AIRFLOW__PAIMON__JOB_PYTHON", raising=False)
-    assert has_job_side() and runs_here({}) and job_python({}) == sys.executable
+    env = resolve_job_env(None, None)
+    assert env == JobEnv() and has_job_side() and runs_here(env) and job_python(env) == sys.executable
 
 
 def test_without_the_job_side_and_no_configuration_the_error_says_what_to_do(monkeypatch):
     monkeypatch.setattr("airflow_paimon.job_env.has_job_side", lambda: False)
-    with pytest.raises(NoJobEnvironment, match=r"job_env create PATH.*\[paimon\] job_python"):
-        job_python({})
+    with pytest.raises(NoJobEnvironment, match=r"job_python.*\[paimon\] job_python.*job_env create PATH"):
+        job_python(JobEnv())
 
 
 def test_a_packed_venv_runs_unpacked_elsewhere(tmp_path):

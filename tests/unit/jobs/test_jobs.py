@@ -136,16 +136,19 @@ def spark_connection(monkeypatch):
 
 
 def test_the_connection_type_picks_the_backend(spark_connection):
+    from airflow_paimon.job_env import JobEnv
     from airflow_paimon.operators.backends import ConnectBackend, SparkSubmitBackend, backend_for
 
-    submit = backend_for(JOBS["compact"], "db.t", spark_connection("spark"), {})
+    submit = backend_for(JOBS["compact"], "db.t", spark_connection("spark"), JobEnv(), {})
     assert isinstance(submit, SparkSubmitBackend) and submit.master == "local[1]"
-    assert isinstance(backend_for(JOBS["compact"], "db.t", spark_connection("spark_connect"), {}), ConnectBackend)
+    assert isinstance(backend_for(JOBS["compact"], "db.t", spark_connection("spark_connect"), JobEnv(), {}),
+                      ConnectBackend)
     submit.kill()  # nothing submitted yet: nothing to stop
 
 
 def test_cluster_deploy_mode_is_refused_before_anything_runs(spark_connection):
+    from airflow_paimon.job_env import JobEnv
     from airflow_paimon.operators.backends import backend_for
 
     with pytest.raises(AirflowException, match="compact for table db.t: cluster deploy mode is not supported"):
-        backend_for(JOBS["compact"], "db.t", spark_connection("spark", **{"deploy-mode": "cluster"}), {})
+        backend_for(JOBS["compact"], "db.t", spark_connection("spark", **{"deploy-mode": "cluster"}), JobEnv(), {})
