@@ -74,7 +74,7 @@ def operator_lineage(inputs: list[DatasetRef], outputs: list[DatasetRef]):
                                                                    SchemaDatasetFacetFields)
 
     def dataset(ref: DatasetRef):
-        facets = {"schema": SchemaDatasetFacet(fields=[SchemaDatasetFacetFields(name=n, type=t)
+        facets: dict = {"schema": SchemaDatasetFacet(fields=[SchemaDatasetFacetFields(name=n, type=t)
                                                        for n, t in ref.fields])} if ref.fields else {}
         return Dataset(namespace=ref.namespace, name=ref.name, facets=facets)
 
