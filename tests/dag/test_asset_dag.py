@@ -1,4 +1,4 @@
-"""Data-aware scheduling on the paimon:// asset, through dag.test() with real spark-submits: the example writer
+"""Data-aware scheduling on the paimon:// asset, through dag.test() (jobs on Spark Connect): the example writer
 DAG's commit records an asset event (with the snapshot in its extra) in the Airflow DB and queues the reader
 DAG; the reader, run on that event, reads exactly that snapshot even after a later commit; a compaction that
 rewrote files records its COMPACT snapshot, one that had nothing to do records nothing."""
@@ -13,7 +13,7 @@ from incremental_oracle import read_at
 from local_runner import bootstrap, upsert
 from oracle import assert_table_equals, expected_upsert
 
-pytestmark = pytest.mark.dag
+pytestmark = [pytest.mark.dag, pytest.mark.usefixtures("on_spark_connect")]
 
 
 def asset_events(uri: str, run) -> list[tuple[str, dict]]:

@@ -1,4 +1,4 @@
-"""Deletion-vector tables written by the DAG's Spark jobs (spark-submit): a cross-partition and a dynamic-bucket
+"""Deletion-vector tables written by the DAG's Spark jobs (on Spark Connect): a cross-partition and a dynamic-bucket
 table (and a cross-partition table with the lookup changelog producer, no vectors), three runs of updates, moves
 and in-batch duplicates each; after every commit pypaimon reads the pandas
 oracle's table (no key twice, every run's rows visible), and Java Paimon reads the same at the end."""
@@ -14,7 +14,7 @@ from dag.dagrun import run_dag, use_warehouse
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from oracle import read_table
 
-pytestmark = pytest.mark.dag
+pytestmark = [pytest.mark.dag, pytest.mark.usefixtures("on_spark_connect")]
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]
 SHAPES = {

@@ -64,6 +64,7 @@ def test_follow_a_table_through_snapshot_sensor_and_incremental_read(airflow_hom
                                       check_dtype=False)
 
 
+@pytest.mark.usefixtures("on_spark_connect")
 @pytest.mark.parametrize("producer", ["input", "lookup"])
 def test_follow_a_table_through_its_changelog(airflow_home, warehouse, monkeypatch, tmp_path, producer):
     """The same follower on a table with ``changelog-producer=input`` (the write's rows) or ``lookup`` (before and

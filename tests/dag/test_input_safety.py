@@ -90,6 +90,7 @@ def test_catalog_secrets_never_reach_a_command_line_log_xcom_or_result(airflow_h
                     assert secret.encode() not in f.read(), path
 
 
+@pytest.mark.usefixtures("on_spark_connect")
 def test_backfill_refuses_a_traversing_table_name_before_submitting(airflow_home, warehouse, monkeypatch, tmp_path,
                                                                    capfd, caplog):
     from compaction_tables import cross_partition_table
@@ -117,6 +118,7 @@ def test_backfill_refuses_a_traversing_table_name_before_submitting(airflow_home
     assert_table_equals(get_table({"warehouse": warehouse}, "db.t"), expected_upsert([good], "id"), "id")
 
 
+@pytest.mark.usefixtures("on_spark_connect")
 @pytest.mark.parametrize("bad", ["corrupt", "ID-and-id"])
 def test_corrupt_or_clashing_source_fails_the_write_without_retries(airflow_home, warehouse, monkeypatch, tmp_path,
                                                                    capfd, caplog, bad):

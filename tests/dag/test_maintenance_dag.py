@@ -1,5 +1,5 @@
 """Operators without an upstream (a nightly maintenance DAG) and upstream results of another table, through
-dag.test() with real spark-submits; read back with pypaimon and pypaimon-rust against the pandas oracle."""
+dag.test() (jobs on Spark Connect); read back with pypaimon and pypaimon-rust against the pandas oracle."""
 from __future__ import annotations
 
 import pytest
@@ -9,7 +9,7 @@ from airflow_paimon.engine.table import get_table
 from compaction_tables import assert_reads, batches, bucket_files, cross_partition_table
 from dag.dagrun import run_dag, use_warehouse
 
-pytestmark = pytest.mark.dag
+pytestmark = [pytest.mark.dag, pytest.mark.usefixtures("on_spark_connect")]
 
 
 def test_maintenance_dag_without_a_write_compacts_the_latest_snapshot(airflow_home, warehouse, monkeypatch):

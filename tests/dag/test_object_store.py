@@ -15,7 +15,7 @@ from airflow_paimon.engine.table import get_table
 from dag.dagrun import run_dag
 from oracle import assert_table_equals, expected_upsert
 
-pytestmark = [pytest.mark.dag, pytest.mark.s3]
+pytestmark = [pytest.mark.dag, pytest.mark.s3, pytest.mark.usefixtures("on_spark_connect")]
 
 BUCKET = "lake"  # the s3_catalog_options fixture's (tests/conftest.py)
 

@@ -10,7 +10,7 @@ from airflow_paimon.engine.table import get_table
 from dag.dagrun import run_dag, use_warehouse
 from oracle import assert_table_equals, expected_upsert, read_table
 
-pytestmark = pytest.mark.dag
+pytestmark = [pytest.mark.dag, pytest.mark.usefixtures("on_spark_connect")]
 
 
 def test_backfill_overwrites_the_partitions_of_its_source(airflow_home, warehouse, monkeypatch, tmp_path):

@@ -48,6 +48,7 @@ def seed(warehouse, options) -> tuple[TableSpec, list[int]]:
                          run_id=f"seed-{i}")[0] for i, df in enumerate(SEED)]
 
 
+@pytest.mark.usefixtures("on_spark_connect")
 @pytest.mark.parametrize("mode", list(OPTIONS))
 def test_a_rollback_between_write_and_commit_is_healed_by_the_commit_writing_the_batch_again(
         airflow_home, warehouse, monkeypatch, tmp_path, mode):
@@ -73,6 +74,7 @@ def test_a_rollback_between_write_and_commit_is_healed_by_the_commit_writing_the
     java_reads(warehouse)
 
 
+@pytest.mark.usefixtures("on_spark_connect")
 @pytest.mark.parametrize("mode", list(OPTIONS))
 def test_without_rewrites_a_rollback_between_write_and_commit_lands_nothing_of_the_run(airflow_home, warehouse,
                                                                                         monkeypatch,
@@ -108,6 +110,7 @@ def test_without_rewrites_a_rollback_between_write_and_commit_lands_nothing_of_t
     java_reads(warehouse)
 
 
+@pytest.mark.usefixtures("on_spark_connect")
 def test_the_rollback_operator_refuses_the_append_half_of_a_deletion_vector_write(airflow_home, warehouse,
                                                                                   monkeypatch, caplog, capfd):
     from paimon_history_dags import rollback_to

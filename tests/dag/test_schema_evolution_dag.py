@@ -1,4 +1,4 @@
-"""Schema evolution through dag.test() with real spark-submits: day 2's parquet source has a column the table
+"""Schema evolution through dag.test() (jobs on Spark Connect): day 2's parquet source has a column the table
 lacks; without schema_evolution the write fails naming it and leaves the table, with "add_columns" the
 paimon_upsert group adds it, writes, commits and compacts across both schemas."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dag.dagrun import job_errors, run_dag, use_warehouse
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from oracle import assert_table_equals, expected_upsert
 
-pytestmark = pytest.mark.dag
+pytestmark = [pytest.mark.dag, pytest.mark.usefixtures("on_spark_connect")]
 
 
 def test_a_new_source_column_is_added_by_the_dag(airflow_home, warehouse, monkeypatch, tmp_path):

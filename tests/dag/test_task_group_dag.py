@@ -1,4 +1,4 @@
-"""The paimon_upsert TaskGroup and XComArg wiring through dag.test() with real spark-submits: two tables in one
+"""The paimon_upsert TaskGroup and XComArg wiring through dag.test() (jobs on Spark Connect): two tables in one
 DAG committed together, read back with pypaimon against the pandas oracle; an XComArg of another table's task
 and a missing upstream refused before anything is staged."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dag.dagrun import run_dag, use_warehouse
 from local_runner import bootstrap, upsert
 from oracle import assert_table_equals, expected_upsert
 
-pytestmark = pytest.mark.dag
+pytestmark = [pytest.mark.dag, pytest.mark.usefixtures("on_spark_connect")]
 
 
 def seed(warehouse: str, identifier: str, schema: dict, data: pd.DataFrame) -> None:

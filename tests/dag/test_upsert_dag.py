@@ -53,6 +53,7 @@ def test_daily_dag_three_batches_match_oracle(airflow_home, warehouse, monkeypat
             expected_upsert(batches, "order_id"))
 
 
+@pytest.mark.usefixtures("on_spark_connect")
 def test_commit_twice_in_one_run_gives_one_snapshot(airflow_home, warehouse, monkeypatch, tmp_path):
     use_warehouse(monkeypatch, warehouse)
     source = tmp_path / "batch.parquet"
@@ -66,6 +67,7 @@ def test_commit_twice_in_one_run_gives_one_snapshot(airflow_home, warehouse, mon
     assert [s.id for s in get_table({"warehouse": warehouse}, "db.t").snapshot_manager().list_snapshots()] == [1]
 
 
+@pytest.mark.usefixtures("on_spark_connect")
 def test_backfill_dag_continues_a_table_written_by_pypaimon_rust(airflow_home, warehouse, monkeypatch, tmp_path):
     from paimon_backfill import dag
 
@@ -91,6 +93,7 @@ def test_backfill_dag_continues_a_table_written_by_pypaimon_rust(airflow_home, w
     assert_table_equals(get_table(opts, "db.native"), expected_upsert([first, second], "id"), "id")
 
 
+@pytest.mark.usefixtures("on_spark_connect")
 def test_bad_input_fails_the_task_and_leaves_the_table(airflow_home, warehouse, monkeypatch, tmp_path):
     use_warehouse(monkeypatch, warehouse)
     from compaction_tables import cross_partition_table
