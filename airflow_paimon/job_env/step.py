@@ -7,7 +7,6 @@ deleted once read (the spark-submit jobs' own spec file, spark/job_frame.py); ne
 ``{"value": ...}`` or ``{"error": {"type", "message", "retryable"}}``."""
 from __future__ import annotations
 
-import concurrent.futures
 import importlib
 import json
 import os
@@ -15,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, Callable
 
@@ -77,10 +77,10 @@ def resolve_step(name: str) -> Callable[..., Any]:
 def run_step(step: Callable[..., Any], env: JobEnv, timeout: float | None = None,
              on_start: Callable[[subprocess.Popen], None] | None = None, **arguments):
     """``step(**arguments)``: here when this interpreter has the job side and no other is configured, else in
-    the job environment (``env``: where, as resolve_job_env found it). ``timeout``: seconds after
-    which the step is abandoned (TimeoutError); in this process it runs on in a thread whose result nobody waits
-    for, in the job environment its process is killed. ``on_start``: called with the job environment's process
-    once started (to stop it from on_kill)."""
+    the job environment (``env``: where, as resolve_job_env found it). ``timeout``: seconds after which the step
+    is abandoned (TimeoutError, never a StepError); in this process it runs on in a daemon thread whose result
+    nobody waits for, in the job environment its process is killed. ``on_start``: called with the job
+    environment's process once started (to stop it from on_kill)."""
     if not isinstance(env, JobEnv):  # where the step runs is always resolved (resolve_job_env), never assumed
         raise TypeError(f"run_step needs a JobEnv (airflow_paimon.job_env.resolve_job_env), not {env!r}")
     name = step_name(step)
@@ -88,13 +88,29 @@ def run_step(step: Callable[..., Any], env: JobEnv, timeout: float | None = None
         return _in_job_env(job_python(env), name, arguments, timeout, on_start)
     if timeout is None:
         return step(**arguments)
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"paimon-{step.__name__}")
-    try:
-        return pool.submit(step, **arguments).result(timeout)
-    except concurrent.futures.TimeoutError:
-        raise TimeoutError(f"{step.__name__} took more than {timeout:.0f} s") from None
-    finally:
-        pool.shutdown(wait=False)
+    return _in_thread(step, timeout, arguments)
+
+
+def _in_thread(step: Callable[..., Any], timeout: float, arguments: dict):
+    """``step(**arguments)`` in a daemon thread, waited for ``timeout`` seconds: a step still running then (a store's
+    client retrying an unreachable endpoint) is left to end on its own, and never holds up this process's exit
+    (an executor's worker thread would: they are joined at exit)."""
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            done["value"] = step(**arguments)
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            done["error"] = e
+
+    thread = threading.Thread(target=run, name=f"paimon-{step.__name__}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise TimeoutError(f"{step.__name__} took more than {timeout:g} s")
+    if "error" in done:
+        raise done["error"]
+    return done["value"]
 
 
 def _in_job_env(python: str, name: str, arguments: dict, timeout: float | None = None,
@@ -116,10 +132,12 @@ def _in_job_env(python: str, name: str, arguments: dict, timeout: float | None =
                     _, stderr = process.communicate(timeout=timeout)
                 except subprocess.TimeoutExpired:
                     process.kill()
-                    raise TimeoutError(f"{step} took more than {timeout:.0f} s in {python}") from None
+                    raise TimeoutError(f"{step} took more than {timeout:g} s in {python}") from None
                 done = subprocess.CompletedProcess(process.args, process.returncode, None, stderr)
         with open(result_path) as f:
             result = json.load(f)
+    except TimeoutError:  # an OSError too, but the process started: a timeout, not a failure to start
+        raise
     except (OSError, ValueError):
         why = f"exited {done.returncode}: {done.stderr[-OUTPUT_SHOWN:]}" if done else "did not start"
         raise StepError(step, "ProcessFailed", f"{python} left no result; it {why}") from None
