@@ -1,5 +1,7 @@
 """airflow-paimon: Airflow operators that run PySpark jobs upserting into Apache Paimon primary-key tables."""
 
+from airflow_paimon.job_env import TIMEOUTS
+
 __version__ = "0.1.0"
 
 # The ``paimon`` connection form, declared here so Airflow builds it without importing the hook (Airflow 3.2's
@@ -32,6 +34,20 @@ JOB_ENV_OPTIONS = {
                     "type": "string", "example": "hdfs:///envs/paimon-jobs.tar.gz", "default": None},
 }
 
+# How long Airflow's own reads of a warehouse may take before they are abandoned and reported as timed out
+# (defaults: job_env.TIMEOUTS, which reads them): an unreachable object store otherwise holds them while its client
+# retries (pyarrow's S3 client: 85 s).
+TIMEOUT_OPTIONS = {
+    "connection_test_timeout": {"description": "Seconds the Paimon connection's Test (PaimonHook.test_connection) "
+                                               "waits for the warehouse before it reports a timeout.",
+                                "version_added": "0.1.0", "type": "float", "example": "30",
+                                "default": f"{TIMEOUTS['connection_test_timeout']:g}"},
+    "ui_read_timeout": {"description": "Seconds the Paimon UI page waits for each read of a warehouse (a "
+                                       "connection's tables, a table's page) before it shows a timeout.",
+                        "version_added": "0.1.0", "type": "float", "example": "15",
+                        "default": f"{TIMEOUTS['ui_read_timeout']:g}"},
+}
+
 
 def get_provider_info() -> dict:
     """Entry point Airflow's ProvidersManager reads (``apache_airflow_provider``)."""
@@ -56,9 +72,10 @@ def get_provider_info() -> dict:
         "integrations": [{"integration-name": "Apache Paimon", "external-doc-url": "https://paimon.apache.org/",
                           "tags": ["software"]}],
         "extra-links": ["airflow_paimon.links.PaimonTableLink"],
-        # [paimon] in airflow.cfg / AIRFLOW__PAIMON__*: where the job side runs (airflow_paimon/job_env)
-        "config": {"paimon": {"description": "The job environment: everything that touches Paimon runs there.",
-                              "options": JOB_ENV_OPTIONS}},
+        # [paimon] in airflow.cfg / AIRFLOW__PAIMON__*: where the job side runs (airflow_paimon/job_env), timeouts
+        "config": {"paimon": {"description": "The job environment (everything that touches Paimon runs there) and "
+                                             "how long Airflow's own reads of a warehouse may take.",
+                              "options": {**JOB_ENV_OPTIONS, **TIMEOUT_OPTIONS}}},
         "asset-uris": [{"schemes": ["paimon"], "handler": "airflow_paimon.assets.sanitize_uri",
                         "factory": "airflow_paimon.assets.paimon_asset",
                         "to_openlineage_converter": "airflow_paimon.assets.convert_asset_to_openlineage"}],

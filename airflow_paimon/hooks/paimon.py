@@ -107,15 +107,34 @@ class PaimonHook(BaseHook):
             return get_table(self.catalog_options(), identifier)
         return get_or_create_table(self.catalog_options(), identifier, TableSpec.from_dict(spec))
 
+    def endpoint(self) -> str | None:
+        """The object store's endpoint the catalog options name (``fs.s3.endpoint``, ``s3.endpoint``,
+        ``fs.oss.endpoint``, ...), if any."""
+        options = self.extras["catalog_options"]
+        return next((str(v) for k, v in sorted(options.items()) if str(k).endswith(".endpoint") and v), None)
+
+    def timed_out(self, seconds: float, named: bool = True) -> str:
+        """What a read of this connection's warehouse that was abandoned after ``seconds`` says, in words;
+        ``named``: with the connection's id."""
+        endpoint = self.endpoint()
+        where = f"is the endpoint {endpoint} reachable?" if endpoint else "is its store reachable?"
+        of = f" of connection {self.paimon_conn_id}" if named else ""
+        return f"reading warehouse {self.warehouse}{of} timed out after {seconds:g} s ({where})"
+
     def test_connection(self) -> tuple[bool, str]:
-        """Lists the warehouse's databases on the job side. A Paimon connection names no Spark connection: the job
-        environment is the ``spark_default`` connection's extra ``job_python`` (none need exist), else
-        ``[paimon] job_python``, else this interpreter (airflow_paimon/job_env)."""
+        """Lists the warehouse's databases on the job side, within ``[paimon] connection_test_timeout`` seconds
+        (default 10; a timeout is answered as one, naming the warehouse and its endpoint). A Paimon connection
+        names no Spark connection: the job environment is the ``spark_default`` connection's extra ``job_python``
+        (none need exist), else ``[paimon] job_python``, else this interpreter (airflow_paimon/job_env)."""
+        timeout = None
         try:
-            from airflow_paimon.job_env import DEFAULT_SPARK_CONN_ID, resolve_job_env, steps
+            from airflow_paimon.job_env import DEFAULT_SPARK_CONN_ID, config_seconds, resolve_job_env, steps
             from airflow_paimon.job_env.step import run_step
+            timeout = config_seconds("connection_test_timeout")
             databases = run_step(steps.list_databases, resolve_job_env(None, DEFAULT_SPARK_CONN_ID),
-                                 catalog_options=self.catalog_options())
+                                 timeout=timeout, catalog_options=self.catalog_options())
             return True, f"warehouse {self.warehouse} reachable; databases: {databases}"
+        except TimeoutError:  # the Test button tests a copy of the form under a random id: no id to name
+            return False, self.timed_out(timeout or 0, named=False)
         except Exception as e:  # noqa: BLE001 - any failure is the UI's answer
             return False, str(e)

@@ -11,6 +11,8 @@ JobEnv it got on. The interpreter, first found wins:
   test_connection, the UI page and the warm-up CLI);
 - Airflow config ``[paimon] job_python`` (env ``AIRFLOW__PAIMON__JOB_PYTHON``);
 - this interpreter, when it has the job side.
+How long Airflow's side waits for a step that reads a warehouse for it (the connection test, the UI page):
+``[paimon] connection_test_timeout`` and ``ui_read_timeout`` (``config_seconds``).
 The packed job environment for the executors (``python -m airflow_paimon.job_env pack PATH ARCHIVE``): the Spark
 connection's extra ``job_archive``, else ``[paimon] job_archive``.
 Imports nothing of Airflow at module level, nothing of the job side ever.
@@ -28,6 +30,9 @@ from typing import Callable
 JOB_SIDE_MODULES = ("pypaimon", "rocksdict", "pyroaring")
 SECTION = "paimon"
 DEFAULT_SPARK_CONN_ID = "spark_default"
+# [paimon] options of seconds (config_seconds) and their defaults: how long Airflow's side waits for a step that
+# reads a warehouse for it (an unreachable object store otherwise holds it while the store's client retries: 85 s)
+TIMEOUTS = {"connection_test_timeout": 10.0, "ui_read_timeout": 5.0}
 
 
 class NoJobEnvironment(RuntimeError):
@@ -62,6 +67,22 @@ def _config(option: str) -> str | None:
     except ImportError:  # the job side itself, or a script without Airflow
         return os.environ.get(f"AIRFLOW__{SECTION.upper()}__{option.upper()}") or None
     return conf.get(SECTION, option, fallback=None) or None
+
+
+def config_seconds(option: str) -> float:
+    """A ``[paimon]`` option of seconds (one of TIMEOUTS), its default when unset; a value that is not a finite
+    number above 0 is refused, naming the option."""
+    import math
+
+    value = _config(option) or str(TIMEOUTS[option])
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"[{SECTION}] {option} = {value!r} is not a number of seconds above 0 "
+                         f"(AIRFLOW__{SECTION.upper()}__{option.upper()})")
+    return seconds
 
 
 def connection_extras(conn_id: str) -> dict:

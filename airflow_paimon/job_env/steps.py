@@ -98,15 +98,9 @@ def expire_partitions(catalog_options: dict, table: str, dag_id: str, run_id: st
 def list_databases(catalog_options: dict) -> list[str]:
     """The connection test: the warehouse's databases; a warehouse that does not exist is a failure (creating
     one is PaimonCreateTableOperator's job, not a test's)."""
-    from airflow_paimon.engine import storage
-    from airflow_paimon.engine.catalog import open_catalog
-    from airflow_paimon.engine.errors import PaimonJobError
+    from airflow_paimon.engine.catalog import open_catalog, require_warehouse
 
-    warehouse = str(catalog_options.get("warehouse") or "")
-    local = warehouse and ("://" not in warehouse or warehouse.startswith("file://"))  # a store's prefix may be empty
-    if local and not storage.is_dir(warehouse):  # before the catalog, which may create it
-        raise PaimonJobError(f"warehouse {warehouse} does not exist (PaimonCreateTableOperator creates it with "
-                             "the first table)")
+    require_warehouse(catalog_options)
     return list(open_catalog(catalog_options).list_databases())
 
 
