@@ -60,6 +60,13 @@ def overview(connections: list[dict], root: str) -> str:
     return page("Paimon", "".join(parts))
 
 
+def read_failed(conn_id: str, identifier: str, error: str, root: str) -> str:
+    """The page of a table whose read failed or timed out: what happened, in words."""
+    return page(f"Paimon · {identifier}",
+                f"<p><a href='{escape(root)}/'>Paimon</a> / {_text(conn_id)}</p><h1>{_text(identifier)}</h1>"
+                f"<div class='card'><p class='warn' id='read-error'>{_text(error)}</p></div>")
+
+
 def table_page(v: TableView, root: str) -> str:
     latest = v.latest
     index = v.indexes[0] if v.indexes else None

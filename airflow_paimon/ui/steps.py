@@ -8,8 +8,10 @@ from airflow_paimon.job_env.step import job_step
 @job_step
 def table_summaries(catalog_options: dict) -> list[dict]:
     """The Paimon page's overview of one connection: a line per table."""
+    from airflow_paimon.engine.catalog import require_warehouse
     from airflow_paimon.ui.tables import list_tables, table_summary
 
+    require_warehouse(catalog_options)  # else a missing warehouse would show as one without tables
     hook = _Roots(catalog_options)
     return [table_summary(hook, t) for t in list_tables(catalog_options)]
 
@@ -19,10 +21,12 @@ def table_page(catalog_options: dict, index_root: str, staging_root: str, conn_i
                runs: list, prefix: str) -> str | None:
     """The Paimon page of one table, as HTML; None when the catalog lists no such table (a path in the URL
     never reaches storage)."""
+    from airflow_paimon.engine.catalog import require_warehouse
     from airflow_paimon.ui import render
     from airflow_paimon.ui.runs import runs_by_commit_user
     from airflow_paimon.ui.tables import list_tables, table_view
 
+    require_warehouse(catalog_options)
     if identifier not in list_tables(catalog_options):
         return None
     view = table_view(_Roots(catalog_options, index_root, staging_root), conn_id, identifier,

@@ -187,11 +187,14 @@ def test_the_ui_pages_read_in_the_given_interpreter(source, given, warehouse, tm
     given(source, python.path, conn_type=None)
     monkeypatch.setattr(app, "paimon_hooks", lambda: {"paimon_default": PaimonHook()})
     monkeypatch.setattr(app, "recent_runs", lambda: [])
-    app.overview(Request({"type": "http", "method": "GET", "path": "/", "headers": [], "query_string": b""}))
+    app.READS.clear()  # the overview keeps a connection's result a while: another test's must not answer here
+    html = app.overview(Request({"type": "http", "method": "GET", "path": "/", "headers": [], "query_string": b""}))
     assert len(python.calls()) == 1 and python.ran_a_step()  # the overview's table summaries
-    with pytest.raises(StepError, match="table_page: ProcessFailed"):
-        app.table("paimon_default", "db.t")
+    assert "table_summaries: ProcessFailed" in html
+    response = app.table("paimon_default", "db.t")  # the failed read is the page's answer, not a 500
+    assert response.status_code == 200 and "table_page: ProcessFailed" in response.body.decode()
     assert len(python.calls()) == 2
+    app.READS.clear()
 
 
 @pytest.mark.parametrize("source", SOURCES)
