@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from html import unescape
 from urllib.parse import quote
@@ -13,6 +16,7 @@ from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.properties import AS_OF
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.table import get_table
+from held_store import held_endpoint
 
 pytestmark = pytest.mark.ui
 PAGE = "/paimon/tables/paimon_default/demo.orders"
@@ -125,3 +129,50 @@ def test_staged_run_without_its_snapshot_is_listed(api_server, written):
         storage.delete_dir(staging)
     status, body, _ = api_server.get(PAGE, api_server.token)
     assert "<table id='staged'>" not in body and "Nothing staged." in body
+
+
+def api_json(api_server, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    """(status, JSON answer) of a REST API call with the login as a bearer token."""
+    req = urllib.request.Request(api_server.url + path, json.dumps(body).encode() if body else None, method=method,
+                                 headers={"Authorization": f"Bearer {api_server.token}",
+                                          "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, {"detail": e.read().decode(errors="replace")}
+
+
+def test_an_unreachable_store_is_answered_in_words_within_the_timeouts(api_server):
+    """A connection whose S3 endpoint never answers (before: the page took 22 s and a table page answered 500; the
+    endpoint of held_store.py, not a closed port, which pyarrow's client would go on retrying in the api-server for
+    85 s, holding its exit): the overview, the table page and the connection test, asked at once, each answer
+    within its timeout ([paimon] ui_read_timeout, default 5 s; connection_test_timeout, 2 s here), naming the
+    warehouse and the endpoint; never a 500."""
+    with held_endpoint() as endpoint:
+        extra = {"warehouse": "s3://lake/wh", "catalog_options": {
+            "fs.s3.endpoint": endpoint, "fs.s3.accessKeyId": "key", "fs.s3.accessKeySecret": "secret",
+            "fs.s3.region": "us-east-1"}}
+        conn = {"connection_id": "paimon_unreachable", "conn_type": "paimon", "extra": json.dumps(extra)}
+        status, answer = api_json(api_server, "POST", "/api/v2/connections", conn)
+        assert status == 201, answer
+        timed_out = ("reading warehouse s3://lake/wh of connection paimon_unreachable timed out after 5 s "
+                     f"(is the endpoint {endpoint} reachable?)")
+        try:
+            started = time.monotonic()
+            with ThreadPoolExecutor(3) as pool:
+                overview = pool.submit(api_server.get, "/paimon/", api_server.token)
+                table = pool.submit(api_server.get, "/paimon/tables/paimon_unreachable/db.t", api_server.token)
+                tested = pool.submit(api_json, api_server, "POST", "/api/v2/connections/test", conn)
+                (o_status, o_body, o_seconds), (t_status, t_body, t_seconds) = overview.result(), table.result()
+                c_status, c_answer = tested.result()
+            print(f"overview {o_seconds:.1f} s, table page {t_seconds:.1f} s, all {time.monotonic() - started:.1f} s")
+            assert o_status == 200 and o_seconds < 5 + 4, (o_status, o_seconds)
+            assert timed_out in unescape(o_body) and f"href='{PAGE}'" in o_body  # the other connection's table, as ever
+            assert t_status == 504 and t_seconds < 5 + 4, (t_status, t_seconds, t_body[:300])
+            assert timed_out in unescape(t_body)
+            assert c_status == 200 and c_answer["status"] is False, c_answer
+            assert c_answer["message"] == ("reading warehouse s3://lake/wh timed out after 2 s "
+                                           f"(is the endpoint {endpoint} reachable?)")
+        finally:
+            assert api_json(api_server, "DELETE", "/api/v2/connections/paimon_unreachable")[0] == 204
