@@ -1,4 +1,5 @@
-"""The FastAPI app the plugin mounts under ``/paimon``: an overview and one page per table. What a page shows
+"""The FastAPI app the plugin mounts under ``/paimon`` (``<path>/paimon`` when ``[api] base_url`` has a path: every
+link it renders carries that path, links.py): an overview and one page per table. What a page shows
 of a table is read on the job side (ui/steps.py: in the api-server's process when it holds pypaimon, else
 in the job environment: the ``spark_default`` connection's extra ``job_python``, else ``[paimon] job_python``,
 airflow_paimon/job_env). Each read is bounded by ``[paimon] ui_read_timeout`` (default 5 s) and a timeout is
@@ -20,8 +21,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from airflow_paimon.hooks.paimon import PaimonHook
-from airflow_paimon.links import PAGE_PREFIX as URL_PREFIX
-from airflow_paimon.links import TABLE_QUERY, UI_ROUTE
+from airflow_paimon.links import TABLE_QUERY, UI_ROUTE, airflow_root, page_root
 from airflow_paimon.job_env import DEFAULT_SPARK_CONN_ID, JobEnv, config_seconds, resolve_job_env
 from airflow_paimon.job_env.step import run_step
 from airflow_paimon.ui import render, steps
@@ -144,7 +144,7 @@ READS = _Reads()
 def overview(request: Request):
     asked = table_asked_by_ui(request)
     if asked:  # the table's page validates the names as it always does
-        return RedirectResponse(render.table_url(*asked, URL_PREFIX), status_code=303)
+        return RedirectResponse(render.table_url(*asked, page_root()), status_code=303)
     connections, pending = [], []
     env, timeout, setup_error = None, 0.0, ""
     try:
@@ -164,7 +164,7 @@ def overview(request: Request):
             entry["error"] = f"{type(e).__name__}: {e}"
     for entry, read in pending:  # each read ends within its timeout (run_step abandons it then)
         entry.update(read.result())
-    return render.overview(connections, URL_PREFIX)
+    return render.overview(connections, page_root())
 
 
 @app.get("/tables/{conn_id}/{identifier}", response_class=HTMLResponse)
@@ -177,10 +177,11 @@ def table(conn_id: str, identifier: str):
         timeout = read_timeout()
         html = run_step(steps.table_page, job_env(), timeout=timeout, catalog_options=hook.catalog_options(),
                         index_root=hook.index_root(), staging_root=hook.staging_root(), conn_id=conn_id,
-                        identifier=identifier, runs=recent_runs(), prefix=URL_PREFIX)
+                        identifier=identifier, runs=recent_runs(), prefix=page_root(),
+                        airflow_prefix=airflow_root())
     except Exception as e:  # noqa: BLE001 - a read that failed is the page's answer, in words: never a 500
         # a timeout is the store's (504); any other failure is shown as the overview shows it
-        return HTMLResponse(render.read_failed(conn_id, identifier, read_failure(hook, e, timeout), URL_PREFIX),
+        return HTMLResponse(render.read_failed(conn_id, identifier, read_failure(hook, e, timeout), page_root()),
                             status_code=504 if isinstance(e, TimeoutError) else 200)
     if html is None:
         raise HTTPException(status_code=404, detail=f"connection {conn_id!r} has no table {identifier!r}")

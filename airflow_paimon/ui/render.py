@@ -67,7 +67,8 @@ def read_failed(conn_id: str, identifier: str, error: str, root: str) -> str:
                 f"<div class='card'><p class='warn' id='read-error'>{_text(error)}</p></div>")
 
 
-def table_page(v: TableView, root: str) -> str:
+def table_page(v: TableView, root: str, airflow_root: str = "") -> str:
+    """``root``: the app's path (its links); ``airflow_root``: the path Airflow is served under (DAG run links)."""
     latest = v.latest
     index = v.indexes[0] if v.indexes else None
     stats = [("latest snapshot", _n(latest.id if latest else None), ""),
@@ -87,9 +88,9 @@ def table_page(v: TableView, root: str) -> str:
     chart = ("<div class='card'><h2>Records over snapshots</h2><p class='muted'>Paimon's record counts: old versions "
              "and deletes count until compaction merges them; the index holds one key per live row.</p>"
              f"{records_chart(list(reversed(v.snapshots)))}</div>")
-    return page(f"Paimon · {v.identifier}", head + chart + _snapshots(v) + "<div class='cols'>" + _schema(v)
-                + _index(v) + "</div>" + "<div class='cols'>" + _schema_versions(v) + _tags(v) + "</div>"
-                + _buckets(v) + _staged(v))
+    return page(f"Paimon · {v.identifier}", head + chart + _snapshots(v, airflow_root) + "<div class='cols'>"
+                + _schema(v) + _index(v) + "</div>" + "<div class='cols'>" + _schema_versions(v) + _tags(v) + "</div>"
+                + _buckets(v) + _staged(v, airflow_root))
 
 
 def records_chart(snaps: list[SnapshotRow], width: int = 900, height: int = 220) -> str:
@@ -130,9 +131,10 @@ def records_chart(snaps: list[SnapshotRow], width: int = 900, height: int = 220)
     return "".join(out) + f"<div>{legend}</div>"
 
 
-def _run_link(dag_run: tuple) -> str:
+def _run_link(dag_run: tuple, airflow_root: str) -> str:
     """The DAG run's page, labelled ``dag / run`` (and ``(clear N)`` when a cleared run wrote it)."""
-    return f"<a target='_top' href='{escape(dag_run_url(dag_run[0], dag_run[1]))}'>{_text(run_label(dag_run))}</a>"
+    href = airflow_root + dag_run_url(dag_run[0], dag_run[1])
+    return f"<a target='_top' href='{escape(href)}'>{_text(run_label(dag_run))}</a>"
 
 
 def _how_committed(properties: dict) -> str:
@@ -152,12 +154,12 @@ def _how_committed(properties: dict) -> str:
     return "".join(f"<br><span class='muted'>{_text(n)}</span>" for n in notes)
 
 
-def _snapshots(v: TableView) -> str:
+def _snapshots(v: TableView, airflow_root: str) -> str:
     rows = []
     for s in v.snapshots:
         run = "<span class='muted'>another writer</span>"
         if s.dag_run:
-            run = _run_link(s.dag_run)
+            run = _run_link(s.dag_run, airflow_root)
         rows.append(f"<tr><td class='n'>{_n(s.id)}</td><td>{_kind(s.commit_kind)}</td><td>{_time(s.time_millis)}</td>"
                     f"<td>{run}{_how_committed(s.properties)}<br><code class='muted'>{_text(s.commit_user)}</code></td>"
                     f"<td class='n'>{_n(s.delta_records)}</td><td class='n'>{_n(s.total_records)}</td></tr>")
@@ -224,12 +226,12 @@ def _buckets(v: TableView) -> str:
             + "</table></div>")
 
 
-def _staged(v: TableView) -> str:
+def _staged(v: TableView, airflow_root: str) -> str:
     if not v.staged:
         return "<div class='card'><h2>Staged, not committed</h2><p class='muted'>Nothing staged.</p></div>"
     rows = []
     for s in v.staged:
-        run = _run_link(s.dag_run) if s.dag_run else "<span class='muted'>unknown run</span>"
+        run = _run_link(s.dag_run, airflow_root) if s.dag_run else "<span class='muted'>unknown run</span>"
         rows.append(f"<tr><td>{run}<br><code class='muted'>{_text(s.commit_user)}</code></td>"
                     f"<td class='n'>{_n(s.base_snapshot_id)}</td><td class='n'>{_n(s.messages)}</td></tr>")
     return ("<div class='card'><h2>Staged, not committed</h2><table id='staged'><tr><th>run</th>"

@@ -18,9 +18,9 @@ def table_summaries(catalog_options: dict) -> list[dict]:
 
 @job_step
 def table_page(catalog_options: dict, index_root: str, staging_root: str, conn_id: str, identifier: str,
-               runs: list, prefix: str) -> str | None:
+               runs: list, prefix: str, airflow_prefix: str = "") -> str | None:
     """The Paimon page of one table, as HTML; None when the catalog lists no such table (a path in the URL
-    never reaches storage)."""
+    never reaches storage). ``prefix``: the app's path; ``airflow_prefix``: Airflow's (its DAG run links)."""
     from airflow_paimon.engine.catalog import require_warehouse
     from airflow_paimon.ui import render
     from airflow_paimon.ui.runs import runs_by_commit_user
@@ -31,7 +31,7 @@ def table_page(catalog_options: dict, index_root: str, staging_root: str, conn_i
         return None
     view = table_view(_Roots(catalog_options, index_root, staging_root), conn_id, identifier,
                       runs_by_commit_user(identifier, [tuple(r) for r in runs]))
-    return render.table_page(view, prefix)
+    return render.table_page(view, prefix, airflow_prefix)
 
 
 class _Roots:
