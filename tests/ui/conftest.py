@@ -100,6 +100,20 @@ def written(airflow_home, tmp_path_factory) -> Written:
 
 @pytest.fixture(scope="session")
 def api_server(written, tmp_path_factory) -> ApiServer:
+    yield from _api_server(written, tmp_path_factory, "")
+
+
+PREFIX = "/airflow"  # the path of [api] base_url of prefixed_api_server
+
+
+@pytest.fixture(scope="session")
+def prefixed_api_server(written, tmp_path_factory) -> ApiServer:
+    """The api-server of Airflow served under a path (``[api] base_url = http://127.0.0.1:<port>/airflow``): its
+    ``url`` ends with that path."""
+    yield from _api_server(written, tmp_path_factory, PREFIX)
+
+
+def _api_server(written, tmp_path_factory, prefix: str):
     home = tmp_path_factory.mktemp("api-server")
     passwords = home / "passwords.json"
     passwords.write_text(json.dumps({USER: PASSWORD}))
@@ -110,7 +124,7 @@ def api_server(written, tmp_path_factory) -> ApiServer:
            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
-           "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}",
+           "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}{prefix}",
            # the connection test of an unreachable store (test_paimon_page.py): enabled, and given up on soon
            "AIRFLOW__CORE__TEST_CONNECTION": "Enabled", "AIRFLOW__PAIMON__CONNECTION_TEST_TIMEOUT": "2"}
     log = home / "api-server.log"
@@ -118,7 +132,7 @@ def api_server(written, tmp_path_factory) -> ApiServer:
         proc = processes.start([str(Path(sys.executable).parent / "airflow"), "api-server", "--host", "127.0.0.1",
                                 "--port", str(port), "--workers", "1"], env=env, stdout=out,
                                stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}{prefix}"
     try:
         _wait_healthy(url, proc, log)
         body = json.dumps({"username": USER, "password": PASSWORD}).encode()

@@ -1,6 +1,7 @@
 """The Paimon page through the real api-server: login required, names validated, content from the table."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -176,3 +177,37 @@ def test_an_unreachable_store_is_answered_in_words_within_the_timeouts(api_serve
                                            f"(is the endpoint {endpoint} reachable?)")
         finally:
             assert api_json(api_server, "DELETE", "/api/v2/connections/paimon_unreachable")[0] == 204
+
+
+def test_the_page_under_the_path_of_base_url(prefixed_api_server, written, monkeypatch):
+    """Airflow served under a path (``[api] base_url = http://host/airflow``, e.g. behind a reverse proxy): the
+    page answers at ``/airflow/paimon/`` and every link it renders, the navigation's frame and the task's extra
+    link carry the path (before: all went to ``/paimon/...`` and ``/plugin/...``, which answer 404 there)."""
+    from paimon_upsert_daily import dag
+    from ui.conftest import PREFIX
+
+    from airflow_paimon.links import PaimonTableLink
+
+    server = prefixed_api_server
+    host = server.url.removesuffix(PREFIX)
+    status, overview, _ = server.get("/paimon/", server.token)
+    assert status == 200, overview[:500]
+    assert f"href='{PREFIX}{PAGE}'" in overview and "CROSS_PARTITION" in overview
+    status, page, _ = server.get(PAGE, server.token)
+    assert status == 200, page[:500]
+    assert f"href='{PREFIX}/paimon/'" in page and f"href='{PREFIX}/dags/{written.dag_id}/runs/" in page
+    # without the path: the plugin's mount (below the api-server's root path) does not answer
+    assert dataclasses.replace(server, url=host).get("/paimon/", server.token)[0] == 404
+    for body in (overview, page):
+        hrefs = re.findall(r"href='([^']*)'", body)
+        assert hrefs and all(h.startswith(PREFIX + "/") for h in hrefs), hrefs
+    # the navigation entry's frame (an external view: the UI sets the iframe's src to its href as given)
+    status, body, _ = server.get("/api/v2/plugins", server.token, cookie=False)
+    assert status == 200, body[:500]
+    views = [v for p in json.loads(body)["plugins"] if p["name"] == "paimon" for v in p["external_views"]]
+    assert [v["href"] for v in views] == [f"{PREFIX}/paimon/"]
+    # the extra link of a write task, as its worker (same [api] base_url) computes it, and where it leads
+    monkeypatch.setenv("AIRFLOW__API__BASE_URL", server.url)
+    link = PaimonTableLink().get_link(dag.get_task("commit"), ti_key=None)
+    assert link == f"{PREFIX}/plugin/paimon?conn_id=paimon_default&table={written.table}"
+    assert server.redirect("/paimon/", server.token, {"Referer": host + link}) == (303, PREFIX + PAGE)
