@@ -7,7 +7,9 @@ compaction's changelog compares each written key's old value with its new one.
   (a key deleted there has none). The new value is that merge with the batch's records.
 - The level-0 files go one level below the bucket's lowest run (the max level in an empty bucket); with level 1
   taken they are merged into level 1 (Paimon's universal compaction of level 0). Level-0 files another writer left
-  are compacted with them. Old rows at higher levels stay: readers merge them, the new run's sequence numbers win.
+  are compacted with them. Old rows at higher levels stay: readers merge them, the new run's sequence numbers win;
+  under aggregation and partial-update the higher files give the written keys up instead, so that a key's one
+  record above level 0 is its merged value, which Paimon's lookup merge reads as the key's value.
 """
 from __future__ import annotations
 
@@ -73,14 +75,48 @@ def force_up_level_0(message: CommitMessage, table: FileStoreTable, rules: Merge
     joined = [f for f in files if f.level in (0, level)]  # level-0 files left by others, and level 1 when taken
     message.compact_before = [*message.new_files, *(f.meta for f in joined)]
     retracted = bool(is_retract(kinds).any())
-    if not joined and not rules.aggregates and kept_as_written and (below or not retracted):
-        # one non-overlapping run (only aggregation writes a key twice): re-level it, as Paimon upgrades a file
+    if rules.engine in (MergeEngine.AGGREGATE, MergeEngine.PARTIAL_UPDATE):
+        return _lift_merged(message, table, files, joined, batch, level, merged)
+    if not joined and kept_as_written and (below or not retracted):
+        # one non-overlapping run of the keys' final values: re-level it, as Paimon upgrades a file
         message.compact_after = [dataclasses.replace(f, level=level) for f in message.new_files]
         return message
     schema = key_value_schema(table)
     run = merged(pa.concat_tables([*(read_live_file(table, f, schema) for f in joined), batch]), not below)
     message.compact_after = write_key_values(table, partition, bucket, run, level=level).new_files \
         if run.num_rows else []
+    return message
+
+
+def _lift_merged(message: CommitMessage, table: FileStoreTable, files: list[LiveFile], joined: list[LiveFile],
+                 batch: pa.Table, level: int, merged) -> CommitMessage:
+    """Aggregation and partial-update: Paimon's lookup merge (LookupMergeFunction) takes a key's newest record
+    above level 0 as its merged value, while readers that merge every level (pypaimon) fold all of a key's records
+    together. Both read the same only when each key sits in one file above level 0 holding its merged value, as
+    here: the output run holds every version of its keys (the batch's and the joined files') merged, and the
+    higher files holding one of those keys are rewritten at their level without them."""
+    partition, bucket = tuple(message.partition), message.bucket
+    schema = key_value_schema(table)
+    keys = key_columns(table.trimmed_primary_keys)
+    parts = [*(read_live_file(table, f, schema) for f in joined), batch]
+    lifted = pc.unique(pa.concat_arrays([encode_keys(t.select(keys), keys) for t in parts]))
+    replaced, rewritten = [], []
+    for f in files:
+        if f.level == 0 or f.level == level:
+            continue  # joined: read whole above
+        rows = read_live_file(table, f, schema)
+        hit = pc.is_in(encode_keys(rows.select(keys), keys), value_set=lifted)
+        if not pc.any(hit).as_py():
+            continue
+        parts.append(rows.filter(hit))
+        replaced.append(f.meta)
+        kept = rows.filter(pc.invert(hit))
+        if kept.num_rows:  # the file's other keys stay at its level, its key range only narrows
+            rewritten += write_key_values(table, partition, bucket, kept, level=f.level).new_files
+    run = merged(pa.concat_tables(parts), True)  # every version of these keys is in: a delete has nothing below
+    message.compact_before = [*message.compact_before, *replaced]
+    message.compact_after = [*(write_key_values(table, partition, bucket, run, level=level).new_files
+                               if run.num_rows else []), *rewritten]
     return message
 
 
