@@ -26,7 +26,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_upsert import (CROSS, STEPS, e2e_runner, in_job_runner, load_average, load_paimon,
+from bench_upsert import (CROSS, JOB_OF, STEPS, e2e_runner, in_job_runner, load_average, load_paimon,
                           machine, make_data, make_spark, ours, ours_steps, timed, trivial_submit)
 
 TARGET = 1.3
@@ -65,8 +65,9 @@ def summarise(in_job: list[dict], e2e: list[dict], trivial: list[dict]) -> dict:
 
 
 def run(rows: int, batch_rows: int, repeat: int, shards: int = 4, conf: dict | None = None, log=print,
-        spark=None) -> dict:
-    """``spark``: a session to run the in-job rounds in (left running); else one of its own, stopped after."""
+        spark=None, submitted: tuple[str, ...] = tuple(dict.fromkeys(JOB_OF.values()))) -> dict:
+    """``spark``: a session to run the in-job rounds in (left running); else one of its own, stopped after.
+    ``submitted``: the jobs measured end to end (spark-submit); the round's other jobs run in-job, unmeasured."""
     work = Path(tempfile.mkdtemp(prefix="bench-submit-"))
     try:
         base, batch, _ = make_data(rows, batch_rows)
@@ -77,15 +78,24 @@ def run(rows: int, batch_rows: int, repeat: int, shards: int = 4, conf: dict | N
         session = spark or make_spark()
         # one more in-job round than measured, dropped: the Python workers import the engine in it
         in_job = rounds(repeat + 1, loaded, work, batch_path, shards, lambda r: in_job_runner(session, timed))[1:]
-        if spark is None:
+        every = set(submitted) == set(JOB_OF.values())
+        if spark is None and every:  # no in-job step beside the submits: the session's JVM is not left running
             session.stop()
         log(f"in-job: {in_job}")
+
+        def mixed(_):
+            submit, here = e2e_runner(work, conf), in_job_runner(session, timed)
+            return lambda job, spec: (submit if job in submitted else here)(job, spec)
+
         trivial, e2e = [], []
         for r in range(repeat):  # interleaved, so load from other processes hits all alike
             trivial.append({"plain": trivial_submit(work, name=f"plain-{r}", defaults=False)["wall_s"],
                             "default": trivial_submit(work, conf, name=f"default-{r}")["wall_s"]})
-            e2e += rounds(1, loaded, work, batch_path, shards, lambda _: e2e_runner(work, conf))
+            e2e += [{step: v for step, v in measured.items() if JOB_OF[step] in submitted}
+                    for measured in rounds(1, loaded, work, batch_path, shards, mixed)]
             log(f"round {r}: trivial {trivial[-1]}, end to end {e2e[-1]}")
+        if spark is None and not every:
+            session.stop()
         return {"in_job": in_job, "e2e": e2e, "trivial": trivial, "summary": summarise(in_job, e2e, trivial)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
