@@ -14,6 +14,8 @@ import io
 import logging
 import os
 import re
+import socket
+from urllib.parse import urlsplit
 
 from airflow_paimon.spark.submit import submit_conf
 
@@ -57,6 +59,30 @@ class JobKilled(Exception):
     retryable: bool = True  # nothing of the job was wrong: Airflow's own rules for a killed task apply
 
 
+# A server that does not answer fails the task within seconds, for Airflow's retries to decide: pyspark's own
+# client would keep retrying for at least 10 minutes (its DefaultPolicy), the task showing nothing meanwhile.
+REACH_SECONDS = 10.0       # to open a TCP connection to the server before the session
+RETRIES, MAX_BACKOFF_MS = 6, 10_000  # then pyspark's retries of a call: 50 ms x4 per retry, at most 10 s (~25 s)
+
+
+def reach(remote: str, seconds: float = REACH_SECONDS) -> None:
+    """Fail now, in words, when the server of ``remote`` (``sc://host:port/;...``) takes no TCP connection."""
+    parts = urlsplit(remote.split(";", 1)[0])
+    host, port = parts.hostname or "localhost", parts.port or 15002
+    try:
+        socket.create_connection((host, port), timeout=seconds).close()
+    except OSError as e:  # retryable (an OSError): the server may be back by the task's next try
+        raise ConnectionError(f"the Spark Connect server {host}:{port} took no connection within {seconds:.0f} s "
+                              f"({e}); is it running (python -m airflow_paimon.spark.connect_server)?") from None
+
+
+def bounded_retries(session) -> None:
+    """pyspark's retry policy for the calls of ``session``, bounded to about 25 s of waiting."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    session.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES, max_backoff=MAX_BACKOFF_MS)])
+
+
 def connect_session(builder, remote: str, run):
     """A new session on the Connect server ``remote``, registered with the running job (``run``, a
     spark/job_frame.py JobRun) so that it is released when the job ends and interrupted when the task is killed."""
@@ -64,8 +90,10 @@ def connect_session(builder, remote: str, run):
         builder = builder.config(key, value)
     if run is not None and run.killed:
         raise JobKilled("the task was killed")
+    reach(remote)
     connect_mode_before = os.environ.get(CONNECT_MODE)
     session = builder.remote(remote).create()  # sets CONNECT_MODE: pyspark's functions now build Connect columns
+    bounded_retries(session)
     if run is not None:
         run.sessions.append(session)
         # once the job is done the process is classic again: a spark-submit it starts (its env inherited) or a
