@@ -1,6 +1,7 @@
 """Incremental read through the Spark job, in a DAG: sensor (deferred) → incremental read → write the change,
 with its row kinds, into a mirror table. The parquet equals the pandas diff of two full pypaimon reads; the
-mirror equals the source."""
+mirror equals the source. On Spark Connect, but for the lookup changelog's follower: the incremental read's own
+spark-submit."""
 from __future__ import annotations
 
 import glob
@@ -19,6 +20,7 @@ from unit.read.test_incremental import CROSS, batches
 pytestmark = pytest.mark.dag
 
 
+@pytest.mark.usefixtures("on_spark_connect")
 def test_follow_a_table_through_snapshot_sensor_and_incremental_read(airflow_home, warehouse, monkeypatch,
                                                                      tmp_path):
     import paimon_sensor_dags
@@ -64,9 +66,8 @@ def test_follow_a_table_through_snapshot_sensor_and_incremental_read(airflow_hom
                                       check_dtype=False)
 
 
-@pytest.mark.usefixtures("on_spark_connect")
 @pytest.mark.parametrize("producer", ["input", "lookup"])
-def test_follow_a_table_through_its_changelog(airflow_home, warehouse, monkeypatch, tmp_path, producer):
+def test_follow_a_table_through_its_changelog(airflow_home, warehouse, monkeypatch, tmp_path, producer, request):
     """The same follower on a table with ``changelog-producer=input`` (the write's rows) or ``lookup`` (before and
     after images from the write's COMPACT snapshot): the read (scan_mode auto) takes the changelog — every change
     of the snapshot with its row kind, a moved key as -D in its old partition — and the mirror it feeds equals the
@@ -74,6 +75,8 @@ def test_follow_a_table_through_its_changelog(airflow_home, warehouse, monkeypat
     import paimon_sensor_dags
     from changelog_tables import changelog_of
 
+    if producer == "input":  # the lookup follower's jobs go through spark-submit: the incremental read's own test
+        request.getfixturevalue("on_spark_connect")
     use_warehouse(monkeypatch, warehouse)
     opts = {"warehouse": warehouse}
     spec = CROSS.to_dict()
