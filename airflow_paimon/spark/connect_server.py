@@ -65,13 +65,13 @@ def server_command(host: str = "127.0.0.1", port: int = DEFAULT_PORT, master: st
 
     # no Spark connection: the server serves them; its Python is ``python``, else [paimon] job_python, else this one
     settings = submit_settings({}, master, "client", conf or {}, job_env=resolve_job_env(python, None))
+    workers = python or settings.python
     command = ["spark-submit", "--class", SERVER_CLASS, "--master", master, "--name", "airflow-paimon-connect"]
-    for key, value in {**server_conf(python or settings.python, host, port), **(conf or {})}.items():
+    for key, value in {**server_conf(workers, host, port), **(conf or {})}.items():
         command += ["--conf", f"{key}={value}"]
     env = {k: v for k, v in settings.env.items() if k != TOKEN_ENV}
     # Spark 4.2's Connect planner starts Python workers with PYSPARK_PYTHON (else python3), not
     # spark.pyspark.python: without it a job environment's interpreter would not run them
-    workers = python or settings.python
     if workers:
         env["PYSPARK_PYTHON"] = workers
     return command, {**env, TOKEN_ENV: token} if token else env
