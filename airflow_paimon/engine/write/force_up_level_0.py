@@ -104,10 +104,11 @@ def _lift_merged(message: CommitMessage, table: FileStoreTable, files: list[Live
     for f in files:
         if f.level == 0 or f.level == level:
             continue  # joined: read whole above
-        rows = read_live_file(table, f, schema)
-        hit = pc.is_in(encode_keys(rows.select(keys), keys), value_set=lifted)
+        stored = read_columns(f.path, keys)  # its keys first: a file holding none of them is not read whole
+        hit = pc.is_in(encode_keys(stored, keys), value_set=lifted)
         if not pc.any(hit).as_py():
             continue
+        rows = read_live_file(table, f, schema)
         parts.append(rows.filter(hit))
         replaced.append(f.meta)
         kept = rows.filter(pc.invert(hit))
