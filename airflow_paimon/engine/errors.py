@@ -12,7 +12,9 @@ def shown(value) -> str:
 
 def is_retryable(error: BaseException) -> bool:
     """Whether a retry of the task can help: the ``retryable`` its class declares (every error class of this
-    provider does, where it is defined); True for any other error (an OSError, a crash)."""
+    provider does, where it is defined); True for any other error: a foreign one (an OSError, pyarrow's or
+    pypaimon's ValueError or RuntimeError, a crash) is not known to be permanent. The provider's own raises are
+    all typed (tests/unit/project/test_typed_errors.py), so an untyped error is never one of its refusals."""
     flag = getattr(type(error), "retryable", True)
     return flag if isinstance(flag, bool) else True
 
@@ -97,3 +99,30 @@ class HalfCommittedError(PaimonJobError):
 
     retryable: bool = False  # the buckets stay changed: a retry meets the same refusal
     rewrite_heals: bool = False  # writing the batch again would apply it twice, on top of its APPEND
+
+
+class TransientError(PaimonJobError):
+    """A condition of the moment: the table changed under the job (its schema, a racing writer), a commit's
+    snapshot not seen yet, a local warehouse not created yet."""
+
+    retryable: bool = True  # the retry meets the table as it is then
+
+
+class CorruptTableError(PaimonJobError):
+    """The table's own files contradict each other (a corrupt or doubled index file, a schema file gone, a path
+    listed under another name): nothing was staged, committed or deleted."""
+
+    retryable: bool = False  # the retry reads the same files: the table needs repair first
+
+
+class InternalError(PaimonJobError):
+    """A caller inside this provider broke a contract of the code it called: a bug, named by the message."""
+
+    retryable: bool = False  # the retry runs the same code on the same input
+
+
+class ConfigError(ValueError):
+    """An operator argument, a connection's field or an Airflow setting is wrong; a ValueError, as Airflow
+    expects of a bad argument when it parses a DAG."""
+
+    retryable: bool = False  # the retry reads the same argument, connection and setting
