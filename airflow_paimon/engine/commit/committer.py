@@ -13,7 +13,7 @@ from airflow_paimon.engine.commit.record import recorded_commit
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.commit.table_state import check_unchanged
-from airflow_paimon.engine.errors import PaimonJobError, StaleIndexError
+from airflow_paimon.engine.errors import StaleIndexError, TransientError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import check_base
 
@@ -145,7 +145,7 @@ def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identi
         committer.close()
     snap = find_commit(table, commit_user, commit_identifier, base_snapshot_id)
     if snap is None:  # never "committed" without the snapshot to show for it
-        raise PaimonJobError(f"table {table.identifier.get_full_name()}: the commit of {commit_user} finished but "
+        raise TransientError(f"table {table.identifier.get_full_name()}: the commit of {commit_user} finished but "
                              "no snapshot carries it; re-run the commit task")
     if compact:
         crash_point("commit.between_append_and_compact")
