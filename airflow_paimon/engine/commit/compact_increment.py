@@ -19,7 +19,7 @@ from pypaimon.table.row.generic_row import GenericRow
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import check_files_exist
-from airflow_paimon.engine.errors import HalfCommittedError, MissingFileError, PaimonJobError, StaleIndexError
+from airflow_paimon.engine.errors import HalfCommittedError, MissingFileError, StaleIndexError, TransientError
 from airflow_paimon.engine.paimon_compat import try_commit
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def commit_compact_increment(table: FileStoreTable, messages, commit_user: str, 
         if snap is not None and (snap.commit_user, snap.commit_identifier, snap.commit_kind) == (*identity, COMPACT):
             return sid
         sid -= 1
-    raise PaimonJobError(f"table {table.identifier.get_full_name()}: the COMPACT of {commit_user} finished but no "
+    raise TransientError(f"table {table.identifier.get_full_name()}: the COMPACT of {commit_user} finished but no "
                          "snapshot carries it; re-run the commit task")
 
 
