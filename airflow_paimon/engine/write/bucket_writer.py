@@ -16,7 +16,7 @@ from pypaimon.common.options.core_options import ChangelogProducer, CoreOptions
 from pypaimon.write.commit_message import CommitMessage
 
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER_FIELD, VALUE_KIND_FIELD, key_column, key_columns
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import InternalError
 from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.data_files import is_last_of_key
@@ -109,5 +109,5 @@ def _check_unique(table: FileStoreTable, kv: pa.Table) -> None:
     duplicates = kv.num_rows - pc.sum(is_last_of_key(kv, key_columns(table.trimmed_primary_keys))
                                       .cast(pa.int64())).as_py()
     if duplicates:
-        raise PaimonJobError(f"table {table.identifier.get_full_name()}: {duplicates} duplicate keys in one bucket "
+        raise InternalError(f"table {table.identifier.get_full_name()}: {duplicates} duplicate keys in one bucket "
                              "write; the assigner must resolve duplicates first")

@@ -18,6 +18,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from airflow_paimon.engine.errors import InternalError
 from airflow_paimon.engine.index.sharding import shard_of
 
 # Parts per shard: a spilled shard comes back in chunks of 1/SPLITS of it, or several of those that fit the
@@ -90,7 +91,7 @@ class WriteBuffer:
     def extend(self, batches: Iterable[pa.RecordBatch]) -> "WriteBuffer":
         """Take the task's input (once)."""
         if self._batches or self.spilled:
-            raise RuntimeError("a write buffer takes its input once")
+            raise InternalError("a write buffer takes its input once")
         for batch in batches:
             if batch.num_rows == 0:
                 continue
