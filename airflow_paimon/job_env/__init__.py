@@ -26,6 +26,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
+from airflow_paimon.engine.errors import ConfigError
+
 # The job side's own dependencies: what Airflow's environment must never need.
 JOB_SIDE_MODULES = ("pypaimon", "rocksdict", "pyroaring")
 SECTION = "paimon"
@@ -80,7 +82,7 @@ def config_seconds(option: str) -> float:
     except ValueError:
         seconds = math.nan
     if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"[{SECTION}] {option} = {value!r} is not a number of seconds above 0 "
+        raise ConfigError(f"[{SECTION}] {option} = {value!r} is not a number of seconds above 0 "
                          f"(AIRFLOW__{SECTION.upper()}__{option.upper()})")
     return seconds
 
