@@ -1,4 +1,4 @@
-"""``python -m airflow_paimon.job_env create PATH [--python X] [--provider WHEEL]`` and
+"""``python -m airflow_paimon.job_env create PATH [--python X] [--provider WHEEL] [--constraint FILE]`` and
 ``python -m airflow_paimon.job_env pack PATH ARCHIVE`` (docs: Install)."""
 from __future__ import annotations
 
@@ -20,13 +20,15 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--python", help="the venv's interpreter (default: this one)")
     c.add_argument("--provider", help="install the provider from this wheel or directory (default: where the "
                                       "installed one came from)")
+    c.add_argument("--constraint", type=Path, help="install the job side under this constraints file (default: "
+                                                   "the one shipped with the provider, made from its lock)")
     p = sub.add_parser("pack", help="a tar.gz of a job environment for spark.archives")
     p.add_argument("path", type=Path)
     p.add_argument("archive", type=Path)
     args = parser.parse_args(argv)
     start = time.monotonic()
     if args.command == "create":
-        python = create(args.path, args.python, args.provider)
+        python = create(args.path, args.python, args.provider, args.constraint)
         print(f"job environment ready in {time.monotonic() - start:.0f} s; set [paimon] job_python = {python}")
     else:
         archive = pack(args.path, args.archive)

@@ -1,5 +1,7 @@
 """Create and pack a job environment: a venv with this provider (its own files, no dependencies: the job side
-needs no Airflow) and the requirements of its ``jobs`` extra, read from the installed provider's metadata."""
+needs no Airflow) and the requirements of its ``jobs`` extra, read from the installed provider's metadata, installed
+under the constraints file that ships beside this module (``constraints.txt``: every version the job side needs,
+made from the project's uv.lock), so that job environments created on different days hold the same versions."""
 from __future__ import annotations
 
 import io
@@ -14,6 +16,29 @@ from pathlib import Path
 
 DIST = "airflow-paimon"
 EXTRA = "jobs"
+CONSTRAINTS = Path(__file__).with_name("constraints.txt")
+
+
+def constraints_python(constraints: Path) -> str | None:
+    """The Python versions a constraints file was checked on (its ``# python: SPEC`` line), if it says."""
+    for line in constraints.read_text().splitlines():
+        if line.startswith("# python:"):
+            return line.partition(":")[2].strip()
+    return None
+
+
+def _check_python(env_python: Path, constraints: Path) -> None:
+    """Refuse a venv whose Python the constraints file was not made for (its versions have no wheels there)."""
+    from packaging.specifiers import SpecifierSet
+
+    spec = constraints_python(constraints)
+    if spec is None:
+        return
+    version = subprocess.run([str(env_python), "-c", "import platform; print(platform.python_version())"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    if version not in SpecifierSet(spec):
+        raise ValueError(f"{constraints} pins versions for Python {spec}, not {version}: give --python with one of "
+                         "those, or --constraint FILE with versions of your own for this Python")
 
 
 def jobs_requirements() -> list[str]:
@@ -57,19 +82,25 @@ def _installer(python: Path) -> list[str]:
     return [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
 
 
-def create(path: Path, python: str | None = None, provider: str | None = None) -> Path:
-    """A venv at ``path`` (``python``: its interpreter, default this one) with the provider and its job side; its
-    interpreter's path. ``--copies``: bin/python is a file, not a link into this machine's Python, so the venv
-    packs (``pack``)."""
+def create(path: Path, python: str | None = None, provider: str | None = None,
+           constraint: Path | None = None) -> Path:
+    """A venv at ``path`` (``python``: its interpreter, default this one) with the provider and its job side,
+    installed under ``constraint`` (default: the constraints file shipped with the provider); its interpreter's
+    path. ``--copies``: bin/python is a file, not a link into this machine's Python, so the venv packs
+    (``pack``)."""
     if path.exists() and any(path.iterdir()):
         raise FileExistsError(f"{path} exists and is not empty: give a new directory")
+    constraints = Path(constraint or CONSTRAINTS).resolve()
+    if not constraints.is_file():
+        raise FileNotFoundError(f"constraints file {constraints} not found")
     base = python or sys.executable
     subprocess.run([base, "-m", "venv", "--copies", str(path)], check=True)
     env_python = path / "bin" / "python"
+    _check_python(env_python, constraints)
     install = _installer(env_python)
     # the provider without its dependencies: they are Airflow's side; the job side needs only the extra's
     subprocess.run([*install, "--no-deps", provider or provider_source()], check=True)
-    subprocess.run([*install, *jobs_requirements()], check=True)
+    subprocess.run([*install, "--constraint", str(constraints), *jobs_requirements()], check=True)
     check = [str(env_python), "-c", "import airflow_paimon.engine.table, pypaimon, rocksdict, pyroaring"]
     subprocess.run(check, check=True)
     return env_python
