@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset
 
-from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.errors import ConfigError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def paimon_asset(table: str, paimon_conn_id: str = DEFAULT_CONN_ID, *, extra: di
     try:
         validate_identifier(table)
     except ValidationError as e:
-        raise ValueError(f"paimon asset of connection {paimon_conn_id!r}: {e}") from None
+        raise ConfigError(f"paimon asset of connection {paimon_conn_id!r}: {e}") from None
     uri = f"{SCHEME}://{paimon_conn_id}/{table.replace('.', '/')}"
     uri = urllib.parse.urlunsplit(sanitize_uri(urllib.parse.urlsplit(uri)))
     return Asset(name=uri, uri=uri, extra=extra)

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 
 from airflow_paimon.engine import storage
+from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.identifier import validate_identifier
 
 PREFIX = "snapshot-"
@@ -55,7 +56,7 @@ class TableFiles:
     def __init__(self, catalog_options: dict, identifier: str):
         warehouse = catalog_options.get("warehouse")
         if not warehouse:
-            raise ValueError(f"table {identifier}: the catalog options name no warehouse")
+            raise ConfigError(f"table {identifier}: the catalog options name no warehouse")
         database, name = validate_identifier(identifier).split(".", 1)
         storage.configure(catalog_options)  # an object store's endpoint and keys
         self.identifier = _Identifier(identifier)

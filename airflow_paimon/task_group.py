@@ -14,6 +14,7 @@ from typing import Any
 
 from airflow.sdk import TaskGroup
 
+from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.compact import PaimonCompactOperator
 from airflow_paimon.operators.paimon import (PaimonAssignAndWriteOperator, PaimonBootstrapIndexOperator,
@@ -24,7 +25,7 @@ def group_id_of(table: str) -> str:
     """A TaskGroup id from a table identifier: ``demo.orders`` → ``demo_orders`` (group ids allow only
     letters, digits, ``_`` and ``-``)."""
     if "{{" in table:
-        raise ValueError(f"table {table!r} is templated: give paimon_upsert a group_id")
+        raise ConfigError(f"table {table!r} is templated: give paimon_upsert a group_id")
     return re.sub(r"[^A-Za-z0-9_-]", "_", table)
 
 

@@ -11,12 +11,12 @@ def require_warehouse(catalog_options: dict) -> None:
     """A local warehouse (a path or ``file://``) that does not exist is refused (PaimonJobError), before a catalog
     that may create it is opened: what only reads (the connection test, the UI page) must not make one. An object
     store's prefix may be empty, so it is not checked."""
-    from airflow_paimon.engine.errors import PaimonJobError
+    from airflow_paimon.engine.errors import TransientError
 
     warehouse = str(catalog_options.get("warehouse") or "")
     local = warehouse and ("://" not in warehouse or warehouse.startswith("file://"))
     if local and not storage.is_dir(warehouse):
-        raise PaimonJobError(f"warehouse {warehouse} does not exist (PaimonCreateTableOperator creates it with "
+        raise TransientError(f"warehouse {warehouse} does not exist (PaimonCreateTableOperator creates it with "
                              "the first table)")
 
 

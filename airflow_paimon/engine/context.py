@@ -12,7 +12,7 @@ from pypaimon.schema.data_types import PyarrowFieldParser
 from airflow_paimon.engine import paimon_compat, storage
 from airflow_paimon.engine.codec.keys import encode_partition_values
 from airflow_paimon.engine.deletion_vectors import live_files_by_bucket
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import TransientError
 from airflow_paimon.engine.index.layout import base_manifest
 from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.scan import buckets_at, live_entries
@@ -33,7 +33,7 @@ def cached_table(options_json: str, identifier: str, schema_id: int | None = Non
         return table
     planned = table.schema_manager.get_schema(schema_id)
     if planned is None or not _only_columns_grew(planned, table.table_schema):
-        raise PaimonJobError(f"table {identifier}: its schema changed to {table.table_schema.id} during this job "
+        raise TransientError(f"table {identifier}: its schema changed to {table.table_schema.id} during this job "
                              f"(planned with schema {schema_id}); retry the task")
     return paimon_compat.table_at_schema(table, planned)
 

@@ -27,7 +27,7 @@ import hashlib
 import re
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.errors import PaimonJobError, ValidationError, shown
+from airflow_paimon.engine.errors import InternalError, PaimonJobError, ValidationError, shown
 from airflow_paimon.engine.identifier import validate_identifier
 
 PROVIDER_DIR = ".airflow-paimon"  # under the warehouse, beside the databases: no table directory holds it
@@ -48,7 +48,7 @@ _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=-]*$")
 def default_root(warehouse: str, kind: str) -> str:
     """Where ``kind`` (index, staging, results) lives when the connection does not say."""
     if kind not in ROOTS:
-        raise ValueError(f"unknown root {kind!r}; one of {ROOTS}")
+        raise InternalError(f"unknown root {kind!r}; one of {ROOTS}")
     return storage.join(warehouse, PROVIDER_DIR, kind)
 
 

@@ -17,7 +17,7 @@ from airflow_paimon.engine.commit.committer import find_commit
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.overwrite import partition_filter
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
-from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.errors import TransientError, ValidationError
 from airflow_paimon.engine.paimon_compat import (overwrite_changes_provider, overwrite_hash_index_deletes,
                                                  try_commit)
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
@@ -152,7 +152,7 @@ def expire_partitions(catalog_options: dict, identifier: str, identity: CommitId
         committer.close()
     snap = find_commit(table, identity.commit_user, identity.commit_identifier, None)
     if snap is None:  # never reported as done without its snapshot
-        raise PaimonJobError(f"table {identifier}: the partition drop committed but no snapshot carries "
+        raise TransientError(f"table {identifier}: the partition drop committed but no snapshot carries "
                              f"{identity.commit_user}; re-run the task")
     log.info("%s: dropped %d expired partitions in snapshot %s", identifier, len(expired), snap.id)
     return {**result, "snapshot_id": snap.id}

@@ -16,7 +16,7 @@ from pypaimon.common.json_util import JSON
 from pypaimon.filesystem.local_file_io import LocalFileIO
 
 from airflow_paimon.engine import paimon_compat, storage
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import TransientError
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -50,5 +50,5 @@ def alter_exclusively(catalog, identifier: str, plan: Callable[[FileStoreTable],
             return catalog.get_table(identifier), new.id
         log.info("table %s: schema %s was created by another writer meanwhile; planning again on it",
                  identifier, new.id)
-    raise PaimonJobError(f"table {identifier}: the schema changed {MAX_ATTEMPTS} times while this task evolved "
+    raise TransientError(f"table {identifier}: the schema changed {MAX_ATTEMPTS} times while this task evolved "
                          "it; retry")

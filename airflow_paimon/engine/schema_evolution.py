@@ -21,7 +21,7 @@ from pypaimon.schema.schema_change import SchemaChange
 from airflow_paimon.engine.catalog import open_catalog
 from airflow_paimon.engine.schema_commit import alter_exclusively
 from airflow_paimon.engine.table_alter import parse_type, widens
-from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.errors import CorruptTableError, ValidationError
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.specs import SCHEMA_EVOLUTIONS
 
@@ -205,7 +205,8 @@ def file_column_names(table: FileStoreTable, schema_id: int) -> dict[str, str | 
         return {}
     old = table.schema_manager.get_schema(schema_id)
     if old is None:
-        raise ValueError(f"table {table.identifier.get_full_name()}: schema {schema_id} of a live data file is missing")
+        raise CorruptTableError(f"table {table.identifier.get_full_name()}: schema {schema_id} of a live data file is "
+                                "missing")
     old_names = {f.id: f.name for f in old.fields}
     names = {}
     for f in table.table_schema.fields:

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.history import IDENTITY
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def check_commit_kinds(commit_kinds: Iterable[str] | None) -> tuple[str, ...] | 
     kinds = (commit_kinds,) if isinstance(commit_kinds, str) else tuple(commit_kinds)
     unknown = [k for k in kinds if k not in COMMIT_KINDS]
     if unknown or not kinds:
-        raise ValueError(f"commit_kinds must be a non-empty subset of {COMMIT_KINDS}, not {list(kinds)}")
+        raise ConfigError(f"commit_kinds must be a non-empty subset of {COMMIT_KINDS}, not {list(kinds)}")
     return kinds
 
 
@@ -76,7 +77,7 @@ def parse_cursor(value) -> dict:
     given = value if isinstance(value, dict) else {"snapshot_id": value}
     snapshot_id = int(given["snapshot_id"])
     if snapshot_id < 0:
-        raise ValueError(f"a snapshot cursor must be >= 0, not {snapshot_id}")
+        raise ConfigError(f"a snapshot cursor must be >= 0, not {snapshot_id}")
     return {"snapshot_id": snapshot_id, **{k: given.get(k) for k in IDENTITY}}
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 
 from airflow_paimon import PAIMON_CONN_FIELDS
+from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.identifier import validate_identifier
 
 
@@ -52,7 +53,7 @@ class PaimonHook(BaseHook):
         if not extras.get("warehouse") and conn.host:
             extras["warehouse"] = conn.host
         if not extras.get("warehouse"):
-            raise ValueError(f"connection {self.paimon_conn_id!r}: set the warehouse (host or extra 'warehouse')")
+            raise ConfigError(f"connection {self.paimon_conn_id!r}: set the warehouse (host or extra 'warehouse')")
         extras["catalog_options"] = self._catalog_options_of(extras.get("catalog_options"))
         return extras
 
@@ -64,9 +65,9 @@ class PaimonHook(BaseHook):
             try:
                 value = json.loads(value)
             except ValueError as e:
-                raise ValueError(f"connection {self.paimon_conn_id!r}: catalog_options is not JSON: {e}") from None
+                raise ConfigError(f"connection {self.paimon_conn_id!r}: catalog_options is not JSON: {e}") from None
         if not isinstance(value, dict):
-            raise ValueError(f"connection {self.paimon_conn_id!r}: catalog_options must be a JSON object "
+            raise ConfigError(f"connection {self.paimon_conn_id!r}: catalog_options must be a JSON object "
                              f"of option name to value, not {type(value).__name__}")
         return value
 

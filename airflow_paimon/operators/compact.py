@@ -9,6 +9,7 @@ from airflow.sdk import XComArg
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_paimon.assets import TableAssetMixin
+from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.specs import SCOPES, CommitResult, CompactResult, CompactSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.job_env import steps
@@ -59,9 +60,9 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         self.declare_table_asset(emit_asset)
         self.upstream_output = self.upstream_output_of(upstream_output, PaimonCommitOperator)
         if isinstance(every_n_runs, int) and every_n_runs < 1:
-            raise ValueError("every_n_runs must be at least 1")
+            raise ConfigError("every_n_runs must be at least 1")
         if scope not in SCOPES and "{{" not in scope:
-            raise ValueError(f"scope must be one of {SCOPES}")
+            raise ConfigError(f"scope must be one of {SCOPES}")
         self.full, self.scope, self.partition_filter = full, scope, partition_filter
         self.every_n_runs = every_n_runs
 
@@ -71,7 +72,7 @@ class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOp
         snapshot_id = CommitResult.from_dict(committed).snapshot_id if committed is not None else None
         every = int(self.every_n_runs)  # templated: may arrive as a rendered string
         if every < 1:
-            raise ValueError(f"every_n_runs must be at least 1, got {every}")
+            raise ConfigError(f"every_n_runs must be at least 1, got {every}")
         if committed is None or every > 1:  # table metadata, read on the job side
             found = run_step(steps.compact_writes, self.job_env(), catalog_options=hook.catalog_options(),
                              table=self.table, snapshot_id=snapshot_id, count_writes=every > 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.snapshots import parse_cursor
 from airflow_paimon.engine.specs import IncrementalReadSpec
 from airflow_paimon.hooks.paimon import PaimonHook
@@ -50,17 +51,17 @@ class PaimonIncrementalReadOperator(PaimonSparkJobOperator):
             try:
                 return int(value)
             except (TypeError, ValueError):
-                raise ValueError(f"{self.table}: {name} must be a snapshot id, not {value!r}") from None
+                raise ConfigError(f"{self.table}: {name} must be a snapshot id, not {value!r}") from None
 
         if self.start_snapshot_id in (None, "", "None"):
-            raise ValueError(f"{self.table}: start_snapshot_id is required (0 reads the whole table)")
+            raise ConfigError(f"{self.table}: start_snapshot_id is required (0 reads the whole table)")
         try:
             start = parse_cursor(self.start_snapshot_id)
         except (TypeError, ValueError, KeyError):
-            raise ValueError(f"{self.table}: start_snapshot_id must be a snapshot id or a snapshot summary, not "
+            raise ConfigError(f"{self.table}: start_snapshot_id must be a snapshot id or a snapshot summary, not "
                              f"{self.start_snapshot_id!r}") from None
         if not self.target:
-            raise ValueError(f"{self.table}: target (a directory for the parquet files) is required")
+            raise ConfigError(f"{self.table}: target (a directory for the parquet files) is required")
         return IncrementalReadSpec(**self.common_spec(hook), start_snapshot_id=start["snapshot_id"],
                                    start_snapshot=start if start["time_millis"] is not None else None,
                                    end_snapshot_id=snapshot_id("end_snapshot_id", self.end_snapshot_id),

@@ -17,7 +17,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, XComArg
 
-from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.errors import ConfigError, ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.job_env import steps
@@ -98,7 +98,7 @@ class PaimonAlterTableOperator(PaimonTableOperator):
                  **kwargs) -> None:
         super().__init__(**kwargs)
         if not (set_options or reset_options or add_columns or widen_columns):
-            raise ValueError(f"{kwargs.get('task_id')}: nothing to alter; give set_options, reset_options, "
+            raise ConfigError(f"{kwargs.get('task_id')}: nothing to alter; give set_options, reset_options, "
                              "add_columns or widen_columns")
         self.set_options, self.reset_options = set_options or {}, reset_options or []
         self.add_columns, self.widen_columns = add_columns or [], widen_columns or []
@@ -158,7 +158,7 @@ class PaimonRollbackOperator(PaimonTableOperator):
     def __init__(self, *, to_snapshot: int | str | None = None, to_tag: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         if (to_snapshot is None) == (to_tag is None):
-            raise ValueError(f"{kwargs.get('task_id')}: give exactly one of to_snapshot and to_tag")
+            raise ConfigError(f"{kwargs.get('task_id')}: give exactly one of to_snapshot and to_tag")
         self.to_snapshot, self.to_tag = to_snapshot, to_tag
 
     def marker(self, context, hook: PaimonHook) -> str:

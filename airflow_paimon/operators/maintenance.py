@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, ExpireSpec, OrphansSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.paimon import PaimonSparkJobOperator
@@ -54,7 +55,7 @@ class PaimonRemoveOrphanFilesOperator(PaimonSparkJobOperator):
     def __init__(self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
         if not isinstance(older_than, timedelta) or older_than < MIN_OLDER_THAN:
-            raise ValueError(f"table {kwargs.get('table')}: older_than must be a timedelta of at least 1 hour "
+            raise ConfigError(f"table {kwargs.get('table')}: older_than must be a timedelta of at least 1 hour "
                              f"(younger files may belong to a commit in flight), got {older_than!r}")
         self.older_than = older_than
         self.dry_run_only = dry_run  # not self.dry_run: that is BaseOperator's dry_run() method

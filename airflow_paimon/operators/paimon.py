@@ -23,7 +23,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.commit.properties import WRITE_ORDERS
-from airflow_paimon.engine.errors import ValidationError, is_retryable
+from airflow_paimon.engine.errors import ConfigError, ValidationError, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.spark.job_registry import JOBS, progress_line
 from airflow_paimon.engine.specs import (ASSIGN_WRITE_COUNTERS, REPROCESS_ON_CLEAR, SCHEMA_EVOLUTIONS,
@@ -92,7 +92,7 @@ class UpstreamResultMixin:
         if isinstance(output, XComArg):
             tasks = [task for task, _ in output.iter_references()]
             if len(tasks) != 1 or not isinstance(tasks[0], operator_class):
-                raise ValueError(f"{self.task_id} (table {self.table}): upstream_output must be the output of one "
+                raise ConfigError(f"{self.task_id} (table {self.table}): upstream_output must be the output of one "
                                  f"{operator_class.__name__}, got the output of "
                                  f"{', '.join(f'{t.task_id} ({type(t).__name__})' for t in tasks)}")
             self._upstream_task_id = tasks[0].task_id
@@ -306,7 +306,7 @@ def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
     """An argument with a fixed set of values (``schema_evolution``, ``reprocess_on_clear``), checked when the DAG
     is parsed."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+        raise ConfigError(f"{name} must be one of {list(choices)}, got {value!r}")
     return value
 
 
@@ -331,7 +331,7 @@ class PaimonBootstrapIndexOperator(PaimonSparkJobOperator):
                  **kwargs) -> None:
         super().__init__(**kwargs)
         if isinstance(shards, int) and shards < 1:  # a template is checked when rendered
-            raise ValueError("shards must be at least 1")
+            raise ConfigError("shards must be at least 1")
         self.table_schema = table_schema
         self.shards = shards
         self.schema_evolution = check_schema_evolution(schema_evolution)
@@ -443,7 +443,7 @@ class PaimonCommitOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOpe
         self.declare_table_asset(emit_asset)
         self.upstream_output = self.upstream_output_of(upstream_output, PaimonAssignAndWriteOperator)
         if max_rewrites < 0:
-            raise ValueError("max_rewrites must be at least 0")
+            raise ConfigError("max_rewrites must be at least 0")
         self.max_rewrites = max_rewrites
 
     def job_spec(self, context, hook: PaimonHook) -> CommitSpec:

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.configuration import conf
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.snapshots import (check_commit_kinds, cursor_at, found_after, latest_snapshot_id,
                                              newer_snapshot, parse_cursor, resume_point, rollback_note)
@@ -50,7 +52,7 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         if not (isinstance(commit_kinds, str) and "{{" in commit_kinds):
             check_commit_kinds(commit_kinds)
         if after_snapshot_id is None and self.reschedule:
-            raise ValueError(f"{self.task_id}: mode='reschedule' needs an explicit after_snapshot_id (each "
+            raise ConfigError(f"{self.task_id}: mode='reschedule' needs an explicit after_snapshot_id (each "
                              "reschedule would otherwise wait for a snapshot newer than the latest again)")
         self.table, self.after_snapshot_id, self.commit_kinds = table, after_snapshot_id, commit_kinds
         self.paimon_conn_id, self.deferrable = paimon_conn_id, deferrable
@@ -68,7 +70,7 @@ class PaimonSnapshotSensor(BaseSensorOperator):
             try:
                 cursor = parse_cursor(latest_snapshot_id(table) if given in (None, "", "None") else given)
             except (TypeError, ValueError, KeyError) as e:
-                raise ValueError(f"{self.table}: after_snapshot_id must be a snapshot id >= 0 or a snapshot "
+                raise ConfigError(f"{self.table}: after_snapshot_id must be a snapshot id >= 0 or a snapshot "
                                  f"summary, not {given!r} ({e})") from None
             self._cursor = cursor if cursor["time_millis"] is not None else cursor_at(table, cursor["snapshot_id"])
         return self._cursor
@@ -81,6 +83,12 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         return cursor
 
     def poke(self, context) -> PokeReturnValue:
+        from airflow_paimon.operators.paimon import retried_by_flag
+
+        with retried_by_flag(f"waiting for a snapshot of {self.table}"):  # a ConfigError fails at once
+            return self._poke()
+
+    def _poke(self) -> PokeReturnValue:
         table = self._table()
         cursor = self._follow_rollback(table)
         found, _ = newer_snapshot(table, self.table, cursor["snapshot_id"], check_commit_kinds(self.commit_kinds))
@@ -107,5 +115,8 @@ class PaimonSnapshotSensor(BaseSensorOperator):
 
     def execute_complete(self, context, event: dict) -> dict:
         if event.get("status") != "success":
-            raise RuntimeError(f"waiting for a snapshot of {self.table}: {event.get('message', event)}")
+            message = f"waiting for a snapshot of {self.table}: {event.get('message', event)}"
+            if event.get("retryable") is False:  # the trigger's error said a retry cannot help
+                raise AirflowFailException(message)
+            raise AirflowException(message)
         return event["snapshot"]

@@ -31,6 +31,8 @@ import secrets
 import sys
 from pathlib import Path
 
+from airflow_paimon.engine.errors import ConfigError
+
 from airflow_paimon.spark.submit import (DRIVER_JAVA_OPTIONS, LOG_LEVEL, log4j2_java_options, submit_conf,
                                          submit_settings)
 
@@ -59,7 +61,7 @@ def server_command(host: str = "127.0.0.1", port: int = DEFAULT_PORT, master: st
     """(argv, environment) that start the server in the foreground; clients must present ``token`` (None:
     no authentication), which goes in the environment, never in argv."""
     if TOKEN_CONF in (conf or {}):
-        raise ValueError(f"{TOKEN_CONF} on the command line is visible to every user (ps); "
+        raise ConfigError(f"{TOKEN_CONF} on the command line is visible to every user (ps); "
                          f"set the environment variable {TOKEN_ENV} instead")
     from airflow_paimon.job_env import resolve_job_env
 

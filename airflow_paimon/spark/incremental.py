@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from airflow_paimon.engine import storage
 from airflow_paimon.engine.codec.kinds import DELETE_TEXT, INSERT_TEXT, UPDATE_AFTER_TEXT, UPDATE_BEFORE_TEXT
 from airflow_paimon.engine.context import cached_table
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.changelog_read import changelog_rows, plan_changelog
 from airflow_paimon.engine.incremental import (ROW_KIND_COLUMN, diff_partition, plan_incremental, scan_mode_of,
                                                snapshot_range, start_after)
@@ -45,7 +46,8 @@ def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadRes
     start, end = snapshot_range(table, identifier, start, spec.end_snapshot_id)
     row_kind = spec.row_kind_column or ROW_KIND_COLUMN
     if row_kind in {f.name for f in table.table_schema.fields}:
-        raise ValueError(f"{identifier}: row_kind_column {row_kind!r} is a column of the table; choose another name")
+        raise ValidationError(identifier, "row_kind_column is a column of the table; choose another name",
+                              column=row_kind)
     mode = scan_mode_of(table, identifier, spec.scan_mode)
     work = plan_changelog(table, start, end) if mode == "changelog" else plan_incremental(table, start, end)
     rows_of = changelog_rows if mode == "changelog" else diff_partition

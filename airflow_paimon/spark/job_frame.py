@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.errors import heals_by_rewrite, is_retryable
+from airflow_paimon.engine.errors import InternalError, heals_by_rewrite, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.specs import JobSpec, Wire
 from airflow_paimon.spark.connect import JobKilled, connect_session, default_parallelism, stop_session
@@ -153,7 +153,7 @@ _RUN: ContextVar[JobRun | None] = ContextVar("airflow_paimon_job_run", default=N
 def current_run() -> JobRun:
     run = _RUN.get()
     if run is None:
-        raise RuntimeError("no job is running (airflow_paimon.spark.job_frame.execute_job)")
+        raise InternalError("no job is running (airflow_paimon.spark.job_frame.execute_job)")
     return run
 
 
@@ -178,7 +178,7 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
     reaches neither the log nor the error (both redacted); the result is written as the job returned it: its
     fields (paths, names) are no place for a secret, and redacting them would corrupt them."""
     if run.result_uri is None:
-        raise ValueError("execute_job writes the job's result: the run needs a result_uri")
+        raise InternalError("execute_job writes the job's result: the run needs a result_uri")
     result_uri = run.result_uri
     secrets = secrets_of(raw)
     storage.configure(raw.get("catalog_options") or {})  # the result file even when the job fails early

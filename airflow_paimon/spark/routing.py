@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_paimon.engine.errors import InternalError
 from airflow_paimon.engine.index.sharding import shard_of
 from airflow_paimon.engine.data_files import is_last_of_key
 from airflow_paimon.engine.write.buffer import all_nullable
@@ -27,7 +28,7 @@ def routes(n: int) -> np.ndarray:
     candidates = np.arange(64 * n + 64, dtype=np.int32)
     partitions, first = np.unique(shard_of(pa.table({ROUTE: candidates}), [ROUTE], n), return_index=True)
     if len(partitions) < n:
-        raise RuntimeError(f"no route value found for some of {n} partitions")
+        raise InternalError(f"no route value found for some of {n} partitions")
     return candidates[first]
 
 

@@ -56,7 +56,10 @@ class PaimonSnapshotTrigger(BaseTrigger):
                               scanned["snapshot_id"], f" of kind {kinds}" if kinds else "", self.poll_interval)
                 await asyncio.sleep(self.poll_interval)
         except Exception as e:  # noqa: BLE001 - reported to the task, which fails with the message
-            yield TriggerEvent({"status": "error", "message": f"{self.table}: {type(e).__name__}: {e}"})
+            from airflow_paimon.engine.errors import is_retryable
+
+            yield TriggerEvent({"status": "error", "message": f"{self.table}: {type(e).__name__}: {e}",
+                                "retryable": is_retryable(e)})
 
     def _poll(self, table: TableFiles | FileStoreTable, kinds, cursor: dict, scanned: dict) -> tuple[dict | None, dict,
               dict]:

@@ -10,6 +10,7 @@ import time
 import pandas as pd
 import pyarrow as pa
 import pytest
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from structlog.testing import capture_logs
 
 from airflow_paimon.engine.table import TableSpec, get_or_create_table
@@ -154,9 +155,11 @@ def test_trigger_reports_a_missing_table(airflow_home, warehouse, monkeypatch):
     use_warehouse(monkeypatch, warehouse)
     event = asyncio.run(anext(PaimonSnapshotTrigger(table="db.nope", after_snapshot_id=0).run()))
     assert event.payload["status"] == "error" and "db.nope" in event.payload["message"]
-    with pytest.raises(RuntimeError, match="db.nope.*does not exist"):
+    assert event.payload["retryable"] is True  # TableNotFound: the table may be created meanwhile
+    with pytest.raises(AirflowException, match="db.nope.*does not exist") as raised:
         PaimonSnapshotSensor(task_id="w", table="db.nope", deferrable=True).execute_complete(
             {}, event.payload)
+    assert not isinstance(raised.value, AirflowFailException), "retried, as the trigger's error says"
 
 
 def test_bad_commit_kind_is_refused_at_parse_time():

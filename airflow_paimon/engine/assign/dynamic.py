@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from airflow_paimon.engine.codec.binary_row import RowBytes
 from airflow_paimon.engine.codec.murmur import hash_by_words, hash_codes
-from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.errors import InternalError, ValidationError
 from airflow_paimon.engine.index.hash_index import hash_index_entries, read_hashes, write_hashes
 from airflow_paimon.engine.options import MAX_DYNAMIC_BUCKETS, TableOptions
 from airflow_paimon.engine.table_options import check_table
@@ -74,13 +74,15 @@ class PartitionIndex:
     """Java PartitionIndex of one partition: sorted known hashes with their buckets, and the row count of
     each of this assigner's buckets (iterated in ascending bucket id; Java iterates its HashMap)."""
 
-    def __init__(self, hashes: np.ndarray, buckets: np.ndarray, bucket_rows: dict[int, int], target_row_num: int):
+    def __init__(self, hashes: np.ndarray, buckets: np.ndarray, bucket_rows: dict[int, int], target_row_num: int,
+                 identifier: str = "?"):  # the table, named by a refusal
         order = np.argsort(hashes, kind="stable")
         self.hashes, self.buckets = hashes[order].astype(np.int32), buckets[order].astype(np.int32)
         self.non_full = {b: bucket_rows[b] for b in sorted(bucket_rows)}
         self.total = list(self.non_full)
         self.target = target_row_num
         self.upper_bound_reached = False
+        self.identifier = identifier
 
     def lookup(self, key_hash: np.ndarray) -> np.ndarray:
         """Bucket of each known hash, -1 for a new one."""
@@ -125,8 +127,9 @@ class PartitionIndex:
                 candidate += 1
             if candidate > global_max:
                 if max_buckets == -1:
-                    raise RuntimeError(f"Too many buckets ({global_max}): increase dynamic-bucket.target-row-num "
-                                       f"({self.target})")
+                    raise ValidationError(self.identifier, f"Too many buckets ({global_max}): increase "
+                                          "dynamic-bucket.target-row-num", option="dynamic-bucket.target-row-num",
+                                          value=self.target)
                 self.upper_bound_reached = True
                 break
             take = min(self.target, n)
@@ -138,8 +141,9 @@ class PartitionIndex:
             n -= take
         if n:  # 4. over max-buckets: a random own bucket per key, as Java's ListUtils.pickRandomly
             if not self.total:
-                raise RuntimeError("no dynamic bucket is available to this assigner: fewer assigners or more "
-                                   "dynamic-bucket.max-buckets")
+                raise ValidationError(self.identifier, "no dynamic bucket is available to this assigner: fewer "
+                                      "assigners or more dynamic-bucket.max-buckets",
+                                      option="dynamic-bucket.max-buckets", value=max_buckets)
             parts.append(np.asarray(self.total, np.int32)[rng.randint(0, len(self.total), n)])
         return np.concatenate(parts) if parts else np.zeros(0, np.int32)
 
@@ -182,7 +186,7 @@ class HashBucketAssigner:
             buckets.append(np.full(int(mine.sum()), bucket, np.int32))
         h = np.concatenate(hashes) if hashes else np.zeros(0, np.int32)
         b = np.concatenate(buckets) if buckets else np.zeros(0, np.int32)
-        return PartitionIndex(h, b, rows, self.target)
+        return PartitionIndex(h, b, rows, self.target, self.table.identifier.get_full_name())
 
     def assign(self, rows: pa.Table) -> np.ndarray:
         """Bucket of every row (rows in arrival order, carrying partition and primary-key columns)."""
@@ -192,7 +196,7 @@ class HashBucketAssigner:
         khash, phash = key_hashes(self.table, rows), partition_hashes(self.table, rows)
         wrong = assigner_of(phash, khash, self.num_channels, self.num_assigners) != self.assign_id
         if wrong.any():
-            raise ValueError(f"table {self.table.identifier}: {int(wrong.sum())} rows belong to another assigner "
+            raise InternalError(f"table {self.table.identifier}: {int(wrong.sum())} rows belong to another assigner "
                              f"than {self.assign_id}; shuffle by assigner_of() first")
         for partition, idx in partition_groups(rows, list(self.table.partition_keys)):
             index = self.partition_index(partition, int(phash[idx[0]]))

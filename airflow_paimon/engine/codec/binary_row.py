@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from airflow_paimon.engine.errors import InternalError
+
 HEADER_BITS = 8
 MAX_FIX_PART_DATA_SIZE = 7
 _STRING = ("CHAR", "VARCHAR", "STRING")
@@ -74,7 +76,7 @@ def type_root(paimon_type) -> tuple[str, int, int]:
 def binary_rows(columns: list, paimon_types: list) -> RowBytes:
     """The BinaryRow bytes (RowKind INSERT) of each row of ``columns`` typed as ``paimon_types``."""
     if len(columns) != len(paimon_types):
-        raise ValueError("one Paimon type per column")
+        raise InternalError("one Paimon type per column")
     cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
     n = len(cols[0]) if cols else 0
     arity = len(cols)

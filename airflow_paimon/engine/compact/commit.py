@@ -16,7 +16,7 @@ from airflow_paimon.engine.commit.committer import COMPACT, find_commit
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.compact.plan import FULL_PROPERTY
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import PaimonJobError, TransientError
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.history import check_base
 from airflow_paimon.engine.maintenance.references import SnapshotReader
@@ -151,6 +151,6 @@ def commit_compaction(table: FileStoreTable, plan, messages, commit_user: str, c
         committer.close()
     snap = find_commit(table, commit_user, commit_identifier, plan.snapshot_id)
     if snap is None:
-        raise PaimonJobError(f"table {name}: COMPACT commit finished but its snapshot is not found")
+        raise TransientError(f"table {name}: COMPACT commit finished but its snapshot is not found")
     log.debug("%s: COMPACT snapshot %s (%s)", name, snap.id, counters_of(messages))
     return snap.id

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from airflow_paimon.engine.index.buckets import BucketAssigner
 from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_values
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
+from airflow_paimon.engine.errors import CorruptTableError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import fingerprint
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, compatible, key_signature,
@@ -169,8 +170,8 @@ def base_parts(buckets: list[tuple], *, primary_keys: list[str],
         try:
             count = write_sst(keys, values, path)
         except ValueError as e:
-            raise ValueError(f"index shard {shard}: a key lives in more than one bucket; the table is inconsistent"
-                             ) from e
+            raise CorruptTableError(f"index shard {shard}: a key lives in more than one bucket; the table is "
+                                    "inconsistent") from e
         del keys, values
         counts: dict[str, dict[str, int]] = {}
         for i, n in zip(refs, per_bucket):

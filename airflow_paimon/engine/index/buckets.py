@@ -12,12 +12,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from airflow_paimon.engine.errors import InternalError
+
 
 class BucketAssigner:
     def __init__(self, shard: int, shards: int, target_row_num: int,
                  counts: dict[str, dict[Any, int]] | None = None):  # bucket ids as ints or, from JSON, text
         if target_row_num <= 0:
-            raise ValueError(f"dynamic-bucket.target-row-num must be positive, got {target_row_num}")
+            raise InternalError(f"dynamic-bucket.target-row-num must be positive, got {target_row_num}")
         self.shard, self.shards, self.target = shard, shards, target_row_num
         self.counts: dict[str, dict[int, int]] = defaultdict(dict)
         for partition, buckets in (counts or {}).items():

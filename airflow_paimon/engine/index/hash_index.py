@@ -18,6 +18,7 @@ from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.table.row.generic_row import GenericRow
 
 from airflow_paimon.engine.codec.kinds import FileKind
+from airflow_paimon.engine.errors import CorruptTableError
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -33,7 +34,7 @@ def hash_index_entries(table: FileStoreTable, snapshot) -> dict[tuple, dict[int,
     for entry in IndexFileHandler(table).scan(snapshot, lambda e: e.index_file.index_type == HASH_INDEX):
         partition = tuple(entry.partition.values)
         if entry.bucket in out[partition]:
-            raise RuntimeError(f"table {table.identifier}: two HASH index files for partition {partition} bucket "
+            raise CorruptTableError(f"table {table.identifier}: two HASH index files for partition {partition} bucket "
                                f"{entry.bucket}: {out[partition][entry.bucket].index_file.file_name}, "
                                f"{entry.index_file.file_name}")
         out[partition][entry.bucket] = entry
@@ -47,7 +48,7 @@ def read_hashes(table: FileStoreTable, entry: IndexManifestEntry) -> np.ndarray:
     with table.file_io.new_input_stream(path) as stream:
         payload = stream.read()
     if len(payload) % 4:
-        raise RuntimeError(f"corrupt HASH index {path}: {len(payload)} bytes is not a multiple of 4")
+        raise CorruptTableError(f"corrupt HASH index {path}: {len(payload)} bytes is not a multiple of 4")
     return np.frombuffer(payload, dtype=">i4").astype(np.int32)
 
 

@@ -26,6 +26,7 @@ from rocksdict import (BlockBasedOptions, Cache, DBCompressionType, IngestExtern
                        ReadOptions, SstFileWriter)
 
 from airflow_paimon.engine.codec.keys import sort_keys
+from airflow_paimon.engine.errors import InternalError
 from airflow_paimon.engine.options import IndexOptions
 
 HEADER = 8  # bucket + written_at
@@ -261,7 +262,7 @@ class ShardIndex:
     def export_delta(self, path: str) -> int:
         """Write the keys changed since loading (last change per key; deletes as tombstones) to one SST."""
         if self.exports_in_full:
-            raise RuntimeError("changes were released into the DB: export the shard in full")
+            raise InternalError("changes were released into the DB: export the shard in full")
         changes = self._changes_from(0)
         return _write_changes(*changes, path) if changes else 0
 

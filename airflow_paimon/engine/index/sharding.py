@@ -18,6 +18,7 @@ import pyarrow as pa
 from airflow_paimon.engine.codec.binary_row import copy_segments
 from airflow_paimon.engine.codec.murmur import DEFAULT_SEED, fmix, mix, mix_words
 from airflow_paimon.engine.codec.keys import binary_buffers
+from airflow_paimon.engine.errors import ValidationError
 
 # Recorded with every index so a change of scheme (key bytes, partition encoding, shard hash) forces a
 # rebuild instead of a wrong lookup.
@@ -62,7 +63,9 @@ def _hash_column(col: pa.Array, seed: np.ndarray) -> np.ndarray:
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
             or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
         return _hash_bytes(col.cast(pa.binary()), seed)
-    raise ValueError(f"a primary key of type {t} cannot be sharded (Spark hash partitioning of it is not mirrored)")
+    # no table down here to name
+    raise ValidationError("?", f"a primary key of type {t} cannot be sharded (Spark hash partitioning of it is not "
+                               "mirrored)")
 
 
 def _numbers(col: pa.Array, dtype) -> np.ndarray:

@@ -17,7 +17,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.specs import ExpireResult
@@ -46,8 +46,8 @@ def expire_snapshots(table: FileStoreTable, options: ExpireOptions, now_ms: int 
                      dry_run: bool = False) -> ExpireResult:
     """Expire snapshots of ``table``; returns the counts (the job's result)."""
     if table.branch_manager().branches():
-        raise PaimonJobError(f"table {table.identifier.get_full_name()}: has branches; snapshot expiry here only "
-                             "knows the main branch")
+        raise ValidationError(table.identifier.get_full_name(), "has branches; snapshot expiry here only knows the "
+                              "main branch")
     manager = table.snapshot_manager()
     snapshots = manager.list_snapshots()
     result = ExpireResult(table=table.identifier.get_full_name(), expired_snapshots=0, deleted_data_files=0,

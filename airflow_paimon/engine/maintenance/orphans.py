@@ -25,7 +25,7 @@ import pyarrow.fs as pafs
 
 from airflow_paimon.engine import layout, storage
 from airflow_paimon.engine.commit.staging import abandoned, data_file_paths, load, runs
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import CorruptTableError, ValidationError
 from airflow_paimon.engine.maintenance.references import References, SnapshotReader, normalize
 from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, STAGING_RETENTION_SECONDS, OrphansResult
 
@@ -63,7 +63,7 @@ def staged_references(table: FileStoreTable, table_staging: str, now_s: float) -
             try:
                 staged = load(table, uri)
             except (KeyError, ValueError) as e:
-                raise PaimonJobError(f"table {table.identifier.get_full_name()}: staged run {uri} is unreadable "
+                raise CorruptTableError(f"table {table.identifier.get_full_name()}: staged run {uri} is unreadable "
                                      f"({type(e).__name__}: {e}); refusing to judge its files orphans") from e
             refs |= {normalize(p) for p in data_file_paths(table, staged.messages)}
     return refs
@@ -77,7 +77,7 @@ def _check_paths_line_up(table: FileStoreTable, listed: list[str], referenced: R
     for path in listed:
         named = by_name.get(path.rsplit("/", 1)[-1])
         if named is not None and named != path:
-            raise PaimonJobError(f"table {table.identifier.get_full_name()}: listed file {path} is referenced as "
+            raise CorruptTableError(f"table {table.identifier.get_full_name()}: listed file {path} is referenced as "
                                  f"{named}; paths do not line up, refusing to delete")
 
 
@@ -87,8 +87,8 @@ def orphan_files(table: FileStoreTable, older_than_ms: int, staged: AbstractSet[
     floor (MIN_ORPHAN_AGE_MS ago) whatever ``older_than_ms`` is; ``staged``: data files of staged runs,
     referenced too."""
     if table.branch_manager().branches():
-        raise PaimonJobError(f"table {table.identifier.get_full_name()}: has branches; orphan removal here only "
-                             "knows the main branch")
+        raise ValidationError(table.identifier.get_full_name(), "has branches; orphan removal here only knows the main "
+                              "branch")
     reader = SnapshotReader(table)  # snapshots first: a file a later commit adds is young, hence kept
     referenced = reader.needed_by(table.snapshot_manager().list_snapshots()) | reader.needed_by_tags()
     files = _files(table.table_path)

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_paimon.engine.codec.kinds import is_retract
-from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.options import TableOptions
 
 DEFAULT_FUNCTION = "last_non_null_value"
@@ -68,8 +68,8 @@ def aggregate(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, options: 
         if retracts.any() and fn not in RETRACTABLE:
             why = ("compaction does not implement its retraction" if fn == "product"
                    else "which Paimon cannot retract")
-            raise PaimonJobError(
-                f"table {identifier}: field {name!r} aggregates with {fn!r}, {why}: {int(retracts.sum())} -U/-D "
+            raise ValidationError(
+                identifier, f"field {name!r} aggregates with {fn!r}, {why}: {int(retracts.sum())} -U/-D "
                 f"records are being merged; set 'fields.{name}.ignore-retract' = 'true' to ignore them")
         col = values.column(name).combine_chunks()
         columns[name] = _FUNCTIONS[fn](_Field(identifier, name, col, acting, retracts, group, starts, groups))
@@ -103,8 +103,8 @@ class _Field:
         return np.add.reduceat(use.astype(np.int64), self.starts) > 0
 
     def fail(self, fn: str, why: str):
-        raise PaimonJobError(f"table {self.identifier}: field {self.name!r} ({self.col.type}) with aggregate function "
-                             f"{fn!r}: {why}")
+        raise ValidationError(self.identifier, f"field {self.name!r} ({self.col.type}) with aggregate function "
+                                                   f"{fn!r}: {why}")
 
 
 def _primary_key(f: _Field) -> pa.Array:

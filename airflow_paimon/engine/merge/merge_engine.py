@@ -21,7 +21,7 @@ import pyarrow as pa
 from pypaimon.common.options.core_options import MergeEngine
 
 from airflow_paimon.engine.codec.kinds import is_retract
-from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.options import TableOptions
 
 __all__ = ["MergeEngine", "ExistingProcessor", "MergeRules"]
@@ -71,7 +71,7 @@ class MergeRules:
             problem = str(e).split(": ", 1)[1]
             if not problem.startswith("is not supported"):
                 problem = f"is not supported: {problem}"
-            raise PaimonJobError(f"table {identifier}: {e.option} {e.value!r} {problem}") from None
+            raise ValidationError(identifier, f"{e.option} {e.value!r} {problem}") from None
         return cls(engine=MergeEngine(merge.engine), ignore_delete=merge.ignore_delete,
                    remove_record_on_delete=merge.remove_record_on_delete, sequence_fields=merge.sequence_fields,
                    sequence_ascending=merge.sequence_ascending,
@@ -131,8 +131,8 @@ class MergeRules:
         kinds = np.asarray(kinds)
         count = int(is_retract(kinds).sum())
         if count:
-            raise ValueError(f"table {identifier}: merge-engine {self.name} cannot accept -U/-D records ({count} in "
-                             f"this batch); {self.retraction_advice}")
+            raise ValidationError(identifier, f"merge-engine {self.name} cannot accept -U/-D records ({count} in "
+                                              f"this batch); {self.retraction_advice}")
 
     @property
     def retraction_advice(self) -> str:

@@ -15,7 +15,7 @@ from airflow_paimon.engine.merge.rowkind import merge_partial_update
 from airflow_paimon.engine.codec.kinds import INSERT, is_retract, retracts
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND, value_column
 from airflow_paimon.engine.merge.aggregate import aggregate
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.data_files import is_last_of_key
 
@@ -84,8 +84,8 @@ def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: 
 def _partial_update(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, rules: MergeRules, identifier: str):
     retract = is_retract(kinds)
     if retract.any() and rules.refuses_retractions:
-        raise PaimonJobError(
-            f"table {identifier}: merge-engine partial-update cannot merge the {int(retract.sum())} -U/-D records "
+        raise ValidationError(
+            identifier, f"merge-engine partial-update cannot merge the {int(retract.sum())} -U/-D records "
             "found with other versions of their keys; set 'partial-update.remove-record-on-delete' = 'true' "
             "(a -D removes the row) or 'ignore-delete' = 'true' (retractions are ignored), as Paimon requires")
     return merge_partial_update(values, kinds, np.arange(values.num_rows), starts,

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from airflow_paimon.engine.codec.keys import sort_keys
 from airflow_paimon.engine.codec.kinds import DELETE, INSERT, ROW_KINDS, is_retract
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 
 _KIND_BYTES = np.array(list(ROW_KINDS.values()), dtype=np.int8)
@@ -33,8 +34,7 @@ def row_kinds(op: pa.Array | pa.ChunkedArray, *, identifier: str = "?", column: 
     codes = pc.index_in(op, value_set=pa.array(list(ROW_KINDS)))
     if codes.null_count:
         bad = pc.filter(op, pc.is_null(codes)).to_pylist()[0]
-        raise ValueError(f"table {identifier}, column {column!r}, value {bad!r}: operation must be one of "
-                         f"{list(ROW_KINDS)}")
+        raise ValidationError(identifier, f"operation must be one of {list(ROW_KINDS)}", column=column, value=bad)
     return _KIND_BYTES[np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)]
 
 
@@ -134,7 +134,7 @@ def pick_per_key(rows, key_fields, seq=(), asc: bool = True, *, last: bool) -> n
 
 def _partial_update(rows, kinds, key_fields, seq, asc, rules: MergeRules, identifier, n_in) -> Resolved:
     if rules.sequence_groups:
-        raise ValueError(f"table {identifier}: partial-update with sequence-group is not supported")
+        raise ValidationError(identifier, "partial-update with sequence-group is not supported")
     order = merge_order(rows, key_fields, seq, asc)
     starts = key_group_starts(rows, key_fields, order)
     merged, out_kinds = merge_partial_update(rows, kinds, order, starts, remove_on_delete=rules.remove_record_on_delete)

@@ -21,7 +21,8 @@ from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.commit.table_state import planned_state
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.errors import IndexGoneError, RolledBackError, StaleIndexError, ValidationError
+from airflow_paimon.engine.errors import (IndexGoneError, InternalError, RolledBackError, StaleIndexError,
+                                         ValidationError)
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import check_base, fingerprint
 from airflow_paimon.engine.index.store import staged_shards
@@ -102,7 +103,7 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
     superseded: dict[str, Any] = {}
     if found is not None and clock is not None:
         if leave_out is None:
-            raise ValueError("this executor cannot leave out the rows of runs as of a later instant")
+            raise InternalError("this executor cannot leave out the rows of runs as of a later instant")
         source, left = leave_out(source, found)
         superseded = report(identifier, clock, found, left)
     ctx = WriteContext.plan(spec, table, shape, shards, staged_at, write_mode)

@@ -16,7 +16,7 @@ from airflow_paimon.engine.commit.committer import commit_once, find_commit
 from airflow_paimon.engine.commit.properties import RunClock, snapshot_properties
 from airflow_paimon.engine.commit.record import RecordedCommit, record_commit
 from airflow_paimon.engine.commit.staging import abandoned, load, runs
-from airflow_paimon.engine.errors import MissingFileError, PaimonJobError
+from airflow_paimon.engine.errors import MissingFileError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import fingerprint
 from airflow_paimon.engine.identifier import validate_identifier
@@ -110,7 +110,7 @@ def confined_parent(uri: str, *tail: str, root: str | None = None) -> str:
     uri = uri.rstrip("/")
     suffix = "/" + "/".join(tail)
     if not uri.endswith(suffix) or (root is not None and uri != storage.join(root, *tail)):
-        raise PaimonJobError(f"table {tail[0]}: {uri} is not <root>{suffix}; refusing to clean up under it")
+        raise storage.EscapeError(f"table {tail[0]}: {uri} is not <root>{suffix}; refusing to clean up under it")
     root = uri[: -len(suffix)]
     # every segment safe, and inside the root as the file system resolves it
     layout.under(root, validate_identifier(tail[0]), *tail[1:])

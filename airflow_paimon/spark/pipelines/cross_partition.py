@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from airflow_paimon.engine.assign.assigner import BUCKET
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import InternalError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.memory import release_free_memory
 from airflow_paimon.engine.runs.cross_partition import assign_and_write_shards, place_ids, places
@@ -138,7 +138,7 @@ def check_shards_of_task(rows_per_shard: np.ndarray, ctx: WriteContext, task: in
     partitioning and shard_of() must agree on every row."""
     wrong = int(rows_per_shard[np.arange(len(rows_per_shard)) % tasks != task].sum())
     if wrong:
-        raise PaimonJobError(f"table {ctx.identifier}: {wrong} rows reached Spark task {task} of {tasks} although "
+        raise InternalError(f"table {ctx.identifier}: {wrong} rows reached Spark task {task} of {tasks} although "
                              "their key hashes elsewhere; Spark's hash partitioning and shard_of() disagree")
 
 

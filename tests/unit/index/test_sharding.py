@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.sharding import shard_of, spark_hash
 
 
@@ -35,7 +36,7 @@ def test_chunked_and_sliced_columns_hash_like_plain_ones():
 
 
 def test_unsupported_type_is_refused():
-    with pytest.raises(ValueError, match="cannot be sharded"):
+    with pytest.raises(ValidationError, match="cannot be sharded"):
         spark_hash([pa.array([[1]], pa.list_(pa.int32()))])
 
 
@@ -55,7 +56,7 @@ def test_nanosecond_timestamps_hash_as_the_microseconds_spark_holds():
 def test_rows_in_the_wrong_assign_task_are_refused():
     from types import SimpleNamespace
 
-    from airflow_paimon.engine.errors import PaimonJobError
+    from airflow_paimon.engine.errors import InternalError
     from airflow_paimon.engine.write.buffer import WriteBuffer
     from airflow_paimon.spark.pipelines.cross_partition import check_shards_of_task
 
@@ -65,5 +66,5 @@ def test_rows_in_the_wrong_assign_task_are_refused():
     counts = WriteBuffer(["id"], 4, 1 << 20).extend(mine.to_batches()).rows_per_shard
     assert counts.sum() == mine.num_rows and counts[[0, 2]].sum() == 0
     check_shards_of_task(counts, ctx, 1, 2)
-    with pytest.raises(PaimonJobError, match=rf"table db.t: {mine.num_rows} rows reached Spark task 0 of 2"):
+    with pytest.raises(InternalError, match=rf"table db.t: {mine.num_rows} rows reached Spark task 0 of 2"):
         check_shards_of_task(counts, ctx, 0, 2)

@@ -9,7 +9,7 @@ import pytest
 
 from airflow_paimon.engine.merge.rowkind import resolve_duplicates
 from airflow_paimon.engine.codec.kinds import DELETE, INSERT
-from airflow_paimon.engine.errors import PaimonJobError
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.merge.merge_engine import ExistingProcessor, MergeEngine, MergeRules
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, compact, upsert
@@ -64,7 +64,7 @@ def test_in_batch_merge_of_first_row_drops_deletes_under_the_fallback_key():
     """The fixed- and dynamic-bucket write task's merge: -D/-U are dropped before the first row is picked."""
     rows = pa.table({"k": [1, 1, 2, 3], "v": [1.0, 2.0, 3.0, 4.0]})
     kinds = np.array([DELETE, INSERT, INSERT, 1], np.int8)
-    with pytest.raises(ValueError, match="first-row cannot accept -U/-D records"):
+    with pytest.raises(ValidationError, match="first-row cannot accept -U/-D records"):
         resolve_duplicates(rows, kinds, ["k"], MergeRules.of({"merge-engine": "first-row"}))
     got = resolve_duplicates(rows, kinds, ["k"], MergeRules.of({"merge-engine": "first-row",
                                                                  "first-row.ignore-delete": "true"}))

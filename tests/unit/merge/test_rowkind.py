@@ -7,6 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.merge.rowkind import occurrence_rounds, resolve_duplicates, row_kinds
 from airflow_paimon.engine.codec.kinds import DELETE, INSERT, ROW_KINDS
 from airflow_paimon.engine.merge.merge_engine import MergeRules
@@ -18,9 +19,9 @@ rng = np.random.default_rng(7)
 def test_operation_column_to_row_kind_bytes():
     assert row_kinds(pa.array(["+I", "-U", "+U", "-D", "+I"])).tolist() == [0, 1, 2, 3, 0]
     assert row_kinds(pa.chunked_array([["+U"], ["-D"]]).cast(pa.large_string())).tolist() == [2, 3]
-    with pytest.raises(ValueError, match=r"table db.t, column 'op', value 'U'"):
+    with pytest.raises(ValidationError, match=r"table db.t, column 'op', value 'U'"):
         row_kinds(pa.array(["+I", "U"]), identifier="db.t", column="op")
-    with pytest.raises(ValueError, match="value None"):
+    with pytest.raises(ValidationError, match="value None"):
         row_kinds(pa.array(["+I", None]), identifier="db.t")
 
 
@@ -84,7 +85,7 @@ def test_first_row_keeps_the_first_and_refuses_retractions():
     got = resolve_duplicates(_arrow(df), np.zeros(len(df), np.int8), ["k1", "k2"], FIRST_ROW)
     expected = df.drop_duplicates(["k1", "k2"], keep="first")
     assert got.rows.to_pandas().equals(expected.reset_index(drop=True))
-    with pytest.raises(ValueError, match="first-row cannot accept -U/-D"):
+    with pytest.raises(ValidationError, match="first-row cannot accept -U/-D"):
         resolve_duplicates(_arrow(df), np.full(len(df), DELETE, np.int8), ["k1", "k2"], FIRST_ROW,
                            identifier="db.t")
 
@@ -107,7 +108,7 @@ def test_partial_update_remove_record_on_delete():
     df = pd.DataFrame({"k": [1, 1, 1, 2, 2, 3, 3], "a": [1.0, None, None, 5.0, None, 7.0, None],
                        "b": [None, 2.0, 9.0, None, 6.0, None, 8.0]})
     kinds = np.array([0, 0, 3, 0, 3, 3, 2], np.int8)  # key 1 deleted last; 2 deleted; 3 reset then updated
-    with pytest.raises(ValueError, match="partial-update cannot accept"):
+    with pytest.raises(ValidationError, match="partial-update cannot accept"):
         resolve_duplicates(_arrow(df), kinds, ["k"], MergeRules.of({"merge-engine": "partial-update"}))
     got = resolve_duplicates(_arrow(df), kinds, ["k"], MergeRules.of(
         {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}))

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine import storage
-from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.store import clean_up
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.runs.commit import run_commit
@@ -58,7 +58,7 @@ def test_crafted_staging_uri_deletes_nothing_of_the_table(warehouse):
     shutil.copytree(spec.staging_uri, f"{table_dir}/{spec.commit_user}")
     before = tree(table_dir)
     crafted = f"{warehouse}/staging/db.t/../../db.db/t/{spec.commit_user}"
-    with pytest.raises(PaimonJobError, match="refusing to clean up"):  # also without a staging_root to hold it to
+    with pytest.raises(storage.EscapeError, match="refusing to clean up"):  # also without a staging_root to hold it to
         run_commit(replace(spec, staging_uri=crafted, staging_root=None, staging_retention_seconds=0))
     assert tree(table_dir) == before
     assert_table_equals(get_table(opts, "db.t"), expected_upsert([FIRST], "id"), "id")

@@ -14,6 +14,7 @@ from pypaimon.write.file_store_commit import FileStoreCommit
 
 from airflow_paimon.engine.assign.dynamic import (HashBucketAssigner, bucket_index_update, key_hashes,
                                                   partition_groups)
+from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.assign.fixed import base_snapshot_id, check_fixed_table, fixed_buckets
 from airflow_paimon.engine.merge.rowkind import occurrence_rounds, resolve_duplicates, row_kinds
 from airflow_paimon.engine.codec.kinds import ROW_KINDS
@@ -167,7 +168,7 @@ def test_insert_update_delete_matrix(tmp_path, monkeypatch, shape, engine):
     for i, batch in enumerate([insert_batch(), update_batch(), delete_batch()]):
         if i == 2 and engine in ("first-row", "partial-update"):
             # Paimon refuses retractions here (without ignore-delete): so do we, before writing anything
-            with pytest.raises(ValueError, match=f"{engine} cannot accept -U/-D"):
+            with pytest.raises(ValidationError, match=f"{engine} cannot accept -U/-D"):
                 engine_write(table, *batch, identifier=i)
             break
         if i == 2 and engine == "aggregation":
