@@ -12,7 +12,7 @@ connection's default roots), run by a job runner:
 memory (the Spark source's preparation is tested in tests/spark)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -28,6 +28,8 @@ from airflow_paimon.engine.commit.properties import RunClock
 from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.runs.compact import compact as compact_job, compact_task, compaction_identity, run_compaction
 from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.errors import heals_by_rewrite
+from airflow_paimon.engine.merge.rowkind import row_kinds as row_kinds_of
 from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index, shards_in
 from airflow_paimon.spark.job_registry import JOBS
 from airflow_paimon.engine.scan import latest_snapshot
@@ -103,6 +105,25 @@ class Pipeline:
     def commit(self, written: dict) -> dict:
         return self.run("commit", self.spec("commit", {"assign_and_write": written}))
 
+    def commit_task(self, done: dict, source: str | dict, run_id: str, max_rewrites: int = 3,
+                    before_rewrite: Callable[[], None] | None = None) -> dict:
+        """The commit task as PaimonCommitOperator runs it: the commit job on the run's results ``done``, and on an
+        error a rewrite heals (engine/errors.py heals_by_rewrite) bootstrap-index and assign-and-write again against
+        the table as it is now, then the commit of that, up to ``max_rewrites`` times. ``before_rewrite``: called as
+        each rewrite starts (the fault tests arm a crash point there)."""
+        done = dict(done)
+        for rewrites in range(max_rewrites + 1):
+            try:
+                return self.run("commit", replace(self.spec("commit", done), rewrites=rewrites))
+            except Exception as e:  # the operator's rule: only an error a rewrite heals is caught
+                if not heals_by_rewrite(e) or rewrites == max_rewrites:
+                    raise
+            if before_rewrite is not None:
+                before_rewrite()
+            for job in ("bootstrap_index", "assign_and_write"):
+                done[job] = self.run(job, self.spec(job, done, source, run_id))
+        raise AssertionError("unreachable")
+
     def upsert(self, frame, run_id: str, tmp_path, **write_args) -> tuple[dict, dict, dict]:
         """``frame`` (pandas) as a parquet source through bootstrap, assign-and-write and commit."""
         path = tmp_path / f"{run_id}.parquet"
@@ -140,6 +161,20 @@ def in_process(job: str, spec: JobSpec, rows: pa.Table | None = None, row_kinds=
     if job == "compact":
         return compact_job(spec, execute=_rewrite)
     raise ValueError(f"the local runner runs {', '.join(DAG_RUN)}, not {job}")
+
+
+def from_files(job: str, spec: JobSpec) -> Wire:
+    """``in_process``, assign-and-write reading its source's parquet file (``spec.source["path"]``) as the Spark
+    source would, the row kind column (if any) as the row kinds."""
+    if job != "assign_and_write":
+        return in_process(job, spec)
+    import pyarrow.parquet as pq
+
+    rows, kinds = pq.read_table(spec.source["path"]), None
+    if spec.row_kind_column:
+        kinds = row_kinds_of(rows.column(spec.row_kind_column), identifier=spec.table, column=spec.row_kind_column)
+        rows = rows.drop_columns([spec.row_kind_column])
+    return in_process(job, spec, rows=rows, row_kinds=kinds)
 
 
 class LocalIndexTasks:

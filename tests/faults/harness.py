@@ -24,6 +24,7 @@ from local_runner import DAG_RUN, Pipeline, bootstrap as rebuild_index, in_spark
 import processes
 
 RUN_JOB = Path(__file__).with_name("run_job.py")
+RUN_COMMIT_TASK = Path(__file__).with_name("run_commit_task.py")
 ROOT = RUN_JOB.parents[2]
 ATTEMPT_TIMEOUT = 180
 JOBS = DAG_RUN
@@ -42,16 +43,32 @@ def attempt(job: str, spec: JobSpec, workdir: Path, crash_at: str | None = None)
     """One attempt of ``job`` in its own process (its own session, so the JVM and Python workers it starts
     go down with it afterwards); SIGKILL at ``crash_at``."""
     workdir.mkdir(parents=True, exist_ok=True)
-    spec_file, result_file, log_file = workdir / "spec.json", workdir / "result.json", workdir / "job.log"
+    spec_file = workdir / "spec.json"
     spec_file.write_text(json.dumps(spec.to_dict()))
+    return _attempt([str(RUN_JOB), job, str(spec_file)], workdir, crash_at)
+
+
+def commit_task_attempt(task: dict, workdir: Path, crash_at: str) -> Attempt:
+    """One attempt of a DAG run's commit task (tests/faults/run_commit_task.py: ``task`` holds the pipeline's
+    arguments, the run's results, source and run id) in its own process, SIGKILL at ``crash_at`` once its first
+    rewrite has started."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    task_file = workdir / "task.json"
+    task_file.write_text(json.dumps({**task, "crash_at": crash_at}))
+    return _attempt([str(RUN_COMMIT_TASK), str(task_file)], workdir)
+
+
+def _attempt(args: list[str], workdir: Path, crash_at: str | None = None) -> Attempt:
+    """``python *args RESULT_FILE`` in its own session, killed with its group when it ends; its result (JSON)."""
+    result_file, log_file = workdir / "result.json", workdir / "job.log"
     result_file.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if k != CRASH_AT}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if crash_at:
         env[CRASH_AT] = crash_at
     with open(log_file, "w") as log:
-        proc = processes.start([sys.executable, str(RUN_JOB), job, str(spec_file), str(result_file)],
-                               env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = processes.start([sys.executable, *args, str(result_file)], env=env, stdout=log,
+                               stderr=subprocess.STDOUT)
         try:
             returncode = proc.wait(timeout=ATTEMPT_TIMEOUT)
         finally:
