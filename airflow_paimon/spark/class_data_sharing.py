@@ -11,7 +11,9 @@ executables (path, size, mtime) and the conf that changes the driver's class pat
 ``--jars`` gets its own. One the JVM cannot use (another class path, a damaged file) is ignored by the JVM, which
 then runs as without it.
 
-Archives live in ``$XDG_CACHE_HOME/airflow-paimon/cds`` (default ``~/.cache``); the warm-up only writes one into
+Archives live in ``$AIRFLOW_PAIMON_CDS_DIR`` when it is set (an image's: written when the image is built, found
+by every container of it whatever its home; docs/install.md), else ``$XDG_CACHE_HOME/airflow-paimon/cds`` (default
+``~/.cache``); the warm-up only writes one into
 place by an atomic rename after its JVM exited cleanly, so a run never maps a partial file. A user's own
 ``spark.driver.extraJavaOptions`` replaces ours (submit.py), and with them the archive.
 """
@@ -35,7 +37,12 @@ QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 STALE_SECONDS = 3600  # a temporary archive (or warm-up lock) this old is of a JVM that never finished
 
 
+CDS_DIR = "AIRFLOW_PAIMON_CDS_DIR"
+
+
 def cache_dir() -> Path:
+    if os.environ.get(CDS_DIR):
+        return Path(os.environ[CDS_DIR])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "airflow-paimon" / "cds"
 

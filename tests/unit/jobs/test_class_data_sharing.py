@@ -103,3 +103,19 @@ def test_one_background_warm_up_per_archive(tmp_path, env, monkeypatch):
     os.utime(archive.lock, (time.time() - 7200, time.time() - 7200))  # a warm-up that never finished
     warm_up.start_in_background("compact", False, conf, env)
     assert len(started) == 2
+
+
+def test_an_image_s_archive_directory_is_found_whatever_the_home(tmp_path, env, monkeypatch):
+    """AIRFLOW_PAIMON_CDS_DIR (an image's archives, written at build) wins over the home's cache: a container with a
+    fresh home, as a pod per task has, still maps them."""
+    from airflow_paimon.spark.class_data_sharing import cache_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "fresh-home" / ".cache"))
+    monkeypatch.delenv("AIRFLOW_PAIMON_CDS_DIR", raising=False)
+    assert cache_dir() == tmp_path / "fresh-home" / ".cache" / "airflow-paimon" / "cds"
+    monkeypatch.setenv("AIRFLOW_PAIMON_CDS_DIR", str(tmp_path / "image-cds"))
+    built = DriverArchive.for_job("commit", {}, env)
+    assert built.path.parent == tmp_path / "image-cds"
+    built.path.parent.mkdir()
+    built.path.write_bytes(b"archive")
+    assert f"-XX:SharedArchiveFile={built.path}" in DriverArchive.for_job("commit", {}, env).java_options()
