@@ -17,6 +17,7 @@ import re
 import socket
 from urllib.parse import urlsplit
 
+from airflow_paimon.spark import pyspark_compat
 from airflow_paimon.spark.submit import submit_conf
 
 log = logging.getLogger(__name__)
@@ -110,8 +111,7 @@ def stop_session(session) -> None:
     """Release ``session`` on the server once the releases of its consumed results are done. pyspark sends those
     asynchronously, and its ``stop()`` releases the session before it waits for them: under load a release still
     in flight then fails with SESSION_CLOSED and pyspark logs a warning, which the task log shows as an error."""
-    # SparkConnectClient keeps the futures of its results' ReleaseExecute calls (pyspark 4's _release_futures)
-    pending = list(getattr(getattr(session, "client", None), "_release_futures", None) or ())
+    pending = pyspark_compat.pending_releases(session)
     if pending:
         concurrent.futures.wait(pending, timeout=RELEASES_SECONDS)
     session.stop()

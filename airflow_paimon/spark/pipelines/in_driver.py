@@ -6,6 +6,7 @@ load), each worker unpickling the job's functions, and a shuffle stage, for 0.2-
 from __future__ import annotations
 
 from airflow_paimon.engine.shapes import CROSS_PARTITION, TableShape
+from airflow_paimon.spark import pyspark_compat
 from airflow_paimon.spark.pipelines import cross_partition
 
 # Spark conf: the largest source (Spark's size estimate of the validated source, bytes) written in the driver;
@@ -18,11 +19,10 @@ def fits(source, shape: TableShape) -> bool:
     """Whether ``source`` (the validated source DataFrame) is written in the driver: a shape that can be, a
     driver that is this process (not a Spark Connect client: its driver is the task process), and Spark's
     size estimate of the source within MAX_BYTES_CONF (a file source: its files' size; unknown: too big)."""
-    jdf = getattr(source, "_jdf", None)
-    if shape.name not in WRITERS or jdf is None:
+    if shape.name not in WRITERS or not pyspark_compat.has_jvm_plan(source):
         return False
     limit = int(source.sparkSession.conf.get(MAX_BYTES_CONF, str(MAX_BYTES_DEFAULT)))
-    return limit > 0 and int(str(jdf.queryExecution().optimizedPlan().stats().sizeInBytes())) <= limit
+    return limit > 0 and pyspark_compat.plan_size_bytes(source) <= limit
 
 
 def write(source, ctx, shape: TableShape) -> list[dict]:

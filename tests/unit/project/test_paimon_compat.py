@@ -1,6 +1,7 @@
 """The pypaimon seam (airflow_paimon/engine/paimon_compat.py) against the installed pypaimon: every private member
 the engine calls or overrides exists with the parameters it passes, each use does what the engine relies on, no
-private use sits outside the seam, and the codec's constants are pypaimon's. A pypaimon upgrade that changes one
+private use (of pypaimon, pyspark or any other object) sits outside the seams, and the codec's constants are
+pypaimon's. A pypaimon upgrade that changes one
 of them fails here, naming the member and where the engine uses it."""
 from __future__ import annotations
 
@@ -61,25 +62,54 @@ def test_required_member_exists_with_our_parameters(entry):
     assert not missing, f"{where} no longer takes {missing} (takes {list(parameters)})"
 
 
+# The seams: the one module per library that names its private members (each tested against the installed version)
+SEAMS = {"airflow_paimon/engine/paimon_compat.py": "pypaimon", "airflow_paimon/spark/pyspark_compat.py": "pyspark",
+         "airflow_paimon/operators/spark_hook_compat.py": "the Apache Spark provider"}
+# Dunders every object offers publicly (introspection, exception chaining, operator protocol, a base's __init__);
+# any other (``__dict__``, ``__reduce__``, ...) on another object reaches into its insides. Defining one in a class
+# (``__reduce__``, ``__setstate__``: Python's pickling protocol) and using one on ``self`` are the class's own.
+PUBLIC_DUNDERS = {"__name__", "__qualname__", "__module__", "__doc__", "__cause__", "__init__", "__getitem__",
+                  "__setitem__", "__contains__"}
+# Private uses outside the seams, each with why it stays where it is
+ALLOWED = {
+    ("airflow_paimon/engine/storage.py", "__reduce__"):
+        "pyarrow's S3FileSystem offers its settings (endpoint, keys, region) only as its pickling arguments; "
+        "_s3_client reads them there once, and the S3 exclusive-create tests (moto) fail if pyarrow moves them",
+}
+ACCESSORS = {"getattr", "hasattr", "setattr", "delattr"}
+
+
 def _private_uses(path: Path) -> list[tuple[int, str]]:
-    """(line, name) of every ``x._name`` on another object and every ``super()._name``: reaching into a
-    class's private members (``self._x`` is the module's own state; dunders are Python's)."""
+    """(line, name) of every private member reached on another object: ``x._name`` and ``super()._name``,
+    ``getattr(x, "_name")`` (and hasattr, setattr, delattr), and ``x.__dunder__`` but for PUBLIC_DUNDERS
+    (``self._x`` and ``self.__x__`` are the class's own state)."""
     uses = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
-            uses.append((node.lineno, node.attr))
+        if isinstance(node, ast.Attribute):
+            name, owner = node.attr, node.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ACCESSORS
+              and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+              and isinstance(node.args[1].value, str)):
+            name, owner = node.args[1].value, node.args[0]
+        else:
+            continue
+        if not name.startswith("_") or (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+            continue
+        dunder = name.startswith("__") and name.endswith("__")
+        if dunder and (name in PUBLIC_DUNDERS or ast.unparse(owner) == "super()"):
+            continue
+        uses.append((node.lineno, name))
     return uses
 
 
-def test_private_members_only_through_the_seam():
-    """Every private member reached outside paimon_compat.py is one REQUIRED lists, overridden in a subclass
-    (``super()._name``); a call on a pypaimon object goes through the seam."""
+def test_private_members_only_through_the_seams():
+    """Every private member reached outside the seams is one REQUIRED lists, overridden in a subclass
+    (``super()._name``), or ALLOWED with its reason; a call on a pypaimon or pyspark object goes through its seam."""
     required = {e.name for e in REQUIRED}
     stray = []
     for path in sorted((ROOT / "airflow_paimon").rglob("*.py")):
         rel = str(path.relative_to(ROOT))
-        if rel == "airflow_paimon/engine/paimon_compat.py":
+        if rel in SEAMS:
             continue
         for line, name in _private_uses(path):
             if name in ("_exit", "_replace"):  # os._exit, namedtuple._replace: public API spelled with "_"
@@ -87,10 +117,23 @@ def test_private_members_only_through_the_seam():
             text = path.read_text().splitlines()[line - 1]
             if f"super().{name}" in text and name in required:
                 continue
-            if name in PENDING.get(rel, ()):
+            if name in PENDING.get(rel, ()) or (rel, name) in ALLOWED:
                 continue
             stray.append(f"{rel}:{line} {name}")
-    assert not stray, f"pypaimon private members used outside engine/paimon_compat.py: {stray}"
+    assert not stray, f"private members used outside the seams ({', '.join(SEAMS)}): {stray}"
+
+
+def test_the_seam_check_sees_every_spelling(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("a._x\ngetattr(df, '_jdf', None)\nhasattr(s, '_sc')\nfs.__reduce__()\nobj.__dict__\n"
+                      "self._own\nself.__dict__\ntype(e).__name__\nsuper().__init__()\ngetattr(f, '__qualname__')\n"
+                      "class C:\n    def __reduce__(self):\n        return C, ()\n")
+    assert sorted(_private_uses(module)) == [(1, "_x"), (2, "_jdf"), (3, "_sc"), (4, "__reduce__"), (5, "__dict__")]
+
+
+def test_every_allowed_use_is_still_there():
+    stale = [f"{rel} {name}" for rel, name in ALLOWED if name not in {n for _, n in _private_uses(ROOT / rel)}]
+    assert not stale, f"no longer used: drop from ALLOWED {stale}"
 
 
 def test_overrides_are_listed():
