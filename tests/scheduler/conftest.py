@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import processes
-from spark_connect import connection, running_connect_server
+from spark_connect import connection
 
 HERE = Path(__file__).resolve().parent
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
@@ -285,8 +285,8 @@ def scheduler(tmp_path_factory, request):
     """PostgreSQL, then a migrated Airflow on it with api-server, scheduler (LocalExecutor) and dag-processor
     over a DAGs folder of the test module's ``DAG_FILES`` (paths); ``paimon_default`` is a fresh warehouse
     (``airflow.warehouse``), ``spark_default`` local[2] (tests/conftest.py), or a Spark Connect server's
-    (tests/spark_connect.py) when the module's ``SPARK`` is ``"connect"``. Yields an Airflow logged in as an
-    admin; stops everything after."""
+    (``connect_server``, the test process's one) when the module's ``SPARK`` is ``"connect"``. Yields an Airflow
+    logged in as an admin; stops everything after."""
     with contextlib.ExitStack() as stack:
         yield from _scheduler(tmp_path_factory, request, stack)
 
@@ -294,9 +294,8 @@ def scheduler(tmp_path_factory, request):
 def _scheduler(tmp_path_factory, request, stack):
     started = time.monotonic()
     spark_conn = {}
-    if getattr(request.module, "SPARK", "local") == "connect":
-        server = stack.enter_context(running_connect_server(tmp_path_factory.mktemp("connect")))
-        spark_conn = {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(connection(server))}
+    if getattr(request.module, "SPARK", "local") == "connect":  # this test process's server (tests/conftest.py)
+        spark_conn = {"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(connection(request.getfixturevalue("connect_server")))}
     postgres = start_postgres()
     took = {"spark and postgres": time.monotonic() - started}
     home = tmp_path_factory.mktemp("scheduler")
