@@ -68,7 +68,7 @@ class PaimonHook(BaseHook):
                 raise ConfigError(f"connection {self.paimon_conn_id!r}: catalog_options is not JSON: {e}") from None
         if not isinstance(value, dict):
             raise ConfigError(f"connection {self.paimon_conn_id!r}: catalog_options must be a JSON object "
-                             f"of option name to value, not {type(value).__name__}")
+                              f"of option name to value, not {type(value).__name__}")
         return value
 
     @property

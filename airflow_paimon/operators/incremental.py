@@ -59,7 +59,7 @@ class PaimonIncrementalReadOperator(PaimonSparkJobOperator):
             start = parse_cursor(self.start_snapshot_id)
         except (TypeError, ValueError, KeyError):
             raise ConfigError(f"{self.table}: start_snapshot_id must be a snapshot id or a snapshot summary, not "
-                             f"{self.start_snapshot_id!r}") from None
+                              f"{self.start_snapshot_id!r}") from None
         if not self.target:
             raise ConfigError(f"{self.table}: target (a directory for the parquet files) is required")
         return IncrementalReadSpec(**self.common_spec(hook), start_snapshot_id=start["snapshot_id"],

@@ -99,7 +99,7 @@ class PaimonAlterTableOperator(PaimonTableOperator):
         super().__init__(**kwargs)
         if not (set_options or reset_options or add_columns or widen_columns):
             raise ConfigError(f"{kwargs.get('task_id')}: nothing to alter; give set_options, reset_options, "
-                             "add_columns or widen_columns")
+                              "add_columns or widen_columns")
         self.set_options, self.reset_options = set_options or {}, reset_options or []
         self.add_columns, self.widen_columns = add_columns or [], widen_columns or []
 

@@ -56,7 +56,7 @@ class PaimonRemoveOrphanFilesOperator(PaimonSparkJobOperator):
         super().__init__(**kwargs)
         if not isinstance(older_than, timedelta) or older_than < MIN_OLDER_THAN:
             raise ConfigError(f"table {kwargs.get('table')}: older_than must be a timedelta of at least 1 hour "
-                             f"(younger files may belong to a commit in flight), got {older_than!r}")
+                              f"(younger files may belong to a commit in flight), got {older_than!r}")
         self.older_than = older_than
         self.dry_run_only = dry_run  # not self.dry_run: that is BaseOperator's dry_run() method
 

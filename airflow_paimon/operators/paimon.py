@@ -93,8 +93,8 @@ class UpstreamResultMixin:
             tasks = [task for task, _ in output.iter_references()]
             if len(tasks) != 1 or not isinstance(tasks[0], operator_class):
                 raise ConfigError(f"{self.task_id} (table {self.table}): upstream_output must be the output of one "
-                                 f"{operator_class.__name__}, got the output of "
-                                 f"{', '.join(f'{t.task_id} ({type(t).__name__})' for t in tasks)}")
+                                  f"{operator_class.__name__}, got the output of "
+                                  f"{', '.join(f'{t.task_id} ({type(t).__name__})' for t in tasks)}")
             self._upstream_task_id = tasks[0].task_id
         elif output is not None and not isinstance(output, dict):
             raise TypeError(f"{self.task_id} (table {self.table}): upstream_output must be an XComArg "

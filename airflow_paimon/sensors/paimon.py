@@ -53,7 +53,7 @@ class PaimonSnapshotSensor(BaseSensorOperator):
             check_commit_kinds(commit_kinds)
         if after_snapshot_id is None and self.reschedule:
             raise ConfigError(f"{self.task_id}: mode='reschedule' needs an explicit after_snapshot_id (each "
-                             "reschedule would otherwise wait for a snapshot newer than the latest again)")
+                              "reschedule would otherwise wait for a snapshot newer than the latest again)")
         self.table, self.after_snapshot_id, self.commit_kinds = table, after_snapshot_id, commit_kinds
         self.paimon_conn_id, self.deferrable = paimon_conn_id, deferrable
         self._cursor: dict | None = None
@@ -71,7 +71,7 @@ class PaimonSnapshotSensor(BaseSensorOperator):
                 cursor = parse_cursor(latest_snapshot_id(table) if given in (None, "", "None") else given)
             except (TypeError, ValueError, KeyError) as e:
                 raise ConfigError(f"{self.table}: after_snapshot_id must be a snapshot id >= 0 or a snapshot "
-                                 f"summary, not {given!r} ({e})") from None
+                                  f"summary, not {given!r} ({e})") from None
             self._cursor = cursor if cursor["time_millis"] is not None else cursor_at(table, cursor["snapshot_id"])
         return self._cursor
 

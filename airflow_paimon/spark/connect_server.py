@@ -62,7 +62,7 @@ def server_command(host: str = "127.0.0.1", port: int = DEFAULT_PORT, master: st
     no authentication), which goes in the environment, never in argv."""
     if TOKEN_CONF in (conf or {}):
         raise ConfigError(f"{TOKEN_CONF} on the command line is visible to every user (ps); "
-                         f"set the environment variable {TOKEN_ENV} instead")
+                          f"set the environment variable {TOKEN_ENV} instead")
     from airflow_paimon.job_env import resolve_job_env
 
     # no Spark connection: the server serves them; its Python is ``python``, else [paimon] job_python, else this one

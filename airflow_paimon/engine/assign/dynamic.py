@@ -197,7 +197,7 @@ class HashBucketAssigner:
         wrong = assigner_of(phash, khash, self.num_channels, self.num_assigners) != self.assign_id
         if wrong.any():
             raise InternalError(f"table {self.table.identifier}: {int(wrong.sum())} rows belong to another assigner "
-                             f"than {self.assign_id}; shuffle by assigner_of() first")
+                                f"than {self.assign_id}; shuffle by assigner_of() first")
         for partition, idx in partition_groups(rows, list(self.table.partition_keys)):
             index = self.partition_index(partition, int(phash[idx[0]]))
             out[idx] = index.assign(khash[idx], self.is_my_bucket, self.max_buckets)

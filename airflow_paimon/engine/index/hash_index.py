@@ -35,8 +35,8 @@ def hash_index_entries(table: FileStoreTable, snapshot) -> dict[tuple, dict[int,
         partition = tuple(entry.partition.values)
         if entry.bucket in out[partition]:
             raise CorruptTableError(f"table {table.identifier}: two HASH index files for partition {partition} bucket "
-                               f"{entry.bucket}: {out[partition][entry.bucket].index_file.file_name}, "
-                               f"{entry.index_file.file_name}")
+                                    f"{entry.bucket}: {out[partition][entry.bucket].index_file.file_name}, "
+                                    f"{entry.index_file.file_name}")
         out[partition][entry.bucket] = entry
     return out
 

@@ -64,7 +64,7 @@ def staged_references(table: FileStoreTable, table_staging: str, now_s: float) -
                 staged = load(table, uri)
             except (KeyError, ValueError) as e:
                 raise CorruptTableError(f"table {table.identifier.get_full_name()}: staged run {uri} is unreadable "
-                                     f"({type(e).__name__}: {e}); refusing to judge its files orphans") from e
+                                        f"({type(e).__name__}: {e}); refusing to judge its files orphans") from e
             refs |= {normalize(p) for p in data_file_paths(table, staged.messages)}
     return refs
 
@@ -78,7 +78,7 @@ def _check_paths_line_up(table: FileStoreTable, listed: list[str], referenced: R
         named = by_name.get(path.rsplit("/", 1)[-1])
         if named is not None and named != path:
             raise CorruptTableError(f"table {table.identifier.get_full_name()}: listed file {path} is referenced as "
-                                 f"{named}; paths do not line up, refusing to delete")
+                                    f"{named}; paths do not line up, refusing to delete")
 
 
 def orphan_files(table: FileStoreTable, older_than_ms: int, staged: AbstractSet[str] = frozenset()

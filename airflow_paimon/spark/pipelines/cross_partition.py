@@ -139,7 +139,7 @@ def check_shards_of_task(rows_per_shard: np.ndarray, ctx: WriteContext, task: in
     wrong = int(rows_per_shard[np.arange(len(rows_per_shard)) % tasks != task].sum())
     if wrong:
         raise InternalError(f"table {ctx.identifier}: {wrong} rows reached Spark task {task} of {tasks} although "
-                             "their key hashes elsewhere; Spark's hash partitioning and shard_of() disagree")
+                            "their key hashes elsewhere; Spark's hash partitioning and shard_of() disagree")
 
 
 def spark_local_dir() -> str | None:
