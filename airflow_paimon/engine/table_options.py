@@ -111,13 +111,17 @@ def _check_bucket(options: TableOptions, shape: TableColumns) -> None:
 def _check_merge(options: TableOptions, shape: TableColumns) -> None:
     """What a primary-key table's writer must do that this provider's writer does not, refused."""
     producer, engine = options.changelog_producer, options.get("merge-engine")
+    # in the order of Paimon's SchemaValidation, so that a table breaking two rules gets Paimon's reason
+    if producer not in ("none", "lookup") and engine == "first-row":
+        raise options.refuse("changelog-producer", "merge-engine first-row takes only 'none' or 'lookup', as in "
+                                                   "Paimon")
     if producer == "full-compaction" and options.deletion_vectors:
         raise options.refuse("changelog-producer", "cannot be used with deletion vectors: Paimon takes 'none', "
                                                    "'input' or 'lookup' there (Java Paimon refuses to open such a "
                                                    "table)")
-    if producer == "full-compaction" and engine == "first-row":
-        raise options.refuse("changelog-producer", "merge-engine first-row takes only 'none' or 'lookup', as in "
-                                                   "Paimon")
+    if engine == "first-row" and options.deletion_vectors:
+        raise options.refuse("deletion-vectors.enabled", "cannot be used with merge-engine first-row, as in Paimon "
+                                                         "(first-row deletes no old rows: there is nothing to mark)")
     if options.given("changelog-producer.row-deduplicate-ignore-fields") is not None:
         raise options.refuse("changelog-producer.row-deduplicate-ignore-fields",
                              "is not implemented (changelog-producer.row-deduplicate compares every field)")

@@ -31,7 +31,9 @@ import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.table.Table;
 import org.apache.paimon.table.source.InnerTableRead;
 import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.InnerTableScan;
 import org.apache.paimon.table.source.TableRead;
+import org.apache.paimon.table.source.TableScan;
 import org.apache.paimon.types.DataField;
 
 public class PaimonRead {
@@ -90,7 +92,11 @@ public class PaimonRead {
         ReadBuilder builder = table.newReadBuilder();
         TableRead read = builder.newRead();
         if (incremental) read = ((InnerTableRead) read).forceKeepDelete();  // a batch read drops -D rows otherwise
-        RecordReader<InternalRow> reader = read.createReader(builder.newScan().plan());
+        TableScan scan = builder.newScan();
+        // 1.0's batch scan of a deletion-vector or first-row table skips level 0, where an incremental read's delta
+        // and changelog files always are: every level is read there, as later Paimon does
+        if (incremental) ((InnerTableScan) scan).withLevelFilter(level -> true);
+        RecordReader<InternalRow> reader = read.createReader(scan.plan());
         long planned = System.nanoTime();
         if (count) {
             long[] rows = {0};

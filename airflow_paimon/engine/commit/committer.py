@@ -57,8 +57,8 @@ def check_not_moved(table: FileStoreTable, base_snapshot_id: int | None, latest=
     now) — unless ``rebase(snapshots since the base)`` finds nothing they conflict in (engine/commit/rebase.py);
     returns the ids of the snapshots gone over then. COMPACT snapshots keep every key in its partition and bucket,
     so the index stays right across them — but not the files a write's own compaction of level 0 replaces, nor
-    the row positions a deletion-vector write marked: in a table whose writes compact (deletion vectors, or
-    ``changelog-producer=lookup``) any snapshot in between is refused."""
+    the row positions a deletion-vector write marked: in a table whose writes compact (deletion vectors,
+    ``changelog-producer=lookup``, first-row) any snapshot in between is refused."""
     from airflow_paimon.engine.options import TableOptions
 
     writes_compact = TableOptions.of(table).compacts_level_0

@@ -127,9 +127,10 @@ class TableOptions:
     @property
     def compacts_level_0(self) -> bool:
         """Whether a write's commit also compacts its level-0 files up (an APPEND then a COMPACT snapshot): in a
-        deletion-vector table (readers skip level 0), and with ``changelog-producer=lookup`` (Paimon's
-        ForceUpLevel0Compaction, whose lookup emits the changelog)."""
-        return self.deletion_vectors or self.changelog_producer == "lookup"
+        deletion-vector table (readers skip level 0), with ``changelog-producer=lookup`` (Paimon's
+        ForceUpLevel0Compaction, whose lookup emits the changelog), and under ``merge-engine=first-row``, whose
+        batch readers skip level 0 too (Paimon's LookupStrategy.needLookup: its writers lift every write)."""
+        return self.deletion_vectors or self.changelog_producer == "lookup" or self.get("merge-engine") == "first-row"
 
 
 @functools.lru_cache(maxsize=64)

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.errors import StaleIndexError
+from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import live_entries
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
@@ -63,9 +63,14 @@ def _assert_fixed(table, expected):
 
 
 def test_first_row_keeps_the_first_row(warehouse):
-    spec = TableSpec.from_dict({**FIXED.to_dict(), "options": {**FIXED.to_dict()["options"],
-                                                               "merge-engine": "first-row"}})
+    """Paimon refuses deletion vectors under first-row (it deletes no old rows); its writes lift level 0 all the
+    same (readers skip level 0 there too), and the first row of each key stays."""
+    options = {**FIXED.to_dict()["options"], "merge-engine": "first-row"}
     opts = {"warehouse": warehouse}
+    with pytest.raises(ValidationError, match="cannot be used with merge-engine first-row"):
+        get_or_create_table(opts, "db.t", TableSpec.from_dict({**FIXED.to_dict(), "options": options}))
+    spec = TableSpec.from_dict({**FIXED.to_dict(), "options": {k: v for k, v in options.items()
+                                                               if k != "deletion-vectors.enabled"}})
     get_or_create_table(opts, "db.t", spec)
     frames = [frame for frame, _ in runs(seed=4, n=4)]
     for i, frame in enumerate(frames):
