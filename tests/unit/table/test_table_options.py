@@ -59,6 +59,10 @@ REFUSED = [
      "supported: none, input, lookup, full-compaction"),
     ("fixed", {"merge-engine": "first-row", "changelog-producer": "full-compaction"}, "changelog-producer",
      "full-compaction", "first-row takes only 'none' or 'lookup'"),
+    ("fixed", {"merge-engine": "first-row", "changelog-producer": "input"}, "changelog-producer", "input",
+     "first-row takes only 'none' or 'lookup'"),
+    ("fixed", {"merge-engine": "first-row", "deletion-vectors.enabled": "true"}, "deletion-vectors.enabled", "true",
+     "cannot be used with merge-engine first-row"),
     ("fixed", {"deletion-vectors.enabled": "true", "changelog-producer": "full-compaction"}, "changelog-producer",
      "full-compaction", "cannot be used with deletion vectors"),
     ("fixed", {"changelog-producer": "full-compaction", "changelog-producer.row-deduplicate-ignore-fields": "v"},
@@ -251,5 +255,6 @@ def test_options_are_parsed_once_per_table_and_option_set():
     assert TableOptions.parse("db.t", options).compacts_level_0
     assert TableOptions.parse("db.t", {"changelog-producer": "lookup"}).compacts_level_0
     assert not TableOptions.parse("db.t", {"changelog-producer": "input"}).compacts_level_0
+    assert TableOptions.parse("db.t", {"merge-engine": "first-row"}).compacts_level_0  # Paimon's needLookup
     assert TableOptions.parse("db.t", {"changelog-producer": "full-compaction"}).compaction \
         .full_compaction_delta_commits == 1
