@@ -8,6 +8,11 @@ its table reads back equal to the oracle; the job environment packed with the do
 workers' own Python has none of the provider, pypaimon or rocksdict: its executors run from the archive
 (``spark.archives``). On Python 3.12 where pyenv has it, else on this Python.
 
+The provider's install, the job environment and the class-data-sharing archives are made by the worker image's
+recipe, the Dockerfile block of docs/install.md read from the page and run line by line (``recipe_steps``: the
+lines that only make sense in a Docker build mapped as the page says), so the recipe cannot drift; the DAG runs
+then start with an empty home and cache (as a new pod from the image has): no first-run penalty, no warm-up.
+
 The user's Airflow venv is built once per Python and version set, under a cache directory
 (AIRFLOW_PAIMON_TEST_CACHE, default the system temp directory), and hard-link copied for each run."""
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -74,14 +80,9 @@ from installed_dag import dag
 for source in sys.argv[2:]:
     run = dag.test(run_conf={"source": source})
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
-    print(json.dumps({"state": run.state, "tasks": states, "job": job}))
+    seconds = {ti.task_id: ti.duration for ti in run.get_task_instances()}
+    print(json.dumps({"state": run.state, "tasks": states, "seconds": seconds, "job": job}))
 '''
-
-
-def _run(cmd, **kwargs):
-    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-    assert done.returncode == 0, f"{cmd}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
-    return done
 
 
 AIRFLOW = "3.3.2"
@@ -137,6 +138,71 @@ def user_airflow(python: str, into: Path) -> float:
     return seconds
 
 
+DOCKERFILE = re.compile(r"```dockerfile\n(.*?)```", re.DOTALL)
+# The recipe's paths in the image -> the test's directories (under the test's tmp_path)
+IMAGE_PATHS = {"/opt/paimon-jobs": "jobs", "/opt/paimon-cds": "cds", "/tmp/": "image-tmp/"}
+# The jobs the test's DAG submits to Spark (its bootstrap, of an empty table then an index to reuse, is decided
+# without Spark): the only archives the recipe's warm-up writes here (each takes 15-50 s)
+DAG_JOBS = ["assign_and_write", "commit"]
+
+
+def recipe_steps() -> list[tuple[str, str]]:
+    """The worker image's Dockerfile in docs/install.md: (instruction, arguments) per instruction, continuation
+    lines joined, comments dropped."""
+    blocks = DOCKERFILE.findall((ROOT / "docs" / "install.md").read_text())
+    assert len(blocks) == 1, f"docs/install.md has {len(blocks)} dockerfile blocks, not the one recipe"
+    text = re.sub(r"\\\n\s*", " ", "\n".join(line for line in blocks[0].splitlines()
+                                         if not line.lstrip().startswith("#")))
+    return [tuple(line.strip().split(None, 1)) for line in text.splitlines() if line.strip()]  # type: ignore
+
+
+def run_recipe(venv: Path, wheel: Path, root: Path, python_version: str,
+               seconds: dict) -> dict[str, str]:
+    """Run the recipe's steps in ``root`` with ``venv`` (the user's pip-built Airflow) standing for the official
+    image, as docs/install.md says each Docker-only line is mapped; the ENV it set (paths mapped). Each command's
+    seconds go into ``seconds``."""
+    paths = re.compile("|".join(map(re.escape, IMAGE_PATHS)))
+
+    def mapped(text: str) -> str:  # in one pass: a mapped path (under /tmp) is not mapped again
+        return paths.sub(lambda m: f"{root}/{IMAGE_PATHS[m.group()]}", text).replace("${AIRFLOW_VERSION}", AIRFLOW)
+
+    (root / "image-tmp").mkdir(parents=True)
+    image_env: dict[str, str] = {}
+    users = []
+    for instruction, args in recipe_steps():
+        if instruction == "FROM":
+            assert args == f"apache/airflow:{AIRFLOW}-python{python_version}" or python_version != "3.12", args
+            assert args.startswith(f"apache/airflow:{AIRFLOW}-python3."), args
+        elif instruction == "USER":
+            users.append(args)
+        elif instruction == "COPY":
+            source, target = args.split()[-2:]
+            assert source == wheel.name, f"the recipe copies {source}, the wheel is {wheel.name}"
+            shutil.copy(wheel, mapped(target))
+        elif instruction == "ENV":
+            image_env.update(dict(pair.split("=", 1) for pair in mapped(args).split()))
+        elif instruction == "RUN":
+            for command in (c.strip() for c in mapped(args).split("&&")):
+                if command.startswith("apt-get install"):
+                    assert "openjdk-17" in command, command
+                    java = _run(["java", "-version"], env=_env())
+                    assert 'version "17.' in java.stderr, java.stderr
+                elif command.startswith(("apt-get", "rm -rf /var/lib/apt/lists", "chown ")):
+                    continue  # the package lists, the image's user: nothing of them in a directory
+                else:
+                    if "airflow_paimon.spark.warm_up" in command:
+                        command += " --jobs " + " ".join(DAG_JOBS)
+                    env = {**_env(), **image_env}
+                    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"  # the image's python
+                    started = time.monotonic()
+                    _run(["bash", "-c", command], env=env, cwd=root)
+                    seconds[f"recipe: {' '.join(command.split()[:4])[:60]}"] = round(time.monotonic() - started, 1)
+        else:
+            raise AssertionError(f"the recipe's {instruction} has no mapping here: add one (docs/install.md)")
+    assert users and users[-1] not in ("root", "0"), f"the image must end as a non-root user: {users}"
+    return image_env
+
+
 def build_wheel(work: Path) -> Path:
     _run([*_uv(), "build", "--wheel", "-o", str(work / "dist")], cwd=ROOT)
     return next((work / "dist").glob("airflow_paimon-*.whl"))
@@ -155,7 +221,8 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
         nonlocal started
         seconds[name], started = round(time.monotonic() - started, 1), time.monotonic()
 
-    venv, job_env, work = tmp_path / "airflow", tmp_path / "jobs", tmp_path / "work"
+    venv, work, image = tmp_path / "airflow", tmp_path / "work", tmp_path / "image"
+    job_env = image / "jobs"
     work.mkdir()
     wheel = build_wheel(work)
     step("wheel")
@@ -163,9 +230,14 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
     step("user airflow (cached)" if not built else "user airflow (plain pip, built)")
     before = freeze(venv)
     assert before["apache-airflow-core"] == AIRFLOW and "pypaimon" not in before, before
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
-         env=_env(), cwd=work)
-    step("pip install wheel")
+    python_version = _run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]).stdout.strip()
+    # the worker image's recipe (docs/install.md), line by line: the provider added with pip (the Airflow version
+    # named), the job environment (the documented command), the class-data-sharing archives
+    image_env = run_recipe(venv, wheel, image, python_version, seconds)
+    step("the image recipe: pip install, job env create, warm-up")
+    assert image_env["AIRFLOW__PAIMON__JOB_PYTHON"] == str(job_env / "bin" / "python"), image_env
+    archives = sorted(p.name for p in Path(image_env["AIRFLOW_PAIMON_CDS_DIR"]).glob("*.jsa"))
+    assert sorted(a.split("-")[0] for a in archives) == sorted(DAG_JOBS), archives
     after = freeze(venv)
     changed = {n: (v, after.get(n)) for n, v in before.items() if after.get(n) != v}
     assert changed == {}, f"installing the provider changed {changed}"
@@ -174,13 +246,14 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
                            env=_env())
     assert check.returncode == 0, check.stdout
 
-    # the documented command, from the user's Airflow: the job env gets the provider from the wheel pip installed
-    _run([str(venv / "bin" / "python"), "-I", "-m", "airflow_paimon.job_env", "create", str(job_env)], env=_env(),
-         cwd=work)
-    step("job env create")
     jobs = freeze(job_env)
     assert "pypaimon" in jobs and "apache-airflow" not in jobs and "airflow-paimon" in jobs, jobs
     assert int(jobs["pandas"].split(".")[0]) < 3  # pypaimon's pins live here, not in Airflow's environment
+    # the job side's versions are the shipped constraints' (uv.lock's), whatever the day
+    shipped = (ROOT / "airflow_paimon" / "job_env" / "constraints.txt").read_text().splitlines()
+    pins = dict(line.split("==") for line in shipped if not line.startswith("#"))
+    assert {n: jobs[n] for n in pins if n in jobs} == {n: v for n, v in pins.items() if n in jobs}
+    assert {"pypaimon", "pyarrow", "pandas", "numpy", "rocksdict", "pyroaring"} <= set(jobs) & set(pins)
 
     (work / "dags").mkdir()
     (work / "dags" / "installed_dag.py").write_text(DAG_FILE)
@@ -192,12 +265,15 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
     for i, batch in enumerate(batches):
         sources.append(str(work / f"batch{i}.parquet"))
         batch.to_parquet(sources[-1], index=False)
-    env = _env()
+    env = {**_env(), **image_env}
+    # a new pod's home: empty, no cache (the archives are the image's, AIRFLOW_PAIMON_CDS_DIR)
+    home = tmp_path / "pod-home"
+    home.mkdir()
     env.update({
+        "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
         "AIRFLOW_HOME": str(work / "airflow"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(work / "dags"),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{work / 'airflow.db'}",
-        "AIRFLOW__PAIMON__JOB_PYTHON": str(job_env / "bin" / "python"),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "extra": {"warehouse": str(warehouse)}}),
     })
@@ -211,6 +287,14 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
     assert "Using Spark's default log4j profile" not in output
     # the bootstrap of the second run decided from table metadata in the job environment, no Spark job
     assert "bootstrap_decide ran in the job environment" in output, output[-3000:]
+    # the first run in a new home maps the image's archives: no first-run penalty, no warm-up started
+    spark_tasks = ["assign_and_write", "commit"]
+    first, warm = (sum(r["seconds"][t] for t in spark_tasks) for r in runs)
+    seconds["spark tasks: first run, second run"] = [round(first, 1), round(warm, 1)]
+    assert first <= 1.5 * warm, f"the first run's Spark tasks took {first:.1f} s, the second {warm:.1f} s"
+    assert warm_ups(tmp_path) == [], "a warm-up outlived its task"
+    assert not (home / ".cache" / "airflow-paimon").exists()
+    assert sorted(p.name for p in Path(image_env["AIRFLOW_PAIMON_CDS_DIR"]).glob("*.jsa")) == archives
 
     # the cluster route: workers whose own Python has none of the provider get the packed job environment
     archive = work / "job-env.tar.gz"
@@ -231,6 +315,19 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
     assert not rows["id"].duplicated().any() and len(rows) == len(expected)
     assert len(table.snapshot_manager().list_snapshots()) == 3
     print(f"{python}: {seconds}")
+
+
+def warm_ups(under: Path) -> list[str]:
+    """Command lines of running warm-ups (spark/warm_up.py) started for anything under ``under``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "airflow_paimon.spark.warm_up" in cmd and str(under) in cmd:
+            found.append(cmd)
+    return found
 
 
 def _run_on_cluster(python: str, venv: Path, archive: Path, work: Path, env: dict, source: str) -> list[dict]:
