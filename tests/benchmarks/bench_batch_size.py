@@ -163,7 +163,8 @@ def plot(rows: list[dict], path: Path) -> str | None:
 
 
 def run(m: int, batches: list[int], first: int | None, out: Path, peers: tuple = PEERS, shards: int = 4,
-        spark=None, work: Path | None = None, log=print) -> dict:
+        spark=None, work: Path | None = None, log=print, warm: bool = True) -> dict:
+    """``warm``: our steps once on a tiny table first, unmeasured (off: a smoke run, whose rates mean nothing)."""
     out.mkdir(parents=True, exist_ok=True)
     own_work = work is None
     work = work or Path(tempfile.mkdtemp(prefix="bench-batch-"))
@@ -172,7 +173,7 @@ def run(m: int, batches: list[int], first: int | None, out: Path, peers: tuple =
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}
     spark = spark or (bench_upsert.make_spark() if "ours" in peers else None)
     try:
-        if "ours" in peers:
+        if "ours" in peers and warm:
             bench_upsert.warm_up(spark, shards, work / "warm-up", log)
         rows = []
         for b in batches:

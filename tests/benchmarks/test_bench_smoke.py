@@ -96,7 +96,7 @@ def test_batch_size_benchmark_smoke(spark_session, tmp_path, monkeypatch):
     monkeypatch.setattr(bench_batch_size, "CHUNK", 1_500)
     out = tmp_path / "out"
     r = bench_batch_size.run(2_000, [200, 2_000], 3_000, out, ("ours", "pypaimon-rust"), shards=2,
-                             spark=spark_session, work=tmp_path / "work")
+                             spark=spark_session, work=tmp_path / "work", warm=False)
     assert [b["batch"] for b in r["batches"]] == [200, 2_000]
     for b in r["batches"]:
         assert (b["in_job_write_s"] > 0 and b["in_job_write_rows_per_s_per_core"] > 0
