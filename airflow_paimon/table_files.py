@@ -32,13 +32,14 @@ class SnapshotFile:
     total_record_count: int | None
     changelog_record_count: int | None
     changelog_manifest_list: str | None
+    properties: dict[str, str] | None = None
 
     @classmethod
     def parse(cls, data: bytes) -> SnapshotFile:
         j = json.loads(data)
         return cls(j["id"], j["commitKind"], j["commitUser"], j["commitIdentifier"], j["timeMillis"],
                    j.get("deltaRecordCount"), j.get("totalRecordCount"), j.get("changelogRecordCount"),
-                   j.get("changelogManifestList"))
+                   j.get("changelogManifestList"), j.get("properties"))
 
 
 @dataclass(frozen=True)

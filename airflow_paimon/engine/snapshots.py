@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.errors import ConfigError
-from airflow_paimon.engine.history import IDENTITY
+from airflow_paimon.engine.history import IDENTITY, newest_first
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -51,18 +51,14 @@ def newer_snapshot(table: TableFiles | FileStoreTable, identifier: str, after_id
                    ) -> tuple[dict | None, int]:
     """(the newest snapshot with id > ``after_id`` and a kind in ``commit_kinds`` — or None —, the id scanned up
     to). The second value is where the next poll may start: snapshots up to it need not be read again.
-    Snapshots already expired between ``after_id`` and the latest are skipped (they cannot be read)."""
-    manager = table.snapshot_manager()
-    latest = manager.get_latest_snapshot()
+    Snapshots already expired between ``after_id`` and the latest cannot be read: the search ends at the first."""
+    latest = table.snapshot_manager().get_latest_snapshot()
     if latest is None or latest.id <= after_id:
         return None, after_id
-    if commit_kinds is None or latest.commit_kind in commit_kinds:
-        return snapshot_summary(identifier, latest), latest.id
-    for snapshot_id in range(latest.id - 1, after_id, -1):  # newest match first; one small file per snapshot
-        snapshot = manager.get_snapshot_by_id(snapshot_id)
-        if snapshot is not None and snapshot.commit_kind in commit_kinds:
-            return snapshot_summary(identifier, snapshot), latest.id
-    return None, latest.id
+    # newest match first; one small file per snapshot
+    found = next((s for s in newest_first(table, after=after_id, latest=latest)
+                  if commit_kinds is None or s.commit_kind in commit_kinds), None)
+    return (snapshot_summary(identifier, found) if found is not None else None), latest.id
 
 
 # --- cursors: "after snapshot N", and rollbacks below N -----------------------------------------------------------
@@ -113,13 +109,12 @@ def resume_point(table: TableFiles | FileStoreTable, cursor: dict) -> tuple[dict
             return cursor, None  # the same snapshot (or expired, or no identity to compare: as before)
     if cursor["time_millis"] is None:
         return (cursor_of(latest) if latest else parse_cursor(0)), n
-    for snapshot_id in range(min(n, latest_id), 0, -1):  # newest first; one small file each
-        snapshot = manager.get_snapshot_by_id(snapshot_id)
-        if snapshot is None:  # expired below the rollback: resume where the table's history starts
-            return parse_cursor(snapshot_id), n
-        if snapshot.time_millis <= cursor["time_millis"]:
-            return cursor_of(snapshot), n
-    return parse_cursor(0), n
+    walk = newest_first(table, start=min(n, latest_id), latest=latest)
+    kept = next((s for s in walk if s.time_millis <= cursor["time_millis"]), None)
+    if kept is not None:
+        return cursor_of(kept), n
+    # none: resume where the table's history starts (expired below the rollback), or from the start
+    return parse_cursor(walk.expired or 0), n
 
 
 def rollback_note(identifier: str, rolled_from: int, resumed: dict) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.staging import read_staged, runs
 from airflow_paimon.engine.compact.levels import level_sorted_runs
+from airflow_paimon.engine.history import newest_first
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
@@ -147,15 +148,10 @@ def table_view(hook, conn_id: str, identifier: str, runs_by_commit_user: dict) -
 def _snapshots(table: FileStoreTable, latest, runs_by_commit_user) -> list[SnapshotRow]:
     if latest is None:
         return []
-    manager, rows = table.snapshot_manager(), []
-    for sid in range(latest.id, max(latest.id - MAX_SNAPSHOTS, 0), -1):
-        s = latest if sid == latest.id else manager.get_snapshot_by_id(sid)
-        if s is None:  # expired
-            break
-        rows.append(SnapshotRow(s.id, s.commit_kind, s.time_millis, s.commit_user, s.commit_identifier,
-                                s.delta_record_count, s.total_record_count, runs_by_commit_user.get(s.commit_user),
-                                dict(s.properties or {})))
-    return rows
+    return [SnapshotRow(s.id, s.commit_kind, s.time_millis, s.commit_user, s.commit_identifier,
+                        s.delta_record_count, s.total_record_count, runs_by_commit_user.get(s.commit_user),
+                        dict(s.properties or {}))
+            for s in newest_first(table, after=max(latest.id - MAX_SNAPSHOTS, 0), latest=latest)]
 
 
 def schema_versions(table: FileStoreTable) -> list[SchemaRow]:

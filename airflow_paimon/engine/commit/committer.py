@@ -15,7 +15,7 @@ from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.commit.table_state import check_unchanged
 from airflow_paimon.engine.errors import StaleIndexError, TransientError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.history import check_base
+from airflow_paimon.engine.history import check_base, commit_of, newest_first, since
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -36,17 +36,11 @@ def find_commits(table: FileStoreTable, identities, after_snapshot_id: int | Non
     walk reaches an expired snapshot, the commit records answer for the expired ones, as a RecordedCommit
     (``expired``; no manifests to read). The kept history is read first: a table whose history reaches back
     to ``after_snapshot_id`` (or to snapshot 1) reads no record."""
-    manager = table.snapshot_manager()
-    latest = manager.get_latest_snapshot()
-    if latest is None:
-        return None
-    for sid in range(latest.id, (after_snapshot_id or 0), -1):
-        snap = manager.get_snapshot_by_id(sid)
-        if snap is None:  # expired: nothing older is kept; only a record knows an older commit
-            return recorded_commit(table, identities, after_snapshot_id, sid + 1) if recorded else None
-        if (snap.commit_user, snap.commit_identifier) in identities:
-            return snap
-    return None
+    walk = newest_first(table, after=after_snapshot_id)
+    found = next((snap for snap in walk if commit_of(snap) in identities), None)
+    if found is None and recorded and walk.earliest_kept is not None:  # only a record knows an older commit
+        return recorded_commit(table, identities, after_snapshot_id, walk.earliest_kept)
+    return found
 
 
 def check_not_moved(table: FileStoreTable, base_snapshot_id: int | None, latest=None,
@@ -68,17 +62,18 @@ def check_not_moved(table: FileStoreTable, base_snapshot_id: int | None, latest=
     check_base(table, base_snapshot_id, base_fingerprint, latest)
     if latest is None or latest.id == (base_snapshot_id or 0):
         return []
-    landed = [manager.get_snapshot_by_id(sid) for sid in range((base_snapshot_id or 0) + 1, latest.id + 1)]
-    stale = [i for i, snap in enumerate(landed) if snap is None or snap.commit_kind not in allowed]
-    if not stale:
+    walk = since(table, base_snapshot_id, latest)
+    landed = list(walk)
+    stale = next((snap for snap in landed if snap.commit_kind not in allowed), None)
+    if stale is None and walk.expired is None:
         return []
     why = None
-    if rebase is not None and not writes_compact and None not in landed:  # an expired one cannot be read
+    if rebase is not None and not writes_compact and walk.expired is None:  # an expired one cannot be read
         why = rebase(landed)
         if why is None:
             return [snap.id for snap in landed]
-    sid, snap = (base_snapshot_id or 0) + 1 + stale[0], landed[stale[0]]
-    commit_kind, user = (snap.commit_kind, snap.commit_user) if snap else ("expired", "?")
+    sid, commit_kind, user = (stale.id, stale.commit_kind, stale.commit_user) if stale else \
+        (walk.expired, "expired", "?")
     not_rebased = f"; not committed on top of it: {why}" if why else ""
     raise StaleIndexError(
         f"table {table.identifier.get_full_name()} changed since bootstrap at snapshot {base_snapshot_id}: "

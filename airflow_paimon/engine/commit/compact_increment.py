@@ -20,6 +20,7 @@ from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.errors import HalfCommittedError, MissingFileError, StaleIndexError, TransientError
+from airflow_paimon.engine.history import commit_of, newest_first, since
 from airflow_paimon.engine.paimon_compat import try_commit
 
 if TYPE_CHECKING:
@@ -101,12 +102,12 @@ def commit_compact_increment(table: FileStoreTable, messages, commit_user: str, 
     finally:
         committer.close()
     landed = table.snapshot_manager().get_latest_snapshot()
-    sid = landed.id if landed is not None else append_snapshot_id + 1
-    while sid > append_snapshot_id:  # the COMPACT just committed: the latest, unless another landed on it already
-        snap = table.snapshot_manager().get_snapshot_by_id(sid)
-        if snap is not None and (snap.commit_user, snap.commit_identifier, snap.commit_kind) == (*identity, COMPACT):
-            return sid
-        sid -= 1
+    # the COMPACT just committed: the latest, unless another landed on it already
+    walk = newest_first(table, start=landed.id if landed is not None else append_snapshot_id + 1,
+                        after=append_snapshot_id, latest=landed)
+    ours = next((s for s in walk if (*commit_of(s), s.commit_kind) == (*identity, COMPACT)), None)
+    if ours is not None:
+        return ours.id
     raise TransientError(f"table {table.identifier.get_full_name()}: the COMPACT of {commit_user} finished but no "
                          "snapshot carries it; re-run the commit task")
 
@@ -119,15 +120,15 @@ def changed_buckets(table: FileStoreTable, append, latest, buckets: set[tuple[tu
 
     if append is None:  # expired: what changed since cannot be read
         return "its APPEND snapshot expired since"
-    manager = table.snapshot_manager()
-    for sid in range(append.id + 1, latest.id + 1):
-        snap = latest if sid == latest.id else manager.get_snapshot_by_id(sid)
-        if snap is None:
-            return f"snapshot {sid} in between expired"
+    walk = since(table, append.id, latest)
+    for snap in walk:
+        sid = snap.id
         hit = next((e for e in delta_entries(table, snap) if (tuple(e.partition.values), e.bucket) in buckets), None)
         if hit is not None:
             return (f"snapshot {sid} ({snap.commit_kind} by {snap.commit_user}) changed its bucket {hit.bucket} of "
                     f"partition {list(hit.partition.values)}")
+    if walk.expired is not None:
+        return f"snapshot {walk.expired} in between expired"
     if _index_files(table, append, buckets) != _index_files(table, latest, buckets):
         return f"the index files of its buckets changed by snapshot {latest.id}"
     return None

@@ -28,6 +28,7 @@ import pyarrow as pa
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.commit.properties import RunClock
 from airflow_paimon.engine.data_files import read_key_rows
+from airflow_paimon.engine.history import newest_first
 from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.scan import data_file_path, delta_entries
 
@@ -48,13 +49,8 @@ def ordered_by_clock(table) -> bool:
 def later_commits(table, as_of_ms: int) -> list[tuple[Any, RunClock]]:
     """(snapshot, its run's clock) of the snapshots still in the table's history that wrote rows for a run ordered
     by a later as-of instant than ``as_of_ms``, newest first."""
-    manager = table.snapshot_manager()
-    latest = manager.get_latest_snapshot()
     found = []
-    for sid in range(latest.id if latest else 0, 0, -1):
-        snap = manager.get_snapshot_by_id(sid)
-        if snap is None:  # expired: nothing older is kept
-            break
+    for snap in newest_first(table):
         clock = RunClock.of_snapshot(snap)
         if snap.commit_kind in WRITES and clock is not None and clock.ordered and clock.as_of_ms > as_of_ms:
             found.append((snap, clock))

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.history import first_of_commit
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -89,10 +90,7 @@ def record_commit(table: FileStoreTable, snapshot, files: int | None, run: dict 
     existing = read_record(table, snapshot.commit_user, snapshot.commit_identifier)
     if existing is not None and (existing.id, existing.time_millis) == (snapshot.id, snapshot.time_millis):
         return existing
-    manager, first = table.snapshot_manager(), snapshot.id
-    while first > 1 and (s := manager.get_snapshot_by_id(first - 1)) is not None and \
-            (s.commit_user, s.commit_identifier) == (snapshot.commit_user, snapshot.commit_identifier):
-        first -= 1
+    first = first_of_commit(table, snapshot)
     properties = getattr(snapshot, "properties", None) or {}
     run = run or {}
     record = RecordedCommit(

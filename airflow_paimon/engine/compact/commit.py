@@ -18,7 +18,7 @@ from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.compact.plan import FULL_PROPERTY
 from airflow_paimon.engine.errors import PaimonJobError, TransientError
 from airflow_paimon.engine.codec.kinds import FileKind
-from airflow_paimon.engine.history import check_base
+from airflow_paimon.engine.history import check_base, since
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.paimon_compat import try_commit
 from airflow_paimon.engine.scan import file_path
@@ -101,11 +101,9 @@ def check_no_conflict(table: FileStoreTable, plan, messages, latest=None) -> Non
     picked = set(plan.entries)
     any_snapshot = TableOptions.of(table).deletion_vectors
     reader = SnapshotReader(table)
-    for sid in range(plan.snapshot_id + 1, latest.id + 1):
-        snap = manager.get_snapshot_by_id(sid)
-        if snap is None:
-            raise CompactConflictError(f"table {name}: snapshot {sid} expired while compacting; "
-                                       "nothing committed, re-run to plan again")
+    walk = since(table, plan.snapshot_id, latest)
+    for snap in walk:
+        sid = snap.id
         if any_snapshot:  # deletion vectors of the compacted files may have changed with it
             raise CompactConflictError(f"table {name}: snapshot {sid} ({snap.commit_kind} by {snap.commit_user}) "
                                        f"landed after compaction planned at snapshot {plan.snapshot_id}; in a "
@@ -122,6 +120,9 @@ def check_no_conflict(table: FileStoreTable, plan, messages, latest=None) -> Non
                     f"table {name}: snapshot {sid} ({snap.commit_kind} by {snap.commit_user}) {what} partition "
                     f"{where[0]} bucket {where[1]} after compaction planned at snapshot {plan.snapshot_id}; nothing "
                     "committed, re-run to plan again")
+    if walk.expired is not None:
+        raise CompactConflictError(f"table {name}: snapshot {walk.expired} expired while compacting; "
+                                   "nothing committed, re-run to plan again")
 
 
 def commit_compaction(table: FileStoreTable, plan, messages, commit_user: str, commit_identifier: int) -> int:

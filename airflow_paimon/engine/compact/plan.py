@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from airflow_paimon.engine.commit.committer import COMPACT
 from airflow_paimon.engine.compact.levels import level_sorted_runs, non_empty_highest_level, number_of_levels
 from airflow_paimon.engine.compact.strategy import CompactUnit, UniversalCompaction, pick_full_compaction
-from airflow_paimon.engine.history import fingerprint
+from airflow_paimon.engine.history import commit_of, fingerprint, newest_first
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import file_path, live_entries
 from airflow_paimon.engine.options import TableOptions
@@ -51,19 +51,17 @@ def writes_since_compaction(table: FileStoreTable, snapshot_id: int | None, full
     compaction, engine/compact/commit.py marks them), newest first; stops at an expired snapshot. A COMPACT
     snapshot of the same commit identity as the snapshot before it is the second half of a deletion-vector or
     lookup write (engine/commit/compact_increment.py), not a compaction: it counts with its write."""
-    manager, found = table.snapshot_manager(), []
-    for sid in range(snapshot_id or 0, 0, -1):
-        snap = manager.get_snapshot_by_id(sid)
-        if snap is None:
-            break
-        if snap.commit_kind == COMPACT:
-            before = manager.get_snapshot_by_id(sid - 1) if sid > 1 else None
-            if before is None or (before.commit_user, before.commit_identifier) != (snap.commit_user,
-                                                                                  snap.commit_identifier):
-                if not full_only or is_full_compaction(snap):
-                    break
-                continue  # a compaction that was not full: its buckets still wait for the full one
-        found.append(snap)
+    found, walk = [], iter(newest_first(table, start=snapshot_id or 0))
+    snap = next(walk, None)
+    while snap is not None:
+        before = next(walk, None)  # the snapshot before it (None: expired, or none)
+        if snap.commit_kind == COMPACT and (before is None or commit_of(before) != commit_of(snap)):
+            if not full_only or is_full_compaction(snap):
+                break
+            # a compaction that was not full: its buckets still wait for the full one
+        else:
+            found.append(snap)
+        snap = before
     return found
 
 

@@ -29,7 +29,7 @@ from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_value
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 from airflow_paimon.engine.errors import CorruptTableError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.history import fingerprint
+from airflow_paimon.engine.history import fingerprint, since
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, compatible, key_signature,
                                                 newest_published, verify)
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex, decode_values, encode_values, write_sst
@@ -87,17 +87,17 @@ def plan_bootstrap(table: FileStoreTable, index_uri: str, shards: int) -> Bootst
         return BootstrapPlan(REUSE, lid, lfp, base, reason="index is of the latest snapshot")
     if lid is None:  # an index of a snapshot the table no longer has (_not_in_history refuses that first)
         return rebuild("the table has no snapshot")
-    added = []
-    for sid in range((base.snapshot_id or 0) + 1, lid + 1):
-        snap = manager.get_snapshot_by_id(sid)
-        if snap is None:
-            return rebuild(f"snapshot {sid} expired; the chain from the index is broken")
+    added, walk = [], since(table, base.snapshot_id, latest)
+    for snap in walk:
+        sid = snap.id
         if snap.commit_kind == "OVERWRITE":
             return rebuild(f"snapshot {sid} is an OVERWRITE")
         if snap.schema_id != base.schema_id and _keys_of(table, snap.schema_id) != keys:
             return rebuild(f"snapshot {sid} has schema {snap.schema_id} with other keys")
         if snap.commit_kind == "APPEND":
             added += [(sid, e) for e in added_entries(table, snap)]
+    if walk.expired is not None:
+        return rebuild(f"snapshot {walk.expired} expired; the chain from the index is broken")
     if added and TableOptions.of(table).deletion_vectors:
         return rebuild("another writer's deletes are in deletion vectors, which catching up does not read")
     if not added:

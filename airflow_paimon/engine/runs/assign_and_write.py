@@ -24,7 +24,7 @@ from airflow_paimon.engine.context import WriteContext
 from airflow_paimon.engine.errors import (IndexGoneError, InternalError, RolledBackError, StaleIndexError,
                                          ValidationError)
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.history import check_base, fingerprint
+from airflow_paimon.engine.history import check_base, fingerprint, first_of_commit
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.runs.bootstrap_index import IndexTasks, index_at_latest
@@ -203,12 +203,8 @@ def kept_result(table: FileStoreTable, spec: AssignWriteSpec, snap, generation: 
     ``snap``, so the commit task finds that snapshot and reports it (already committed). ``snap`` may be the
     commit's record (its snapshot expired): then the record's first snapshot id gives the base."""
     ident = CommitIdentity.for_run(spec.dag_id, spec.run_id, spec.table, generation)
-    manager, first = table.snapshot_manager(), snap.id  # a deletion-vector write is two snapshots of one identity
-    if isinstance(snap, RecordedCommit):
-        first = snap.first_id
-    while first > 1 and (s := manager.get_snapshot_by_id(first - 1)) is not None and \
-            (s.commit_user, s.commit_identifier) == (snap.commit_user, snap.commit_identifier):
-        first -= 1
+    # a deletion-vector write is two snapshots of one identity
+    first = first_of_commit(table, snap, snap.first_id if isinstance(snap, RecordedCommit) else None)
     return AssignWriteResult(table=spec.table, base_snapshot_id=first - 1 or None, commit_user=ident.commit_user,
                              commit_identifier=ident.commit_identifier,
                              staging_uri=layout.staging_dir(spec.staging_root, spec.table, ident.commit_user),
