@@ -159,6 +159,20 @@ def java_read(warehouse: str, table: str = "db.t", snapshot_id: int | None = Non
     return pd.DataFrame([json.loads(line) for line in lines if line.startswith("{")])
 
 
+def java_write(warehouse: str, table: str, rows, kinds, commit_user: str, commit_identifier: int) -> int:
+    """Java Paimon writes ``rows`` (a pandas frame of the table's columns in order; ``kinds``: each row's kind,
+    "+I"/"-D"...) and commits them as ``commit_user`` with ``commit_identifier``; the latest snapshot id."""
+    cells = rows.astype(object).where(rows.notna(), "\\N").astype(str).to_numpy()
+    lines = _read_lines([warehouse, table, f"write:{commit_user}:{commit_identifier}",
+                         *(",".join([kind, *row]) for kind, row in zip(kinds, cells))], table)
+    return json.loads(lines[-1])["snapshot"]
+
+
+def java_compact(warehouse: str, table: str) -> int:
+    """Java Paimon fully compacts every bucket of ``table`` (BatchTableWrite.compact); the latest snapshot id."""
+    return json.loads(_read_lines([warehouse, table, "compact"], table)[-1])["snapshot"]
+
+
 def java_count(warehouse: str, table: str = "db.t", reads: int = 1) -> dict:
     """Java Paimon reads every row of ``table`` without printing them: {"rows", "read_ms"} (catalog to last row,
     JVM start excluded) — for timing a full read. ``reads`` > 1: that many reads in one JVM, and also

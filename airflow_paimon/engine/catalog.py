@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pypaimon import CatalogFactory
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine import paimon_compat, storage
 
 
 def require_warehouse(catalog_options: dict) -> None:
@@ -22,4 +22,5 @@ def require_warehouse(catalog_options: dict) -> None:
 
 def open_catalog(catalog_options: dict):
     storage.configure(catalog_options)  # index, staging and result files: the same store, same credentials
+    paimon_compat.read_older_manifests()  # tables older Java Paimon writers wrote or compacted
     return CatalogFactory.create(dict(catalog_options))

@@ -56,7 +56,32 @@ REQUIRED = (
             "call next_schema: engine/schema_commit.py"),
     Private("pypaimon.schema.schema_manager:SchemaManager", "_to_schema_path", ("schema_id",),
             "call schema_path: engine/schema_commit.py"),
+    Private("pypaimon.manifest.manifest_file_manager:ManifestFileManager", "_get_value_stats_fields",
+            ("file_dict", "file_schema"), "wrapped by read_older_manifests (engine/catalog.py)"),
 )
+
+
+_older_manifests = False
+
+
+def read_older_manifests() -> None:
+    """Manifests of Paimon before 1.0 (Java Paimon 0.9, 1.0 snapshots) have no ``_VALUE_STATS_COLS``: their value
+    stats cover every field, which pypaimon reads from a None there, but it raises KeyError on the missing key.
+    Wraps pypaimon's reader (once per process) to take the missing key as None, so that we read and keep writing
+    tables such writers wrote or compacted."""
+    global _older_manifests
+    if _older_manifests:
+        return
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+
+    original = ManifestFileManager._get_value_stats_fields
+
+    def value_stats_fields(self, file_dict: dict, file_schema):
+        file_dict.setdefault("_VALUE_STATS_COLS", None)  # a copy of the record's, made per entry by pypaimon
+        return original(self, file_dict, file_schema)
+
+    ManifestFileManager._get_value_stats_fields = value_stats_fields
+    _older_manifests = True
 
 
 def roll_write(writer, data) -> None:

@@ -4,6 +4,11 @@
 // with any extra dynamic options, adds each row's kind as "_row_kind" ("+I", "-U", "+U", "-D"); count reads the
 // latest snapshot's rows (every field) without printing them: {"rows": n, "read_ms": ms from catalog to last row,
 // "plan_ms": ms from catalog to the reader created, "cpu_ms": the JVM's CPU time over the same span as read_ms}.
+// Java also writes beside us: "write:<commit user>:<commit identifier>" then one arg per row, "<row kind>,<value>,..."
+// ("\N": null), committed with that user and identifier (a dynamic-bucket table's buckets from Paimon's
+// HashBucketAssigner, as Flink's assigner gives them; a cross-partition table needs Flink's global index: refused);
+// "compact": a full compaction of every bucket (BatchTableWrite.compact(partition, bucket, true)). Both print
+// {"snapshot": the latest snapshot id}.
 // Arg --serve: many reads in this JVM, one per line of stdin (the args above, tab-separated), each answer's lines
 // on stdout followed by "#ok", or by "#error" after its stack trace on stderr (logs go to stderr too).
 import java.io.BufferedOutputStream;
@@ -14,9 +19,12 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.math.BigDecimal;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.apache.paimon.catalog.Catalog;
 import org.apache.paimon.catalog.CatalogContext;
@@ -24,17 +32,33 @@ import org.apache.paimon.catalog.CatalogFactory;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.Decimal;
+import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.data.Timestamp;
 import org.apache.paimon.options.Options;
 import org.apache.paimon.reader.RecordReader;
+import org.apache.paimon.disk.IOManager;
+import org.apache.paimon.index.HashBucketAssigner;
+import org.apache.paimon.table.BucketMode;
+import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.Table;
+import org.apache.paimon.table.sink.BatchTableCommit;
+import org.apache.paimon.table.sink.BatchTableWrite;
+import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.RowPartitionKeyExtractor;
+import org.apache.paimon.table.sink.StreamTableCommit;
+import org.apache.paimon.table.sink.StreamTableWrite;
+import org.apache.paimon.table.sink.StreamWriteBuilder;
+import org.apache.paimon.table.source.DataSplit;
+import org.apache.paimon.table.source.Split;
 import org.apache.paimon.table.source.InnerTableRead;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.InnerTableScan;
 import org.apache.paimon.table.source.TableRead;
 import org.apache.paimon.table.source.TableScan;
 import org.apache.paimon.types.DataField;
+import org.apache.paimon.types.DataType;
+import org.apache.paimon.types.RowKind;
 
 public class PaimonRead {
     private static PrintStream out = System.out;
@@ -68,6 +92,13 @@ public class PaimonRead {
         options.set("warehouse", args[0]);
         Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options));
         Table table = catalog.getTable(Identifier.fromString(args[1]));
+        if (args.length > 2 && (args[2].startsWith("write:") || args[2].equals("compact"))) {
+            FileStoreTable store = (FileStoreTable) table;
+            if (args[2].equals("compact")) compact(store);
+            else write(store, args);
+            out.println("{\"snapshot\": " + store.snapshotManager().latestSnapshotId() + "}");
+            return;
+        }
         boolean incremental = args.length > 2 && args[2].startsWith("incremental:");
         if (args.length > 2) {
             Map<String, String> dynamic = new HashMap<>();
@@ -122,6 +153,58 @@ public class PaimonRead {
             out.println(line.append('}'));
         });
         reader.close();
+    }
+
+    private static void write(FileStoreTable table, String[] args) throws Exception {
+        String[] spec = args[2].split(":");
+        String user = spec[1];
+        long identifier = Long.parseLong(spec[2]);
+        if (table.bucketMode() == BucketMode.CROSS_PARTITION) {
+            throw new UnsupportedOperationException("a cross-partition table is written through Flink's global index");
+        }
+        HashBucketAssigner assigner = table.bucketMode() != BucketMode.HASH_DYNAMIC ? null
+                : new HashBucketAssigner(table.snapshotManager(), user, table.store().newIndexFileHandler(), 1, 1, 0,
+                                         table.coreOptions().dynamicBucketTargetRowNum());
+        RowPartitionKeyExtractor keys = new RowPartitionKeyExtractor(table.schema());
+        List<DataField> fields = table.rowType().getFields();
+        StreamWriteBuilder builder = table.newStreamWriteBuilder().withCommitUser(user);
+        try (StreamTableWrite write = builder.newWrite(); StreamTableCommit commit = builder.newCommit()) {
+            write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));  // lookup spills here
+            for (int r = 3; r < args.length; r++) {
+                String[] values = args[r].split(",", -1);
+                GenericRow row = new GenericRow(RowKind.fromShortString(values[0]), fields.size());
+                for (int i = 0; i < fields.size(); i++) row.setField(i, parse(fields.get(i).type(), values[i + 1]));
+                if (assigner == null) write.write(row);
+                else write.write(row, assigner.assign(keys.partition(row), keys.trimmedPrimaryKey(row).hashCode()));
+            }
+            commit.commit(identifier, write.prepareCommit(true, identifier));
+        }
+    }
+
+    private static Object parse(DataType type, String value) {
+        if (value.equals("\\N")) return null;
+        switch (type.getTypeRoot()) {
+            case BIGINT: return Long.parseLong(value);
+            case INTEGER: return Integer.parseInt(value);
+            case DOUBLE: return Double.parseDouble(value);
+            case CHAR: case VARCHAR: return BinaryString.fromString(value);
+            default: throw new IllegalArgumentException("no parser for " + type);
+        }
+    }
+
+    private static void compact(FileStoreTable table) throws Exception {
+        BatchWriteBuilder builder = table.newBatchWriteBuilder();
+        Set<List<Object>> buckets = new HashSet<>();
+        try (BatchTableWrite write = builder.newWrite(); BatchTableCommit commit = builder.newCommit()) {
+            write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+            for (Split split : table.newSnapshotReader().read().splits()) {  // every level, level 0 included
+                DataSplit data = (DataSplit) split;
+                if (buckets.add(Arrays.asList(data.partition(), data.bucket()))) {
+                    write.compact(data.partition(), data.bucket(), true);
+                }
+            }
+            commit.commit(write.prepareCommit());
+        }
     }
 
     private static void serve() throws Exception {
