@@ -130,3 +130,12 @@ def test_java_compacts_our_tables(warehouse, shape):
     java_compact(warehouse, "db.t")  # and Java once more, over our compaction
     t.check()
     assert len(set(t.our_commits())) == len(t.our_commits()) == 4
+
+
+def test_java_does_not_write_a_cross_partition_table(warehouse):
+    """Java's table write places a cross-partition key only through Flink's global index assigner: written by Java
+    Paimon here only by compaction (above)."""
+    t = Table(warehouse, "cross-partition")
+    t.ours([(1, "a", 1)], "r0")
+    with pytest.raises(AssertionError, match="global index"):
+        t.java([(2, "a", 2)], 1)
