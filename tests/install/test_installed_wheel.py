@@ -48,15 +48,23 @@ def _uv() -> list[str]:
     return [found]
 
 DAG_FILE = '''
+import os, tempfile
 import pendulum
 from airflow.sdk import DAG
 from airflow_paimon.operators.paimon import (PaimonAssignAndWriteOperator, PaimonBootstrapIndexOperator,
                                              PaimonCommitOperator)
 
+
+def pod_per_task(context):
+    """A run with pod_per_task: each task starts with a new, empty home and cache, as a new pod from the image."""
+    if context["params"].get("pod_per_task"):
+        home = tempfile.mkdtemp(prefix=context["task"].task_id + "-", dir=os.environ["POD_HOMES"])
+        os.environ.update(HOME=home, XDG_CACHE_HOME=os.path.join(home, ".cache"))
+
 SCHEMA = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
           "partition_keys": ["dt"], "options": {"bucket": "-1", "dynamic-bucket.target-row-num": "2"}}
 with DAG("installed_upsert", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-         params={"source": ""}) as dag:
+         params={"source": "", "pod_per_task": False}, default_args={"pre_execute": pod_per_task}) as dag:
     (PaimonBootstrapIndexOperator(task_id="bootstrap_index", table="db.t", table_schema=SCHEMA, shards=2)
      >> PaimonAssignAndWriteOperator(task_id="assign_and_write", table="db.t", source="{{ params.source }}")
      >> PaimonCommitOperator(task_id="commit", table="db.t"))
@@ -77,8 +85,8 @@ assert Path(job).resolve().is_relative_to(Path(sys.prefix).resolve()), job
 subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, stdout=subprocess.DEVNULL)
 sys.path.insert(0, sys.argv[1])
 from installed_dag import dag
-for source in sys.argv[2:]:
-    run = dag.test(run_conf={"source": source})
+for i, source in enumerate(sys.argv[2:]):  # the first run with a new home per task (a pod per task)
+    run = dag.test(run_conf={"source": source, "pod_per_task": i == 0})
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     seconds = {ti.task_id: ti.duration for ti in run.get_task_instances()}
     print(json.dumps({"state": run.state, "tasks": states, "seconds": seconds, "job": job}))
@@ -266,11 +274,13 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
         sources.append(str(work / f"batch{i}.parquet"))
         batch.to_parquet(sources[-1], index=False)
     env = {**_env(), **image_env}
-    # a new pod's home: empty, no cache (the archives are the image's, AIRFLOW_PAIMON_CDS_DIR)
-    home = tmp_path / "pod-home"
+    # a worker's home, empty (the archives are the image's, AIRFLOW_PAIMON_CDS_DIR); the first run's tasks each get
+    # a new one under pod_homes (DAG_FILE's pod_per_task)
+    home, pod_homes = tmp_path / "worker-home", tmp_path / "pod-homes"
     home.mkdir()
+    pod_homes.mkdir()
     env.update({
-        "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+        "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "POD_HOMES": str(pod_homes),
         "AIRFLOW_HOME": str(work / "airflow"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(work / "dags"),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{work / 'airflow.db'}",
@@ -287,13 +297,14 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
     assert "Using Spark's default log4j profile" not in output
     # the bootstrap of the second run decided from table metadata in the job environment, no Spark job
     assert "bootstrap_decide ran in the job environment" in output, output[-3000:]
-    # the first run in a new home maps the image's archives: no first-run penalty, no warm-up started
+    # the first run, a new home per task, maps the image's archives: no first-run penalty, no warm-up started
+    assert sorted(d.name.split("-")[0] for d in pod_homes.iterdir()) == sorted(runs[0]["tasks"])
     spark_tasks = ["assign_and_write", "commit"]
     first, warm = (sum(r["seconds"][t] for t in spark_tasks) for r in runs)
-    seconds["spark tasks: first run, second run"] = [round(first, 1), round(warm, 1)]
+    seconds["spark tasks: first run (a home per task), second run"] = [round(first, 1), round(warm, 1)]
     assert first <= 1.5 * warm, f"the first run's Spark tasks took {first:.1f} s, the second {warm:.1f} s"
     assert warm_ups(tmp_path) == [], "a warm-up outlived its task"
-    assert not (home / ".cache" / "airflow-paimon").exists()
+    assert not list(home.rglob("airflow-paimon")) and not list(pod_homes.rglob("airflow-paimon"))
     assert sorted(p.name for p in Path(image_env["AIRFLOW_PAIMON_CDS_DIR"]).glob("*.jsa")) == archives
 
     # the cluster route: workers whose own Python has none of the provider get the packed job environment
