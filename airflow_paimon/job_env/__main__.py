@@ -28,7 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.monotonic()
     if args.command == "create":
-        python = create(args.path, args.python, args.provider, args.constraint)
+        try:
+            python = create(args.path, args.python, args.provider, args.constraint)
+        except (FileExistsError, FileNotFoundError, ValueError) as e:  # what to give instead, in words
+            parser.error(str(e))
         print(f"job environment ready in {time.monotonic() - start:.0f} s; set [paimon] job_python = {python}")
     else:
         archive = pack(args.path, args.archive)

@@ -27,14 +27,14 @@ def constraints_python(constraints: Path) -> str | None:
     return None
 
 
-def _check_python(env_python: Path, constraints: Path) -> None:
-    """Refuse a venv whose Python the constraints file was not made for (its versions have no wheels there)."""
+def _check_python(python: str, constraints: Path) -> None:
+    """Refuse a Python the constraints file was not made for (its versions have no wheels there)."""
     from packaging.specifiers import SpecifierSet
 
     spec = constraints_python(constraints)
     if spec is None:
         return
-    version = subprocess.run([str(env_python), "-c", "import platform; print(platform.python_version())"],
+    version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
                              check=True, capture_output=True, text=True).stdout.strip()
     if version not in SpecifierSet(spec):
         raise ValueError(f"{constraints} pins versions for Python {spec}, not {version}: give --python with one of "
@@ -94,9 +94,9 @@ def create(path: Path, python: str | None = None, provider: str | None = None,
     if not constraints.is_file():
         raise FileNotFoundError(f"constraints file {constraints} not found")
     base = python or sys.executable
+    _check_python(base, constraints)  # before the venv: a refused Python leaves the directory as it was
     subprocess.run([base, "-m", "venv", "--copies", str(path)], check=True)
     env_python = path / "bin" / "python"
-    _check_python(env_python, constraints)
     install = _installer(env_python)
     # the provider without its dependencies: they are Airflow's side; the job side needs only the extra's
     subprocess.run([*install, "--no-deps", provider or provider_source()], check=True)
