@@ -22,6 +22,7 @@ SHAPES = {"fixed": (["dt", "id"], {"bucket": "2"}),
           "dynamic": (["dt", "id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}),
           "cross-partition": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}),
           "fixed-dv": (["dt", "id"], {"bucket": "2", **DV}),
+          "dynamic-dv": (["dt", "id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "3", **DV}),
           "cross-partition-dv": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "3", **DV})}
 
 
@@ -84,7 +85,7 @@ class Table:
                 if s.commit_kind == "APPEND" and s.commit_user != "java-writer"]
 
 
-@pytest.mark.parametrize("shape", ["fixed", "dynamic"])
+@pytest.mark.parametrize("shape", ["fixed", "dynamic", "fixed-dv", "dynamic-dv"])
 def test_java_writes_between_our_runs(warehouse, shape):
     t = Table(warehouse, shape)
     t.ours([(1, "a", 1), (2, "a", 2), (3, "b", 3), (4, "b", 4), (5, "a", 5), (6, "b", 6)], "r0")
@@ -92,11 +93,17 @@ def test_java_writes_between_our_runs(warehouse, shape):
     t.check()
     t.ours([(7, "a", 70), (8, "b", 80), (9, "a", 9), (2, "a", 0, "-D")], "r1")  # our bootstrap caught up
     t.check()
-    # Java commits between our run's staging and its commit: other keys and partition -> ours rebases over it
+    # Java commits between our run's staging and its commit: other keys and partition -> ours rebases over it (a
+    # deletion-vector write marked rows of its base: refused as stale, the run again lands)
     staged = t.stage([(10, "a", 10), (1, "a", 11)], "r2")
     t.java([(20, "c", 20), (21, "c", 21)], 2)
-    assert not in_process("commit", staged).already_committed
-    t.landed([(10, "a", 10), (1, "a", 11)])
+    if shape.endswith("-dv"):
+        with pytest.raises(StaleIndexError):
+            in_process("commit", staged)
+        t.ours([(10, "a", 10), (1, "a", 11)], "r2")
+    else:
+        assert not in_process("commit", staged).already_committed
+        t.landed([(10, "a", 10), (1, "a", 11)])
     t.check()
     # ... the same key: ours is refused (its bootstrap is stale), the run again from its bootstrap lands once
     staged = t.stage([(1, "a", 12), (11, "b", 11)], "r3")
