@@ -10,7 +10,8 @@ import pytest
 
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from java_paimon import assert_java_reads_as_pypaimon, java_compact, java_write, missing
+from changelog_tables import changelog_of
+from java_paimon import assert_java_reads_as_pypaimon, java_compact, java_read, java_write, missing
 from local_runner import bootstrap, compact, in_process, stage_run, upsert
 from oracle import assert_table_equals
 
@@ -23,6 +24,7 @@ SHAPES = {"fixed": (["dt", "id"], {"bucket": "2"}),
           "cross-partition": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "3"}),
           "fixed-dv": (["dt", "id"], {"bucket": "2", **DV}),
           "dynamic-dv": (["dt", "id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "3", **DV}),
+          "fixed-lookup": (["dt", "id"], {"bucket": "2", "changelog-producer": "lookup"}),
           "cross-partition-dv": (["id"], {"bucket": "-1", "dynamic-bucket.target-row-num": "3", **DV})}
 
 
@@ -85,7 +87,7 @@ class Table:
                 if s.commit_kind == "APPEND" and s.commit_user != "java-writer"]
 
 
-@pytest.mark.parametrize("shape", ["fixed", "dynamic", "fixed-dv", "dynamic-dv"])
+@pytest.mark.parametrize("shape", ["fixed", "dynamic", "fixed-dv", "dynamic-dv", "fixed-lookup"])
 def test_java_writes_between_our_runs(warehouse, shape):
     t = Table(warehouse, shape)
     t.ours([(1, "a", 1), (2, "a", 2), (3, "b", 3), (4, "b", 4), (5, "a", 5), (6, "b", 6)], "r0")
@@ -94,10 +96,10 @@ def test_java_writes_between_our_runs(warehouse, shape):
     t.ours([(7, "a", 70), (8, "b", 80), (9, "a", 9), (2, "a", 0, "-D")], "r1")  # our bootstrap caught up
     t.check()
     # Java commits between our run's staging and its commit: other keys and partition -> ours rebases over it (a
-    # deletion-vector write marked rows of its base: refused as stale, the run again lands)
+    # deletion-vector or lookup write compacted files of its base: refused as stale, the run again lands)
     staged = t.stage([(10, "a", 10), (1, "a", 11)], "r2")
     t.java([(20, "c", 20), (21, "c", 21)], 2)
-    if shape.endswith("-dv"):
+    if shape.endswith(("-dv", "-lookup")):
         with pytest.raises(StaleIndexError):
             in_process("commit", staged)
         t.ours([(10, "a", 10), (1, "a", 11)], "r2")
@@ -114,6 +116,19 @@ def test_java_writes_between_our_runs(warehouse, shape):
     t.java([(11, "b", 110), (22, "c", 22)], 4)  # and Java after us again
     rows = t.check()
     assert len(rows) == len(t.state) and len(set(t.our_commits())) == len(t.our_commits()) == 4
+    if shape.endswith("-lookup"):  # each snapshot's changelog, Java's writes' and ours, read alike by both
+        table = get_table(t.opts, "db.t")
+        order, kinds = ["dt", "id", "row_kind", "v"], set()
+        for sid in range(1, table.snapshot_manager().get_latest_snapshot().id + 1):
+            ours = changelog_of(table, sid - 1, sid)
+            java = java_read(warehouse, "db.t", incremental=(sid - 1, sid, "changelog"))
+            assert len(java) == len(ours), (sid, java, ours)
+            if len(ours):
+                kinds |= set(ours.row_kind)
+                pd.testing.assert_frame_equal(
+                    java.rename(columns={"_row_kind": "row_kind"})[order].sort_values(order).reset_index(drop=True),
+                    ours[order].sort_values(order).reset_index(drop=True), check_dtype=False)
+        assert kinds == {"+I", "-U", "+U", "-D"}
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
