@@ -19,7 +19,7 @@ from pypaimon.write.commit_message import CommitMessage
 from airflow_paimon.engine.compact.levels import interval_partition
 from airflow_paimon.engine.codec.kinds import retracts
 from airflow_paimon.engine.codec.system_fields import VALUE_KIND, key_columns
-from airflow_paimon.engine.merge.merge_function import merge_key_values, retract_counts
+from airflow_paimon.engine.merge.merge_function import lookup_merge_input, merge_key_values, retract_counts
 from airflow_paimon.engine.compact.plan import BucketCompaction
 from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.paimon_compat import roll_write
@@ -122,8 +122,11 @@ class BucketRewriter:
 
     def _merge_and_write(self, files: list) -> None:
         stored = [self._read(f) for f in files]
-        merged = merge_key_values(pa.concat_tables(stored), self.key_columns, self.options.raw, self.work.drop_delete,
-                                  identifier=self.table.identifier.get_full_name(), rules=self.rules)
+        kv = (lookup_merge_input([(f.level, rows) for f, rows in zip(files, stored)], self.key_columns, self.rules)
+              if self.options.compacts_level_0 else pa.concat_tables(stored))  # Paimon's LookupMergeFunction
+        merged = merge_key_values(kv, self.key_columns, self.options.raw, self.work.drop_delete,
+                                  identifier=self.table.identifier.get_full_name(), rules=self.rules,
+                                  primary_keys=list(self.table.primary_keys))
         if self.changelog:
             self._images.append(self._section_changelog(files, stored, merged))
         self.compact_before.extend(files)

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.merge.rowkind import merge_partial_update
+from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.codec.kinds import INSERT, is_retract, retracts
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND, value_column
 from airflow_paimon.engine.merge.aggregate import aggregate
@@ -20,8 +21,29 @@ from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.data_files import is_last_of_key
 
 
+def lookup_merge_input(parts: list[tuple[int, pa.Table]], key_columns: list[str], rules: MergeRules) -> pa.Table:
+    """The records of ``parts`` ((level, key-value rows) of a bucket's files) that Paimon's LookupMergeFunction
+    merges in a table whose writes look up (lookup changelog, deletion vectors): of a key's records above level 0
+    only the newest, which holds its merged value — older ones are shadowed, merged into it already — and all its
+    level-0 records. Only partial-update and aggregation merge a shadowed record differently (an aggregation would
+    count it twice); a Java Paimon writer leaves them where a key was written again."""
+    kv = pa.concat_tables([rows for _, rows in parts])
+    if rules.engine not in (MergeEngine.AGGREGATE, MergeEngine.PARTIAL_UPDATE) or kv.num_rows == 0:
+        return kv
+    high = np.concatenate([np.full(rows.num_rows, level > 0) for level, rows in parts])
+    seq = kv.column(SEQUENCE_NUMBER).combine_chunks()
+    keys = encode_keys(kv.select(key_columns), key_columns)
+    newest = pa.table({"k": keys.filter(pa.array(high)), "s": seq.filter(pa.array(high))}) \
+        .group_by("k").aggregate([("s", "max")])
+    rows = pa.table({"k": keys, "i": pa.array(np.arange(kv.num_rows))}).join(newest, "k").sort_by("i")
+    newest_seq = rows.column("s_max").to_numpy(zero_copy_only=False)
+    keep = ~high | (seq.to_numpy(zero_copy_only=False) == newest_seq)
+    return kv if keep.all() else kv.filter(pa.array(keep))
+
+
 def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_delete: bool,
-                     identifier: str = "?", rules: MergeRules | None = None) -> pa.Table:
+                     identifier: str = "?", rules: MergeRules | None = None,
+                     primary_keys: list[str] | None = None) -> pa.Table:
     """One row per key, sorted by key, as the table's merge engine merges the versions of a key: the newest
     (deduplicate), the oldest live (first-row), each column's last non-null value (partial-update) or each
     field's aggregate (aggregation). A key with a single version passes unchanged (Paimon's reducer).
@@ -41,14 +63,14 @@ def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_d
     elif rules.engine is MergeEngine.FIRST_ROW:
         kv = kv.filter(_first_of_key(kv, key_columns))
     else:
-        kv = _merge_versions(kv, key_columns, options, rules, identifier)
+        kv = _merge_versions(kv, key_columns, options, rules, identifier, primary_keys)
     if drop_delete:
         kv = kv.filter(pc.invert(retracts(kv.column(VALUE_KIND))))
     return kv
 
 
-def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: MergeRules, identifier: str
-                    ) -> pa.Table:
+def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: MergeRules, identifier: str,
+                    primary_keys: list[str] | None = None) -> pa.Table:
     """partial-update / aggregation over ``kv`` sorted in merge order: keys with several versions merge into
     one row carrying the key's highest sequence number; a key with one version is kept as it is."""
     ends = np.flatnonzero(np.asarray(is_last_of_key(kv, key_columns).to_numpy(zero_copy_only=False)))
@@ -68,7 +90,9 @@ def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: 
     if rules.engine is MergeEngine.PARTIAL_UPDATE:
         merged, out_kinds = _partial_update(values, kinds, sub_starts, rules, identifier)
     else:
-        primary_keys = [value_column(k) for k in key_columns]
+        # Paimon's primary_key function keeps the whole primary key, partition fields in it too (a retraction
+        # would clear them otherwise); key_columns are the trimmed key
+        primary_keys = list(primary_keys or [value_column(k) for k in key_columns])
         merged = aggregate(values, kinds, sub_starts, options, primary_keys, list(rules.sequence_fields), identifier)
         out_kinds = np.full(len(sub_starts), INSERT, dtype=np.int8)  # Paimon's aggregate is always an INSERT
     top = np.maximum.reduceat(np.asarray(sub.column(SEQUENCE_NUMBER).to_numpy(), dtype=np.int64), sub_starts)

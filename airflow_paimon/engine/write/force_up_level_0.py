@@ -24,7 +24,7 @@ from pypaimon.write.commit_message import CommitMessage
 from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.codec.system_fields import key_column, key_columns
-from airflow_paimon.engine.merge.merge_function import merge_key_values
+from airflow_paimon.engine.merge.merge_function import lookup_merge_input, merge_key_values
 from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_layout, key_value_schema,
@@ -52,9 +52,10 @@ def force_up_level_0(message: CommitMessage, table: FileStoreTable, rules: Merge
     batch = key_value_layout(table, rows, pa.array(kinds), max_sequence_number)
 
     def merged(kv: pa.Table, drop_delete: bool) -> pa.Table:
-        return merge_key_values(kv, keys, options, drop_delete=drop_delete, identifier=name, rules=rules)
+        return merge_key_values(kv, keys, options, drop_delete=drop_delete, identifier=name, rules=rules,
+                                primary_keys=list(table.primary_keys))
 
-    old = _versions(table, files, encode_keys(batch.select(keys), keys))
+    old = _versions(table, files, encode_keys(batch.select(keys), keys), rules)
     before, after = merged(old, True), merged(pa.concat_tables([old, batch]), True)
     kept_as_written = True
     if rules.engine is MergeEngine.FIRST_ROW:  # the table keeps a key it holds: +I for a new key, nothing else
@@ -76,7 +77,7 @@ def force_up_level_0(message: CommitMessage, table: FileStoreTable, rules: Merge
     message.compact_before = [*message.new_files, *(f.meta for f in joined)]
     retracted = bool(is_retract(kinds).any())
     if rules.engine in (MergeEngine.AGGREGATE, MergeEngine.PARTIAL_UPDATE):
-        return _lift_merged(message, table, files, joined, batch, level, merged)
+        return _lift_merged(message, table, rules, files, joined, batch, level, merged)
     if not joined and kept_as_written and (below or not retracted):
         # one non-overlapping run of the keys' final values: re-level it, as Paimon upgrades a file
         message.compact_after = [dataclasses.replace(f, level=level) for f in message.new_files]
@@ -88,8 +89,8 @@ def force_up_level_0(message: CommitMessage, table: FileStoreTable, rules: Merge
     return message
 
 
-def _lift_merged(message: CommitMessage, table: FileStoreTable, files: list[LiveFile], joined: list[LiveFile],
-                 batch: pa.Table, level: int, merged) -> CommitMessage:
+def _lift_merged(message: CommitMessage, table: FileStoreTable, rules: MergeRules, files: list[LiveFile],
+                 joined: list[LiveFile], batch: pa.Table, level: int, merged) -> CommitMessage:
     """Aggregation and partial-update: Paimon's lookup merge (LookupMergeFunction) takes a key's newest record
     above level 0 as its merged value, while readers that merge every level (pypaimon) fold all of a key's records
     together. Both read the same only when each key sits in one file above level 0 holding its merged value, as
@@ -98,8 +99,8 @@ def _lift_merged(message: CommitMessage, table: FileStoreTable, files: list[Live
     partition, bucket = tuple(message.partition), message.bucket
     schema = key_value_schema(table)
     keys = key_columns(table.trimmed_primary_keys)
-    parts = [*(read_live_file(table, f, schema) for f in joined), batch]
-    lifted = pc.unique(pa.concat_arrays([encode_keys(t.select(keys), keys) for t in parts]))
+    parts = [*((f.level, read_live_file(table, f, schema)) for f in joined), (0, batch)]
+    lifted = pc.unique(pa.concat_arrays([encode_keys(t.select(keys), keys) for _, t in parts]))
     replaced, rewritten = [], []
     for f in files:
         if f.level == 0 or f.level == level:
@@ -109,21 +110,23 @@ def _lift_merged(message: CommitMessage, table: FileStoreTable, files: list[Live
         if not pc.any(hit).as_py():
             continue
         rows = read_live_file(table, f, schema)
-        parts.append(rows.filter(hit))
+        parts.append((f.level, rows.filter(hit)))
         replaced.append(f.meta)
         kept = rows.filter(pc.invert(hit))
         if kept.num_rows:  # the file's other keys stay at its level, its key range only narrows
             rewritten += write_key_values(table, partition, bucket, kept, level=f.level).new_files
-    run = merged(pa.concat_tables(parts), True)  # every version of these keys is in: a delete has nothing below
+    # every version of these keys is in (a delete has nothing below), those a Java writer shadowed left out
+    run = merged(lookup_merge_input(parts, keys, rules), True)
     message.compact_before = [*message.compact_before, *replaced]
     message.compact_after = [*(write_key_values(table, partition, bucket, run, level=level).new_files
                                if run.num_rows else []), *rewritten]
     return message
 
 
-def _versions(table: FileStoreTable, files: list[LiveFile], wanted: pa.Array) -> pa.Table:
-    """Every version of the ``wanted`` keys (encoded) in ``files``, in the key-value layout; a file is read whole
-    only when its key columns hold one of them."""
+def _versions(table: FileStoreTable, files: list[LiveFile], wanted: pa.Array, rules: MergeRules) -> pa.Table:
+    """Every version of the ``wanted`` keys (encoded) in ``files`` that Paimon's lookup merge reads
+    (merge_function.lookup_merge_input), in the key-value layout; a file is read whole only when its key columns
+    hold one of them."""
     schema = key_value_schema(table)
     pk = list(table.trimmed_primary_keys)
     parts = []
@@ -131,5 +134,5 @@ def _versions(table: FileStoreTable, files: list[LiveFile], wanted: pa.Array) ->
         stored = read_columns(f.path, [key_column(k) for k in pk]).rename_columns(pk)
         hit = np.asarray(pc.is_in(encode_keys(stored, pk), value_set=wanted).to_numpy(zero_copy_only=False), dtype=bool)
         if hit.any():
-            parts.append(read_live_file(table, f, schema).filter(pa.array(hit)))
-    return pa.concat_tables(parts) if parts else schema.empty_table()
+            parts.append((f.level, read_live_file(table, f, schema).filter(pa.array(hit))))
+    return lookup_merge_input(parts, key_columns(pk), rules) if parts else schema.empty_table()

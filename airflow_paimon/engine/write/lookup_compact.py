@@ -105,7 +105,8 @@ def lookup_compact(message: CommitMessage, table: FileStoreTable, rules: MergeRu
     else:  # Paimon's lookup merge: the old row and the batch's records of its key, merged by the merge engine
         batch = key_value_layout(table, rows, pa.array(kinds), max_sequence_number)
         fresh = merge_key_values(pa.concat_tables([before, batch]), key_columns(pk), dict(table.table_schema.options),
-                                 drop_delete=True, identifier=table.identifier.get_full_name(), rules=rules)
+                                 drop_delete=True, identifier=table.identifier.get_full_name(), rules=rules,
+                                 primary_keys=list(table.primary_keys))
     marks = {int(i): old_pos[old_file == i] for i in np.unique(old_file)}
     if changelog:
         images = lookup_changelog(table, before, fresh, TableOptions.of(table).merge.row_deduplicate)

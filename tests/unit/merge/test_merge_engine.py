@@ -131,3 +131,20 @@ def test_aggregation_with_ignore_delete_writes_no_retraction():
 def test_a_malformed_fallback_key_is_named():
     with pytest.raises(PaimonJobError, match="table db.t: first-row.ignore-delete 'maybe' is not supported"):
         MergeRules.of({"merge-engine": "first-row", "first-row.ignore-delete": "maybe"}, "db.t")
+
+
+@pytest.mark.parametrize("options", [{}, {"changelog-producer": "lookup"}], ids=["compaction", "lookup"])
+def test_aggregation_retraction_keeps_a_partition_field_of_the_primary_key(warehouse, options):
+    """Paimon's primary_key function keeps every primary-key field, a partition field among them: a -D under
+    aggregation subtracts from the sum and leaves dt alone (as last_non_null_value it would be cleared)."""
+    spec = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]],
+                                "primary_keys": ["dt", "id"], "partition_keys": ["dt"],
+                                "options": {"bucket": "1", "merge-engine": "aggregation",
+                                            "fields.v.aggregate-function": "sum", **options}})
+    opts = {"warehouse": warehouse}
+    get_or_create_table(opts, "db.t", spec)
+    for i, (v, kind) in enumerate([(5.0, INSERT), (2.0, DELETE)]):
+        rows = pa.table({"id": pa.array([1], pa.int64()), "dt": ["a"], "v": [v]}).cast(spec.arrow_schema())
+        upsert(bootstrap(opts, "db.t", warehouse + "/.index", 2), rows, f"r{i}", row_kinds=np.array([kind], np.int8))
+    compact(get_table(opts, "db.t"), full=True, scope="table")
+    assert read_table(get_table(opts, "db.t")).to_dict("records") == [{"id": 1, "dt": "a", "v": 3.0}]
