@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -153,8 +154,6 @@ def _in_job_env(python: str, name: str, arguments: dict, timeout: float | None =
 
 
 def _log(step: str, python: str, seconds: float) -> None:
-    import logging
-
     logging.getLogger(__name__).info("%s ran in the job environment (%s) in %.2f s", step, python, seconds)
 
 
@@ -175,4 +174,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # The result is written: leave now, as a spark-submit driver does, rather than wait at exit for threads a client
+    # left behind (gRPC's, after a Spark Connect server stopped answering: the task's SIGTERM seen to wait minutes).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -66,15 +66,34 @@ REACH_SECONDS = 10.0       # to open a TCP connection to the server before the s
 RETRIES, MAX_BACKOFF_MS = 6, 10_000  # then pyspark's retries of a call: 50 ms x4 per retry, at most 10 s (~25 s)
 
 
-def reach(remote: str, seconds: float = REACH_SECONDS) -> None:
-    """Fail now, in words, when the server of ``remote`` (``sc://host:port/;...``) takes no TCP connection."""
-    parts = urlsplit(remote.split(";", 1)[0])
+# HTTP/2's client connection preface and an empty SETTINGS frame: a gRPC server answers with SETTINGS of its own
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def reach(remote: str, seconds: float | None = None) -> None:
+    """Fail now, in words, when the server of ``remote`` (``sc://host:port/;...``) takes no TCP connection, or takes
+    one and does not answer HTTP/2's connection preface (plain-text servers; over TLS the handshake is the client's):
+    a server that stopped answering would hang the job's calls, which have no deadline."""
+    seconds = REACH_SECONDS if seconds is None else seconds
+    address, *params = remote.split(";")
+    parts = urlsplit(address)
     host, port = parts.hostname or "localhost", parts.port or 15002
     try:
-        socket.create_connection((host, port), timeout=seconds).close()
+        sock = socket.create_connection((host, port), timeout=seconds)
     except OSError as e:  # retryable (an OSError): the server may be back by the task's next try
         raise ConnectionError(f"the Spark Connect server {host}:{port} took no connection within {seconds:.0f} s "
                               f"({e}); is it running (python -m airflow_paimon.spark.connect_server)?") from None
+    with sock:
+        if any(p.strip().lower() == "use_ssl=true" for p in params):
+            return
+        try:
+            sock.sendall(HTTP2_PREFACE)
+            answered = sock.recv(9)
+        except OSError:  # a timeout among them
+            answered = b""
+    if not answered:
+        raise ConnectionError(f"the Spark Connect server {host}:{port} took a connection but did not answer within "
+                              f"{seconds:.0f} s; is it a Spark Connect server, and is it stuck?")
 
 
 def bounded_retries(session) -> None:

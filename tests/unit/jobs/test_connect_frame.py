@@ -1,5 +1,7 @@
-"""The job frame's Spark Connect parts that need no server: a kill inside the job's own thread (Airflow's
-SIGTERM handler interrupting it) stops the job and is reported as such; session conf from spark_conf."""
+"""The job frame's Spark Connect parts that need no Connect server: a kill inside the job's own thread (Airflow's
+SIGTERM handler interrupting it) stops the job and is reported as such; session conf from spark_conf; a server
+that takes no connection, or takes one and never answers, fails the job within seconds; a job environment's step
+stuck on a server exits on SIGTERM."""
 from __future__ import annotations
 
 import json
@@ -71,6 +73,106 @@ def test_a_server_that_takes_no_connection_fails_the_job_at_once_and_retryably(t
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["retryable"] and result["error"].startswith(f"ConnectionError: the Spark Connect server "
                                                                f"localhost:{port} took no connection"), result
+
+
+def _server(answer: bool):
+    """A listening socket on loopback that takes connections and, with ``answer``, replies to HTTP/2's preface with
+    an empty SETTINGS frame, then never anything else (a stuck Connect server); without, says nothing at all.
+    Returns (port, connections taken so far, stop)."""
+    import socket
+
+    listener, taken, stop = socket.create_server(("127.0.0.1", 0)), [], threading.Event()
+    listener.settimeout(0.2)
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            taken.append(conn)
+            if answer:
+                threading.Thread(target=lambda c=conn: (c.recv(4096), c.sendall(bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))),
+                                 daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    def close():
+        stop.set()
+        for c in taken:
+            c.close()
+        listener.close()
+    return listener.getsockname()[1], taken, close
+
+
+def test_a_server_that_takes_connections_but_never_answers_fails_the_job_within_seconds(tmp_path, monkeypatch):
+    """Before: the session's first call waited for good (seen for more than 10 minutes)."""
+    import time
+
+    from pyspark.sql import SparkSession
+
+    from airflow_paimon.spark import connect
+
+    monkeypatch.setattr(connect, "REACH_SECONDS", 1.0)
+    port, _, close = _server(answer=False)
+    run = JobRun(str(tmp_path / "result.json"), remote=f"sc://127.0.0.1:{port}/;token=t")
+    started = time.monotonic()
+    try:
+        assert execute_job(lambda spec: connect.connect_session(SparkSession.builder, run.remote, run), ExpireSpec,
+                           SPEC, run) is False
+    finally:
+        close()
+    assert time.monotonic() - started < 5
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["retryable"] and result["error"] == (
+        f"ConnectionError: the Spark Connect server 127.0.0.1:{port} took a connection but did not answer within 1 s; "
+        "is it a Spark Connect server, and is it stuck?"), result
+
+
+def test_a_job_environment_step_stuck_on_its_server_exits_on_sigterm(tmp_path):
+    """The task's on_kill sends SIGTERM to the job environment's step process while its job waits on a server that
+    stopped answering mid-call: the job is reported killed and the process exits at once (before: the job was
+    reported killed, then the process waited at exit for gRPC's threads, more than 30 s)."""
+    import subprocess
+    import sys
+    import time
+
+    import pandas as pd
+
+    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from airflow_paimon.spark.job_frame import spec_file
+
+    warehouse = str(tmp_path / "warehouse")
+    get_or_create_table({"warehouse": warehouse}, "db.t", TableSpec.from_dict(
+        {"columns": [["id", "BIGINT"], ["v", "DOUBLE"]], "primary_keys": ["id"], "options": {"bucket": "1"}}))
+    pd.DataFrame({"id": [1, 2], "v": [1.0, 2.0]}).to_parquet(tmp_path / "source.parquet", index=False)
+    port, taken, close = _server(answer=True)
+    job_result = tmp_path / "job-result.json"
+    spec = {"step": "airflow_paimon.job_env.steps:connect_job", "arguments": {
+        "job": "assign_and_write", "remote": f"sc://127.0.0.1:{port}", "conf": {}, "result_uri": str(job_result),
+        "spec": {"catalog_options": {"warehouse": warehouse}, "table": "db.t", "dag_id": "d", "run_id": "r",
+                 "source": {"path": str(tmp_path / "source.parquet")}, "staging_root": str(tmp_path / "staging"),
+                 "base_snapshot_id": None, "shards": 2, "index_uri": None}}}
+    try:
+        with spec_file(spec) as path:
+            step = subprocess.Popen([sys.executable, "-m", "airflow_paimon.job_env.step", path,
+                                     str(tmp_path / "step.json")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 60
+            while len(taken) < 2 and step.poll() is None and time.monotonic() < deadline:  # the probe, then gRPC's
+                time.sleep(0.1)
+            time.sleep(2)  # its first call sent, waiting for an answer that never comes
+            assert step.poll() is None, step.communicate()[1][-3000:]
+            killed = time.monotonic()
+            step.send_signal(signal.SIGTERM)
+            try:
+                step.wait(timeout=15)
+            finally:
+                step.kill()
+    finally:
+        close()
+    assert time.monotonic() - killed < 15
+    assert json.loads(job_result.read_text()) == {"error": "JobKilled: the task was killed", "retryable": True,
+                                                  "rewrite": False}
 
 
 def test_a_job_sessions_retries_are_bounded():
