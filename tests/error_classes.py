@@ -14,7 +14,8 @@ RETRIED = {"PaimonJobError": True, "ValidationError": False, "UnsafePathError": 
            "NoExclusiveCreateError": False, "EscapeError": False, "KeyTwice": False, "CompactConflictError": True,
            "JobKilled": True, "StepError": True, "FinalStepError": False, "StepValidationError": False,
            "NoJobEnvironment": False, "TableNotFound": True, "StaleWriteError": False, "HalfCommittedError": False,
-           "TransientError": True, "CorruptTableError": False, "InternalError": False, "ConfigError": False,
+           "UnknownCommitError": False, "TransientError": True, "CorruptTableError": False, "InternalError": False,
+           "ConfigError": False,
            "OSError": True}  # not this provider's: an object store timing out, a crash
 
 

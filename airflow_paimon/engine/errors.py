@@ -101,6 +101,14 @@ class HalfCommittedError(PaimonJobError):
     rewrite_heals: bool = False  # writing the batch again would apply it twice, on top of its APPEND
 
 
+class UnknownCommitError(PaimonJobError):
+    """A DAG run's commit was about to land when its commit task died, and every snapshot it could have made since
+    has expired: whether it landed cannot be told, so it is not written again (that could count it twice)."""
+
+    retryable: bool = False  # the snapshots stay expired: a retry cannot tell either
+    rewrite_heals: bool = False  # writing the batch again is the double count this refuses
+
+
 class TransientError(PaimonJobError):
     """A condition of the moment: the table changed under the job (its schema, a racing writer), a commit's
     snapshot not seen yet, a local warehouse not created yet."""

@@ -102,6 +102,11 @@ def commit_record_file(table_path: str, commit_user: str, commit_identifier: int
     return under(table_path, *COMMIT_RECORDS, f"{commit_user}-{int(commit_identifier)}{_JSON}")
 
 
+def commit_intent_file(table_path: str, commit_user: str, commit_identifier: int) -> str:
+    """The intent of one commit identity to commit, written before its commit (engine/commit/record.py)."""
+    return under(table_path, *COMMIT_RECORDS, f"{commit_user}-{int(commit_identifier)}.intent")
+
+
 def is_commit_record(name: str) -> bool:
     """Whether a file in the commit records directory is a record (not a temporary file of one being written)."""
     return name.endswith(_JSON)

@@ -9,7 +9,7 @@ from airflow_paimon.engine.commit.compact_increment import (COMPACT, append_part
 from airflow_paimon.engine.commit.properties import REBASED_OVER
 from airflow_paimon.engine.commit.overwrite import commit_overwrite, without_replaced_deletes
 from airflow_paimon.engine.commit.rebase import rebase_conflict
-from airflow_paimon.engine.commit.record import recorded_commit
+from airflow_paimon.engine.commit.record import check_not_lost, drop_intent, record_intent, recorded_commit
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.commit.table_state import check_unchanged
@@ -39,7 +39,9 @@ def find_commits(table: FileStoreTable, identities, after_snapshot_id: int | Non
     walk = newest_first(table, after=after_snapshot_id)
     found = next((snap for snap in walk if commit_of(snap) in identities), None)
     if found is None and recorded and walk.earliest_kept is not None:  # only a record knows an older commit
-        return recorded_commit(table, identities, after_snapshot_id, walk.earliest_kept)
+        found = recorded_commit(table, identities, after_snapshot_id, walk.earliest_kept)
+        if found is None:  # nor an intent that may have landed unseen
+            check_not_lost(table, identities, walk.earliest_kept)
     return found
 
 
@@ -123,7 +125,11 @@ def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identi
     if not messages:  # nothing to commit, but a stale base is still refused; else each attempt checks (below)
         guard(None)
         return base_snapshot_id, False, []
-    committer = GuardedCommit(table, commit_user, guard)
+    def checked_then_intent(latest) -> None:  # what tells a retry whether the snapshot could have landed unseen
+        guard(latest)
+        record_intent(table, commit_user, commit_identifier)
+
+    committer = GuardedCommit(table, commit_user, checked_then_intent)
     try:
         if overwrite:
             commit_overwrite(committer, table, messages, commit_identifier, properties)
@@ -132,6 +138,7 @@ def commit_once(table: FileStoreTable, messages, commit_user: str, commit_identi
     except StaleIndexError:
         existing = find_commit(table, commit_user, commit_identifier, base_snapshot_id, True)
         if existing is None:  # not a concurrent attempt of this same run: someone else's commit
+            drop_intent(table, commit_user, commit_identifier)  # nothing of this commit landed
             raise
         if compact and existing.commit_kind != COMPACT:  # that attempt's APPEND landed, its COMPACT not yet
             return commit_compact_increment(table, compact, commit_user, commit_identifier, existing.id), False, []

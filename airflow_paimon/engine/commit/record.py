@@ -28,9 +28,15 @@ only ``manifest``, ``index``, ``statistics`` and the ``k=v`` / ``bucket-N`` data
 by hand is safe for runs older than any Clear or retry still to come: a record only matters once its snapshot
 expired.
 
-One window stays: a commit job killed after its snapshot landed and before the record is written, whose snapshot
-then expires before the retry looks for it (expiry keeps ``snapshot.num-retained.min``, default 10, and an hour
-by ``snapshot.time-retained``), is not found by that retry, which may write the run again.
+The window between a snapshot and its record (a commit job killed there, its snapshot expired before the retry
+looks) is closed by the commit's intent: right before it writes its snapshot, checks passed, the commit job writes
+``{commit_user}-{commit_identifier}.intent`` (its time, ~20 bytes) next to the records; the record replaces it (a
+commit refused with nothing landed drops it).
+A retry that finds neither the commit in the kept history nor its record, but its intent, knows whether the
+commit could have landed unseen: only if the earliest snapshot still kept is newer than the intent (less a
+minute for clocks that differ between machines). Then it refuses with UnknownCommitError rather than write the run
+again; otherwise the commit would be among the kept snapshots, and it did not land. An intent stays behind only
+for a commit that never landed and whose run never committed since.
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.errors import UnknownCommitError
 from airflow_paimon.engine.history import first_of_commit
 
 if TYPE_CHECKING:
@@ -49,6 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VERSION = 1
+CLOCK_SKEW_MS = 60_000  # how far the clocks of the machines writing one table may differ
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,41 @@ def record_commit(table: FileStoreTable, snapshot, files: int | None, run: dict 
         recorded_at_ms=int(time.time() * 1000))
     storage.write_bytes_atomic(layout.commit_record_file(table.table_path, snapshot.commit_user,
                                                          snapshot.commit_identifier), record.to_json())
+    drop_intent(table, snapshot.commit_user, snapshot.commit_identifier)  # the record answers from now on
     return record
+
+
+def record_intent(table: FileStoreTable, commit_user: str, commit_identifier: int) -> None:
+    """Before a DAG run's commit: that this identity is about to commit, and when (the module's docstring)."""
+    storage.write_bytes_atomic(layout.commit_intent_file(table.table_path, commit_user, commit_identifier),
+                               json.dumps({"at_ms": int(time.time() * 1000)}).encode())
+
+
+def drop_intent(table: FileStoreTable, commit_user: str, commit_identifier: int) -> None:
+    """The intent of this identity gone: its record replaced it, or its commit was refused with nothing landed."""
+    intent = layout.commit_intent_file(table.table_path, commit_user, commit_identifier)
+    if storage.exists(intent):
+        storage.delete_file_within(layout.commit_records_dir(table.table_path), intent)
+
+
+def check_not_lost(table: FileStoreTable, identities: Iterable[tuple[str, int]], earliest_kept: int) -> None:
+    """For a commit found neither in the kept history (which starts at ``earliest_kept``) nor in a record: raise
+    UnknownCommitError when one of ``identities`` was about to commit after the earliest kept snapshot's time (its
+    commit, had it landed, may have expired unseen); else it did not land."""
+    earliest = None
+    for user, identifier in identities:
+        uri = layout.commit_intent_file(table.table_path, user, identifier)
+        if not storage.exists(uri):
+            continue
+        at_ms = json.loads(storage.read_bytes(uri))["at_ms"]
+        earliest = earliest or table.snapshot_manager().get_snapshot_by_id(earliest_kept)
+        if earliest is None or earliest.time_millis > at_ms - CLOCK_SKEW_MS:
+            raise UnknownCommitError(
+                f"table {table.identifier.get_full_name()}: the commit of {user} (identifier {identifier}) was about "
+                f"to land when its task died (intent at {at_ms} ms), and the snapshots since have expired (the "
+                f"earliest kept, {earliest_kept}, is newer): whether it landed cannot be told, so it is not written "
+                f"again (it could count twice). If the run's rows are not in the table, delete {uri} and clear the "
+                "commit task")
 
 
 def read_record(table: FileStoreTable, commit_user: str, commit_identifier: int) -> RecordedCommit | None:

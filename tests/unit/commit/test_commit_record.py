@@ -195,3 +195,78 @@ def test_a_rollback_drops_the_records_of_the_snapshots_it_removes(opts, index_ro
     assert retried["already_committed"]
     assert _commit(day2["boot"], retried)["snapshot_id"] == day2["commit"]["snapshot_id"]
     assert_table_equals(get_table(opts, TABLE), _sums([DAY1, DAY3, DAY2, DAY3]), "id")
+
+
+def _killed_before_its_record(opts, index_root, tmp_path, monkeypatch):
+    """Day 1's commit lands its snapshot and is killed before its record (and before its clean-up); day 2 lands;
+    every snapshot but day 2's expires. Day 1's bootstrap and assign-and-write results."""
+    from airflow_paimon.engine.runs import commit as commit_job
+
+    class Killed(Exception):
+        pass
+
+    def killed(*args, **kwargs):
+        raise Killed()
+
+    _table(opts, AGGREGATION)
+    boot = bootstrap(opts, TABLE, index_root, 2)
+    written = _write(boot, DAY1, "day1")
+    with monkeypatch.context() as m:
+        m.setattr(commit_job, "record_commit", killed)
+        with pytest.raises(Killed):
+            _commit(boot, written)
+    assert not os.path.exists(_record_path(opts, "day1"))
+    _run(opts, index_root, DAY2, "day2")
+    _expire(opts)
+    return boot, written
+
+
+def test_a_commit_killed_between_its_snapshot_and_its_record_is_not_written_again_after_expiry(
+        opts, index_root, tmp_path, monkeypatch):
+    """The window the intent closes: the retry can find neither the snapshot (expired) nor the record (never
+    written); its intent says the commit may have landed since the earliest kept snapshot: refused, not written
+    again (before: written again, day 1 summed twice)."""
+    from airflow_paimon.engine.errors import UnknownCommitError, heals_by_rewrite, is_retryable
+
+    boot, written = _killed_before_its_record(opts, index_root, tmp_path, monkeypatch)
+    latest = get_table(opts, TABLE).snapshot_manager().get_latest_snapshot().id
+    with pytest.raises(UnknownCommitError) as refused:
+        _commit(boot, written)
+    assert not is_retryable(refused.value) and not heals_by_rewrite(refused.value)
+    assert "whether it landed cannot be told, so it is not written again" in str(refused.value)
+    assert get_table(opts, TABLE).snapshot_manager().get_latest_snapshot().id == latest  # nothing landed
+    assert_table_equals(get_table(opts, TABLE), _sums([DAY1, DAY2]), "id")  # day 1 once
+
+
+def test_an_intent_older_than_the_kept_history_is_a_commit_that_did_not_land(opts, index_root, tmp_path,
+                                                                              monkeypatch):
+    """An intent from before the earliest kept snapshot (less the clock skew): had the commit landed, its snapshot
+    would be kept; it is not there, so the commit did not land and the run goes on as a run not committed."""
+    from airflow_paimon.engine.commit.record import CLOCK_SKEW_MS, check_not_lost
+    from airflow_paimon.engine.errors import UnknownCommitError
+
+    _table(opts, AGGREGATION)
+    _run(opts, index_root, DAY2, "day2")
+    table = get_table(opts, TABLE)
+    ident = CommitIdentity.for_run("test", "day1", TABLE)
+    intent = layout.commit_intent_file(table.table_path, ident.commit_user, ident.commit_identifier)
+    earliest = table.snapshot_manager().get_latest_snapshot()
+    identities = [(ident.commit_user, ident.commit_identifier)]
+    for at_ms, lost in ((earliest.time_millis + CLOCK_SKEW_MS + 1, False), (earliest.time_millis, True)):
+        os.makedirs(os.path.dirname(intent), exist_ok=True)
+        with open(intent, "w") as f:
+            f.write(f'{{"at_ms": {at_ms}}}')
+        if lost:
+            with pytest.raises(UnknownCommitError):
+                check_not_lost(table, identities, earliest.id)
+        else:
+            check_not_lost(table, identities, earliest.id)  # older than the kept history: it did not land
+
+
+def test_a_record_replaces_its_intent(opts, index_root):
+    _table(opts, AGGREGATION)
+    _run(opts, index_root, DAY1, "day1")
+    table = get_table(opts, TABLE)
+    ident = CommitIdentity.for_run("test", "day1", TABLE)
+    assert os.path.exists(_record_path(opts, "day1"))
+    assert not os.path.exists(layout.commit_intent_file(table.table_path, ident.commit_user, ident.commit_identifier))
