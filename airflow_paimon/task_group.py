@@ -17,8 +17,8 @@ from airflow.sdk import TaskGroup
 from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.compact import PaimonCompactOperator
-from airflow_paimon.operators.paimon import (PaimonAssignAndWriteOperator, PaimonBootstrapIndexOperator,
-                                             PaimonCommitOperator)
+from airflow_paimon.operators.write import (PaimonAssignAndWriteOperator, PaimonBootstrapIndexOperator,
+                                            PaimonCommitOperator)
 
 
 def group_id_of(table: str) -> str:

@@ -22,7 +22,7 @@ def is_retryable(error: BaseException) -> bool:
 def heals_by_rewrite(error: BaseException) -> bool:
     """Whether writing the DAG run's batch again from its bootstrap-index gets past the error (``rewrite_heals``
     its class declares): the table moved under the staged write (another writer's conflicting commit, a rollback,
-    a schema change, a removed file); the commit task does that itself (operators/paimon.py)."""
+    a schema change, a removed file); the commit task does that itself (operators/write.py)."""
     return getattr(type(error), "rewrite_heals", False) is True
 
 
@@ -67,7 +67,7 @@ class IndexGoneError(StaleIndexError):
     or the new index cleaned up too before its write began)."""
 
     retryable: bool = True  # a retry of assign-and-write bootstraps again, at the table as it is then
-    # the retry heals it; a rewrite flag would fail the assign-and-write task at once (operators/paimon.py)
+    # the retry heals it; a rewrite flag would fail the assign-and-write task at once (operators/spark_job.py)
     rewrite_heals: bool = False
 
 

@@ -211,7 +211,7 @@ class CommitResult(Wire):
     # snapshots of other writers that landed after the base and the commit went on top of (engine/commit/rebase.py)
     rebased_over: list[int] = field(default_factory=list)
     # times the commit task re-ran this run's bootstrap-index and assign-and-write after other writers' commits
-    # conflicted with its staged write (operators/paimon.py PaimonCommitOperator)
+    # conflicted with its staged write (operators/write.py PaimonCommitOperator)
     rewrites: int = 0
     # after a rewrite: the counters of the assign-and-write that landed (rows_in, rows_written, deletes, files,
     # superseded keys), which the assign-and-write task's own XCom, of its refused write, does not show

@@ -15,7 +15,8 @@ from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.job_env import steps
 from airflow_paimon.job_env.step import run_step
 from airflow_paimon.lineage import TableLineageMixin
-from airflow_paimon.operators.paimon import PaimonCommitOperator, PaimonSparkJobOperator, run_generation
+from airflow_paimon.operators.spark_job import PaimonSparkJobOperator
+from airflow_paimon.operators.write import PaimonCommitOperator, run_generation
 
 
 class PaimonCompactOperator(TableAssetMixin, TableLineageMixin, PaimonSparkJobOperator):

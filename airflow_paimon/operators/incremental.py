@@ -9,7 +9,7 @@ from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.snapshots import parse_cursor
 from airflow_paimon.engine.specs import IncrementalReadSpec
 from airflow_paimon.hooks.paimon import PaimonHook
-from airflow_paimon.operators.paimon import PaimonSparkJobOperator
+from airflow_paimon.operators.spark_job import PaimonSparkJobOperator
 
 
 class PaimonIncrementalReadOperator(PaimonSparkJobOperator):

@@ -23,8 +23,9 @@ from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.job_env import steps
 from airflow_paimon.job_env.step import run_step
 from airflow_paimon.links import PaimonTableLink
-from airflow_paimon.operators.paimon import (JobEnvMixin, PaimonCommitOperator, UpstreamResultMixin,
-                                             retried_by_flag, templated_count)
+from airflow_paimon.operators.spark_job import JobEnvMixin, retried_by_flag, templated_count
+from airflow_paimon.operators.upstream import UpstreamResultMixin
+from airflow_paimon.operators.write import PaimonCommitOperator
 
 
 def _optional_int(table: str, name: str, value) -> int | None:

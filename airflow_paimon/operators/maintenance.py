@@ -6,7 +6,7 @@ from datetime import timedelta
 from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, ExpireSpec, OrphansSpec
 from airflow_paimon.hooks.paimon import PaimonHook
-from airflow_paimon.operators.paimon import PaimonSparkJobOperator
+from airflow_paimon.operators.spark_job import PaimonSparkJobOperator
 
 MIN_OLDER_THAN = timedelta(milliseconds=MIN_ORPHAN_AGE_MS)
 

@@ -83,7 +83,7 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         return cursor
 
     def poke(self, context) -> PokeReturnValue:
-        from airflow_paimon.operators.paimon import retried_by_flag
+        from airflow_paimon.operators.spark_job import retried_by_flag
 
         with retried_by_flag(f"waiting for a snapshot of {self.table}"):  # a ConfigError fails at once
             return self._poke()

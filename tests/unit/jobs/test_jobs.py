@@ -152,3 +152,17 @@ def test_cluster_deploy_mode_is_refused_before_anything_runs(spark_connection):
 
     with pytest.raises(AirflowException, match="compact for table db.t: cluster deploy mode is not supported"):
         backend_for(JOBS["compact"], "db.t", spark_connection("spark", **{"deploy-mode": "cluster"}), JobEnv(), {})
+
+
+def test_the_write_operators_keep_the_class_path_dags_know_them_by():
+    """operators/paimon.py re-exports the write operators from the modules of their jobs (write.py, spark_job.py,
+    upstream.py); Airflow records a task's class by its module (the serialized DAG's task module, the REST API's
+    class_ref, the task logger's name, OpenLineage's ``disabled_for_operators``), which stays operators.paimon."""
+    import airflow_paimon.operators.paimon as public
+
+    assert all(getattr(public, name, None) is not None for name in public.__all__)
+    for cls in (public.PaimonSparkJobOperator, public.PaimonBootstrapIndexOperator,
+                public.PaimonAssignAndWriteOperator, public.PaimonCommitOperator):
+        assert cls.__module__ == public.__name__ and getattr(public, cls.__name__) is cls
+    task = public.PaimonCommitOperator(task_id="c", table="db.t")
+    assert task.log.name.endswith("airflow_paimon.operators.paimon.PaimonCommitOperator"), task.log.name
