@@ -131,7 +131,7 @@ class WriteContext:
     @functools.cached_property
     def merge_rules(self) -> MergeRules:
         """The table's merge engine and its options, read once (per task process: the driver's copy travels)."""
-        return MergeRules.of(self.table_options.raw, self.identifier)
+        return MergeRules.of(self.table_options)
 
     @property
     def deletion_vectors(self) -> bool:
@@ -178,7 +178,7 @@ class WriteContext:
         bucket's rows at once."""
         if self.compacts_level_0:
             return math.inf
-        return self.table_options.get("write-buffer-size")
+        return self.table_options.write_buffer_bytes
 
     @property
     def target_row_num(self) -> int:

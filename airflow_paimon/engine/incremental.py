@@ -132,7 +132,7 @@ def bucket_rows(table: FileStoreTable, paths: tuple[str, ...], deleted: dict | N
     # a file of an older schema: added columns null
     kv = pa.concat_tables([without_rows(read_as(p, schema), (deleted or {}).get(p)) for p in paths])
     keys = key_columns(table.trimmed_primary_keys)
-    merged = merge_key_values(kv, keys, table.table_schema.options, drop_delete=True,
+    merged = merge_key_values(kv, keys, TableOptions.of(table), drop_delete=True,
                               identifier=table.identifier.get_full_name(), primary_keys=list(table.primary_keys))
     return merged.select(row_schema.names)
 

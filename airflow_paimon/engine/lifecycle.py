@@ -16,7 +16,7 @@ from airflow_paimon.engine.schema_commit import alter_exclusively
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.table_alter import AlterPlan, plan_alter, resulting_options
 from airflow_paimon.engine.scan import live_entries
-from airflow_paimon.engine.table_options import TableColumns, check_options
+from airflow_paimon.engine.options.checks import TableColumns, check_options
 from airflow_paimon.engine.deletion_vectors import check_no_level_0
 from airflow_paimon.engine.options import TableOptions
 

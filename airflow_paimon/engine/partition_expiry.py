@@ -59,11 +59,9 @@ class PartitionTime:
     (``$dt``, ``$dt $hour:00:00``; default the first partition field's value) parsed with
     ``partition.timestamp-formatter`` (default ``yyyy-MM-dd[ HH:mm:ss]``)."""
 
-    def __init__(self, identifier: str, partition_keys: list[str], options: dict):
+    def __init__(self, identifier: str, partition_keys: list[str], options: TableOptions):
         self.keys = list(partition_keys)
-        parsed = TableOptions.parse(identifier, options)
-        self.pattern = parsed.get("partition.timestamp-pattern")
-        formatter = parsed.get("partition.timestamp-formatter")
+        self.pattern, formatter = options.partition_timestamp
         self.formats = (strptime_format(identifier, formatter),) if formatter else _DEFAULT_FORMATS
         if self.pattern:
             unknown = [k for k in re.findall(r"\$(\w+)", self.pattern) if k not in self.keys]
@@ -94,13 +92,11 @@ def expired_partitions(table: FileStoreTable, now: datetime, expiration_ms: int 
     options = TableOptions.of(table)
     if not table.partition_keys:
         raise ValidationError(identifier, "partition expiry needs a partitioned table")
-    options.get("partition.expiration-strategy")  # only values-time is implemented
-    if expiration_ms is None:
-        expiration_ms = options.get("partition.expiration-time")
+    expiration_ms = options.partition_expiration(expiration_ms)
     if expiration_ms is None:
         raise ValidationError(identifier, "no partition.expiration-time: set the table option or give "
                                           "expiration_time")
-    times = PartitionTime(identifier, table.partition_keys, options.raw)
+    times = PartitionTime(identifier, table.partition_keys, options)
     cutoff = now - timedelta(milliseconds=expiration_ms)
     partitions = {tuple(e.partition.values) for e in live_entries(table, latest_snapshot(table))}
     expired = []

@@ -28,7 +28,7 @@ class TableShape:
     write_modes: tuple[str, ...] = ("upsert",)   # engine/commit/overwrite.py WRITE_MODES this shape takes
 
     def check(self, table: FileStoreTable) -> None:
-        """Refuse a table this shape's writer cannot write (options: engine/table_options.py)."""
+        """Refuse a table this shape's writer cannot write (options: engine/options/checks.py)."""
 
     def write_shards(self, table: FileStoreTable, spec) -> int:
         """Refuse what this write cannot do, before the source is read; the shard / assigner count it uses."""

@@ -14,7 +14,7 @@ from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.schema_evolution import NONE as NO_EVOLUTION, check_mode as schema_evolution_mode
 from airflow_paimon.engine.schema_evolution import declared_columns, evolve, plan_for_declared
-from airflow_paimon.engine.table_options import TableColumns, check_options, check_table
+from airflow_paimon.engine.options.checks import TableColumns, check_options, check_table
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

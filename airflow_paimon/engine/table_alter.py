@@ -3,7 +3,7 @@ widened. Never a drop, rename or narrowing; never a change of what decides where
 merge engine).
 
 The changes are computed against the table as it is, so an ALTER that already happened is no change at all:
-a retry commits no new schema. Everything is checked — the resulting option set with engine/table_options.py,
+a retry commits no new schema. Everything is checked — the resulting option set with engine/options/checks.py,
 each column change with ``check_column_change`` — before pypaimon's ``catalog.alter_table`` writes a schema.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.staging import read_staged, runs
 from airflow_paimon.engine.compact.levels import level_sorted_runs
 from airflow_paimon.engine.history import newest_first
-from airflow_paimon.engine.options import TableOptions
+from airflow_paimon.engine.options import CompactOptions, TableOptions
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.scan import latest_snapshot, live_entries
 from airflow_paimon.engine.shapes import shape_of
@@ -98,7 +98,7 @@ class TableView:
     buckets: list[BucketRow] = field(default_factory=list)
     bucket_count: int = 0
     file_count: int = 0
-    compaction_trigger: int = 5
+    compaction_trigger: int = CompactOptions.num_sorted_run_compaction_trigger  # the declared default
     indexes: list[IndexRow] = field(default_factory=list)
     staged: list[StagedRow] = field(default_factory=list)
     schemas: list[SchemaRow] = field(default_factory=list)  # newest first
@@ -129,11 +129,11 @@ def table_view(hook, conn_id: str, identifier: str, runs_by_commit_user: dict) -
     table = open_catalog(hook.catalog_options()).get_table(identifier)
     schema = table.table_schema
     options = {str(k): str(v) for k, v in dict(schema.options).items()}
+    parsed = TableOptions.parse(identifier, options)
     view = TableView(conn_id, identifier, [(f.name, str(f.type)) for f in schema.fields],
                      list(schema.primary_keys), list(schema.partition_keys), shape_of(table).name,
-                     options.get("merge-engine", "deduplicate"), options,
-                     compaction_trigger=TableOptions.parse(identifier, options).get(
-                         "num-sorted-run.compaction-trigger"))
+                     parsed.merge_engine, options,
+                     compaction_trigger=parsed.compaction.num_sorted_run_compaction_trigger)
     latest = latest_snapshot(table)
     view.snapshots = _snapshots(table, latest, runs_by_commit_user)
     _buckets(view, table, latest)

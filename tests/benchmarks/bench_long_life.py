@@ -37,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests"))
 from bench_upsert import COLUMNS, DAYS, rows  # noqa: E402 - the upsert benchmark's table and row generator
 
-from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots  # noqa: E402
+from airflow_paimon.engine.maintenance.expire import expire_snapshots  # noqa: E402
+
+from airflow_paimon.engine.options import TableOptions  # noqa: E402
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table  # noqa: E402
 from local_runner import bootstrap, compact, in_process, stage_run  # noqa: E402
 
@@ -110,8 +112,8 @@ def run_mode(mode: str, args, work: Path, log=print) -> dict:
                                                                snapshot_id=rec["snapshot_id"]))
             rec["compacted_buckets"] = result["compacted_buckets"]
         if i % args.expire_every == 0:  # a maintenance DAG: Paimon's retention, ages not waited for
-            rec["expire_s"], result = timed(lambda: expire_snapshots(get_table(opts, TABLE), ExpireOptions.of(
-                TABLE, {"snapshot.num-retained.min": str(args.retain), "snapshot.time-retained": "0 ms"})))
+            rec["expire_s"], result = timed(lambda: expire_snapshots(get_table(opts, TABLE), TableOptions.parse(
+                TABLE, {"snapshot.num-retained.min": str(args.retain), "snapshot.time-retained": "0 ms"}).expire))
             rec["expired_snapshots"] = result.expired_snapshots
         table = get_table(opts, TABLE)
         snapshot = table.snapshot_manager().get_latest_snapshot()

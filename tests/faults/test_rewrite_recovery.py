@@ -19,7 +19,8 @@ import pytest
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.layout import index_snapshot_dir
-from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.maintenance.expire import expire_snapshots
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.table import get_table
 from compaction_tables import assert_reads
 from faults.batches import ROW_KIND, TABLE_SPEC, random_batch
@@ -143,8 +144,8 @@ def test_a_commit_task_killed_inside_its_rewrite_lands_the_run_once_on_its_retry
 
     if expiry:  # a later writer lands, then every snapshot but the latest expires (the run's among them)
         pipeline(kind, warehouse, "later").dag_run(str(root / "later.parquet"), "later", WRITE_JOBS)
-        expire_snapshots(get_table(p.options, p.table), ExpireOptions.of(p.table, {
-            "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}))
+        expire_snapshots(get_table(p.options, p.table), TableOptions.parse(p.table, {
+            "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}).expire)
         after = kind.expected([frames["seed"], frames["other"], frames["run"], frames["later"]])
 
     retried = p.commit_task(done, source, RUN)  # Airflow's retry of the commit task, from the run's own results

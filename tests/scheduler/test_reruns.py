@@ -363,7 +363,8 @@ def test_a_clear_after_the_runs_snapshot_expired_counts_the_day_once(scheduler):
     import pyarrow as pa
 
     from airflow_paimon.engine import layout
-    from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+    from airflow_paimon.engine.maintenance.expire import expire_snapshots
+    from airflow_paimon.engine.options import TableOptions
     from local_runner import bootstrap, upsert
     from oracle import read_table
 
@@ -383,8 +384,8 @@ def test_a_clear_after_the_runs_snapshot_expired_counts_the_day_once(scheduler):
             upsert(bootstrap(opts, table, layout.default_root(str(airflow.warehouse), "index"), 2),
                    pa.Table.from_pandas(batch, schema=pa.schema([("id", pa.int64()), ("v", pa.float64())]),
                                         preserve_index=False), run_id=f"later-{i}")
-        expired = expire_snapshots(airflow.table(table), ExpireOptions.of(table, {
-            "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}))
+        expired = expire_snapshots(airflow.table(table), TableOptions.parse(table, {
+            "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}).expire)
         committed = airflow.xcom(dag_id, run_id, "commit")["snapshot_id"]
         assert expired.earliest_snapshot_id > committed and paimon.snapshot_manager().get_snapshot_by_id(
             committed) is None  # the run's snapshot is gone

@@ -22,18 +22,18 @@ from airflow_paimon.engine.codec.murmur import hash_by_words, hash_codes
 from airflow_paimon.engine.errors import InternalError, ValidationError
 from airflow_paimon.engine.index.hash_index import hash_index_entries, read_hashes, write_hashes
 from airflow_paimon.engine.options import MAX_DYNAMIC_BUCKETS, TableOptions
-from airflow_paimon.engine.table_options import check_table
+from airflow_paimon.engine.options.checks import check_table
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
 
 
 def check_dynamic_table(table: FileStoreTable) -> None:
-    """Refuse what Paimon refuses for a dynamic-bucket write (options: engine/table_options.py)."""
+    """Refuse what Paimon refuses for a dynamic-bucket write (options: engine/options/checks.py)."""
     opts, ident = TableOptions.of(table), table.identifier.get_full_name()
     if opts.buckets.bucket != -1:
         raise ValidationError(ident, "a dynamic-bucket write needs bucket = -1", option="bucket",
-                              value=opts.given("bucket"))
+                              value=str(opts.buckets.bucket))
     if not table.primary_keys:
         raise ValidationError(ident, "bucket = -1 without a primary key is an append (bucket-unaware) table, "
                                      "not a dynamic-bucket one")

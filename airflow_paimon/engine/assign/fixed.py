@@ -12,7 +12,7 @@ import pyarrow as pa
 from airflow_paimon.engine.codec.murmur import hash_codes
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.table_options import check_table
+from airflow_paimon.engine.options.checks import check_table
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -32,7 +32,7 @@ def bucket_function(table: FileStoreTable) -> str:
 
 def check_fixed_table(table: FileStoreTable) -> None:
     """Refuse what Paimon refuses for a fixed-bucket write (bucket, bucket-key and bucket-function.type are
-    checked with every table option: engine/table_options.py), before anything is read or written."""
+    checked with every table option: engine/options/checks.py), before anything is read or written."""
     n = num_buckets(table)
     if n <= 0:
         raise ValidationError(table.identifier.get_full_name(), "a fixed-bucket write needs bucket > 0",

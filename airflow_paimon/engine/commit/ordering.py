@@ -30,6 +30,7 @@ from airflow_paimon.engine.commit.properties import RunClock
 from airflow_paimon.engine.data_files import read_key_rows
 from airflow_paimon.engine.history import newest_first
 from airflow_paimon.engine.merge.merge_engine import MergeRules
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.scan import data_file_path, delta_entries
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def ordered_by_clock(table) -> bool:
     without its own ``sequence.field``."""
     if not table.primary_keys:
         return False
-    return MergeRules.of(table.table_schema.options, table.identifier.get_full_name()).ordered_by_clock
+    return MergeRules.of(TableOptions.of(table)).ordered_by_clock
 
 
 def later_commits(table, as_of_ms: int) -> list[tuple[Any, RunClock]]:

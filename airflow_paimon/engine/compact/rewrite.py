@@ -52,7 +52,7 @@ class BucketRewriter:
         self.schema = key_value_schema(table)
         self.key_columns = key_columns(table.trimmed_primary_keys)
         self.options = TableOptions.of(table)
-        self.rules = MergeRules.of(self.options.raw, table.identifier.get_full_name())
+        self.rules = MergeRules.of(self.options)
         self.compact_before: list = []
         self.compact_after: list = []
         self.changelog = emits_full_compaction_changelog(self.options.changelog_producer, work.output_level,
@@ -124,7 +124,7 @@ class BucketRewriter:
         stored = [self._read(f) for f in files]
         kv = (lookup_merge_input([(f.level, rows) for f, rows in zip(files, stored)], self.key_columns, self.rules)
               if self.options.compacts_level_0 else pa.concat_tables(stored))  # Paimon's LookupMergeFunction
-        merged = merge_key_values(kv, self.key_columns, self.options.raw, self.work.drop_delete,
+        merged = merge_key_values(kv, self.key_columns, self.options, self.work.drop_delete,
                                   identifier=self.table.identifier.get_full_name(), rules=self.rules,
                                   primary_keys=list(self.table.primary_keys))
         if self.changelog:

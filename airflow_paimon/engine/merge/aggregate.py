@@ -14,58 +14,32 @@ import pyarrow as pa
 from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.options import TableOptions
-
-DEFAULT_FUNCTION = "last_non_null_value"
-ALIASES = {"first_not_null_value": "first_non_null_value"}  # Paimon's legacy name
-RETRACTABLE = ("primary_key", "last_value", "last_non_null_value", "sum")
-IMPLEMENTED = RETRACTABLE + ("first_value", "first_non_null_value", "product", "max", "min", "bool_and", "bool_or")
-NOT_IMPLEMENTED = ("listagg", "collect", "merge_map", "merge_map_with_keytime", "nested_update",
-                   "nested_partial_update", "theta_sketch", "hll_sketch", "rbm32", "rbm64", "avg")
+from airflow_paimon.engine.options.checks import check_function, function_name
+from airflow_paimon.engine.options.declared import DEFAULT_AGGREGATE_FUNCTION, RETRACTABLE_AGGREGATES
 
 
-def function_name(name: str) -> str:
-    return ALIASES.get(name, name)
-
-
-def check_function(identifier: str, option: str, name: str) -> None:
-    """Refuse an aggregate function this compaction does not implement, naming table, option and function."""
-    name = function_name(str(name).strip())
-    if name in IMPLEMENTED:
-        return
-    if name == "count":
-        why = "Paimon removed 'count' because it cannot be merged correctly across compactions"
-    elif name in NOT_IMPLEMENTED:
-        why = "compaction does not implement it"
-    else:
-        why = "unknown aggregate function"
-    raise ValidationError(identifier, f"{why} (supported: {', '.join(IMPLEMENTED)})", option=option, value=name)
-
-
-def field_function(name: str, options: dict, primary_keys, sequence_fields) -> str:
+def field_function(name: str, options: TableOptions, primary_keys, sequence_fields) -> str:
     """Paimon's AggregateMergeFunction.getAggFuncName."""
     if name in sequence_fields:
         return "last_value"
     if name in primary_keys:
         return "primary_key"
-    chosen = options.get(f"fields.{name}.aggregate-function") or options.get("fields.default-aggregate-function")
-    return function_name(str(chosen or DEFAULT_FUNCTION).strip())
+    return function_name(str(options.aggregate_function(name) or DEFAULT_AGGREGATE_FUNCTION).strip())
 
 
-def aggregate(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, options: dict, primary_keys,
+def aggregate(values: pa.Table, kinds: np.ndarray, starts: np.ndarray, options: TableOptions, primary_keys,
               sequence_fields, identifier: str) -> pa.Table:
     """One row per key (each key's records contiguous, in merge order, starting at ``starts``)."""
     n, groups = values.num_rows, len(starts)
     retract = is_retract(kinds)
     group = np.repeat(np.arange(groups), np.diff(np.append(starts, n)))
     columns = {}
-    parsed = TableOptions.parse(identifier, options)
     for name in values.column_names:
         fn = field_function(name, options, primary_keys, sequence_fields)
         check_function(identifier, f"fields.{name}.aggregate-function", fn)
-        ignore_retract = parsed.get(f"fields.{name}.ignore-retract")
-        acting = ~retract if ignore_retract else np.ones(n, dtype=bool)
+        acting = ~retract if options.ignore_retract(name) else np.ones(n, dtype=bool)
         retracts = retract & acting
-        if retracts.any() and fn not in RETRACTABLE:
+        if retracts.any() and fn not in RETRACTABLE_AGGREGATES:
             why = ("compaction does not implement its retraction" if fn == "product"
                    else "which Paimon cannot retract")
             raise ValidationError(

@@ -13,6 +13,7 @@ retractions are dropped, refused or taken), the source checks and compaction.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -22,7 +23,7 @@ from pypaimon.common.options.core_options import MergeEngine
 
 from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.options import TableOptions
+from airflow_paimon.engine.options import MergeOptions, TableOptions
 
 __all__ = ["MergeEngine", "ExistingProcessor", "MergeRules"]
 
@@ -52,32 +53,55 @@ class ExistingProcessor(Enum):
 
 @dataclass(frozen=True)
 class MergeRules:
-    """How the table's merge engine treats records; build it with ``MergeRules.of(options)``."""
-    engine: MergeEngine = MergeEngine.DEDUPLICATE
-    ignore_delete: bool = False              # drop every -U/-D before merging (Paimon's RowKindFilter)
-    remove_record_on_delete: bool = False    # partial-update: a -D removes the row, a -U is ignored
-    sequence_fields: tuple[str, ...] = ()    # ``sequence.field``: merge order before the sequence number
-    sequence_ascending: bool = True          # ``sequence.field.sort-order``
-    sequence_groups: tuple[str, ...] = ()    # ``fields.<name>.sequence-group`` options (not supported here)
-    changelog: bool = False                  # a ``changelog-producer`` other than none
+    """How the table's merge engine treats records: the table's merge options (``TableOptions.merge``) and what
+    follows from them; build it with ``MergeRules.of(options)``."""
+    options: MergeOptions = MergeOptions()
 
     @classmethod
-    def of(cls, options: dict, identifier: str = "?") -> "MergeRules":
-        """The rules of a table with ``options``; an unknown engine or a malformed value fails naming both."""
-        parsed = TableOptions.parse(identifier, options)
+    def of(cls, options: TableOptions | Mapping, identifier: str = "?") -> "MergeRules":
+        """The rules of a table with ``options`` (its TableOptions, or its options as given, parsed for
+        ``identifier``); an unknown engine or a malformed value fails naming both."""
+        parsed = options if isinstance(options, TableOptions) else TableOptions.parse(identifier, dict(options))
         try:
-            merge = parsed.merge
+            return cls(parsed.merge)
         except ValidationError as e:  # worded as the merge steps word it: "<option> '<value>' is not supported"
             problem = str(e).split(": ", 1)[1]
             if not problem.startswith("is not supported"):
                 problem = f"is not supported: {problem}"
-            raise ValidationError(identifier, f"{e.option} {e.value!r} {problem}") from None
-        return cls(engine=MergeEngine(merge.engine), ignore_delete=merge.ignore_delete,
-                   remove_record_on_delete=merge.remove_record_on_delete, sequence_fields=merge.sequence_fields,
-                   sequence_ascending=merge.sequence_ascending,
-                   sequence_groups=tuple(sorted(k for k in parsed.raw
-                                                if k.startswith("fields.") and k.endswith(".sequence-group"))),
-                   changelog=merge.changelog_producer != "none")
+            raise ValidationError(parsed.identifier, f"{e.option} {e.value!r} {problem}") from None
+
+    @property
+    def engine(self) -> MergeEngine:
+        return MergeEngine(self.options.engine)
+
+    @property
+    def ignore_delete(self) -> bool:
+        """Drop every -U/-D before merging (Paimon's RowKindFilter)."""
+        return self.options.ignore_delete
+
+    @property
+    def remove_record_on_delete(self) -> bool:
+        """Partial-update: a -D removes the row, a -U is ignored."""
+        return self.options.remove_record_on_delete
+
+    @property
+    def sequence_fields(self) -> tuple[str, ...]:
+        """``sequence.field``: merge order before the sequence number."""
+        return self.options.sequence_fields
+
+    @property
+    def sequence_ascending(self) -> bool:
+        return self.options.sequence_ascending
+
+    @property
+    def sequence_groups(self) -> tuple[str, ...]:
+        """``fields.<name>.sequence-group`` keys (not supported here)."""
+        return self.options.sequence_groups
+
+    @property
+    def changelog(self) -> bool:
+        """A ``changelog-producer`` other than none."""
+        return self.options.changelog_producer != "none"
 
     @property
     def name(self) -> str:

@@ -19,6 +19,7 @@ from airflow_paimon.engine.merge.aggregate import aggregate
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.data_files import is_last_of_key
+from airflow_paimon.engine.options import TableOptions
 
 
 def lookup_merge_input(parts: list[tuple[int, pa.Table]], key_columns: list[str], rules: MergeRules) -> pa.Table:
@@ -41,13 +42,13 @@ def lookup_merge_input(parts: list[tuple[int, pa.Table]], key_columns: list[str]
     return kv if keep.all() else kv.filter(pa.array(keep))
 
 
-def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_delete: bool,
+def merge_key_values(kv: pa.Table, key_columns: list[str], options: TableOptions, drop_delete: bool,
                      identifier: str = "?", rules: MergeRules | None = None,
                      primary_keys: list[str] | None = None) -> pa.Table:
     """One row per key, sorted by key, as the table's merge engine merges the versions of a key: the newest
     (deduplicate), the oldest live (first-row), each column's last non-null value (partial-update) or each
     field's aggregate (aggregation). A key with a single version passes unchanged (Paimon's reducer).
-    ``rules``: the table's MergeRules (read from ``options`` when not given)."""
+    ``options``: the table's (TableOptions); ``rules``: its MergeRules (read from ``options`` when not given)."""
     rules = rules or MergeRules.of(options, identifier)
     if rules.engine is MergeEngine.FIRST_ROW:
         kv = kv.filter(pc.invert(retracts(kv.column(VALUE_KIND))))
@@ -69,7 +70,7 @@ def merge_key_values(kv: pa.Table, key_columns: list[str], options: dict, drop_d
     return kv
 
 
-def _merge_versions(kv: pa.Table, key_columns: list[str], options: dict, rules: MergeRules, identifier: str,
+def _merge_versions(kv: pa.Table, key_columns: list[str], options: TableOptions, rules: MergeRules, identifier: str,
                     primary_keys: list[str] | None = None) -> pa.Table:
     """partial-update / aggregation over ``kv`` sorted in merge order: keys with several versions merge into
     one row carrying the key's highest sequence number; a key with one version is kept as it is."""

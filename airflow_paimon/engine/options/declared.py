@@ -1,7 +1,7 @@
 """Every table option this provider reads, declared once as Paimon's CoreOptions declares them: key, kind, default
 (as Paimon writes it: ``16 mb``, ``1 h``), range or allowed values, one line of what it does here.
 
-docs/configuration.md's option table is ``markdown_table()`` (tests/unit/test_table_options.py compares them).
+docs/configuration.md's option table is ``markdown_table()`` (tests/unit/table/test_table_options.py compares them).
 """
 from __future__ import annotations
 
@@ -18,6 +18,15 @@ FILE_FORMATS = ("parquet", "orc")  # what engine/data_files.py reads back (index
 # a write's compaction of level 0 (engine/write/lookup_compact.py, engine/write/force_up_level_0.py),
 # 'full-compaction' by every compaction into the max level (engine/compact/rewrite.py)
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
+# the aggregation merge engine's field functions (``fields.<name>.aggregate-function``), as engine/merge/aggregate.py
+# implements them: those it can retract first; a field without one takes DEFAULT_AGGREGATE_FUNCTION
+DEFAULT_AGGREGATE_FUNCTION = "last_non_null_value"
+AGGREGATE_ALIASES = {"first_not_null_value": "first_non_null_value"}  # Paimon's legacy name
+RETRACTABLE_AGGREGATES = ("primary_key", "last_value", "last_non_null_value", "sum")
+IMPLEMENTED_AGGREGATES = RETRACTABLE_AGGREGATES + ("first_value", "first_non_null_value", "product", "max", "min",
+                                                  "bool_and", "bool_or")
+NOT_IMPLEMENTED_AGGREGATES = ("listagg", "collect", "merge_map", "merge_map_with_keytime", "nested_update",
+                              "nested_partial_update", "theta_sketch", "hll_sketch", "rbm32", "rbm64", "avg")
 
 INT, MEMORY, DURATION, BOOL, ENUM, STRING = "int", "memory", "duration", "bool", "enum", "string"
 
@@ -26,7 +35,7 @@ INT, MEMORY, DURATION, BOOL, ENUM, STRING = "int", "memory", "duration", "bool",
 class Option:
     """One table option. ``default``: Paimon's text for it (None: unset). ``smallest``/``largest``/``others``: an
     int's range and the values outside it it also takes; ``allowed``: an enum's values. ``eager``: parsed with
-    every table's options (engine/table_options.py); else where it is read (rules that apply to some tables only,
+    every table's options (engine/options/checks.py); else where it is read (rules that apply to some tables only,
     partition expiry). ``fallback_keys``: read when the key is absent, the first given wins (as in Paimon)."""
     key: str
     kind: str

@@ -1,5 +1,6 @@
-"""Each subsystem's typed view of a table's options (built by TableOptions, engine/options/table.py); the defaults
-are the declared ones (engine/options/declared.py), so a view built by hand (in a test) matches an unset option."""
+"""Each subsystem's typed view of a table's options (built by TableOptions, engine/options/table_options.py); the
+defaults are the declared ones (engine/options/declared.py), so a view built by hand (in a test) matches an unset
+option."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,14 +44,6 @@ class ExpireOptions:
     time_retained_ms: int = default("snapshot.time-retained")
     limit: int = default("snapshot.expire.limit")
 
-    @classmethod
-    def of(cls, identifier: str, options: dict, overrides: dict | None = None) -> "ExpireOptions":
-        """The table's options, ``overrides`` (the operator's arguments) winning."""
-        from airflow_paimon.engine.options.table import TableOptions
-
-        merged = {**options, **{k: str(v) for k, v in (overrides or {}).items() if v is not None}}
-        return TableOptions.parse(identifier, merged).expire
-
 
 @dataclass(frozen=True)
 class ManifestMergeOptions:
@@ -80,3 +73,4 @@ class MergeOptions:
     ignore_delete: bool = default("ignore-delete")  # Paimon's RowKindFilter
     remove_record_on_delete: bool = default("partial-update.remove-record-on-delete")
     row_deduplicate: bool = default("changelog-producer.row-deduplicate")
+    sequence_groups: tuple[str, ...] = ()  # ``fields.<name>.sequence-group`` keys given (not implemented here)

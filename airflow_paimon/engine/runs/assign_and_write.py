@@ -184,7 +184,7 @@ def reprocess(table: FileStoreTable, spec: AssignWriteSpec, snap, generation: in
     if policy == "never":
         log.info("%s; reprocess_on_clear='never': nothing to write", what)
         return kept_result(table, spec, snap, generation)
-    rules = MergeRules.of(table.table_schema.options, identifier)
+    rules = MergeRules.of(TableOptions.of(table))
     if policy == "upsert" and rules.engine is not MergeEngine.DEDUPLICATE:
         effect = "be ignored (the first row stays)" if rules.engine is MergeEngine.FIRST_ROW else "count twice"
         raise ValidationError(identifier, f"{what}; writing its source again into a table of this merge engine would "

@@ -19,7 +19,7 @@ from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.scan import latest_snapshot
 from airflow_paimon.engine.specs import SCOPES, CompactResult, CompactSpec
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.table_options import check_table
+from airflow_paimon.engine.options.checks import check_table
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

@@ -46,7 +46,7 @@ def force_up_level_0(message: CommitMessage, table: FileStoreTable, rules: Merge
     ``kinds``; a key may repeat under aggregation) — against the bucket's ``files`` at the base snapshot: the
     level-0 files compacted up, and (``changelog``) the lookup changelog of the batch's keys."""
     partition, bucket = tuple(message.partition), message.bucket
-    options, name = dict(table.table_schema.options), table.identifier.get_full_name()
+    options, name = TableOptions.of(table), table.identifier.get_full_name()
     keys = key_columns(table.trimmed_primary_keys)
     rows = rows.select(list(table.field_names)).cast(file_schema(table))
     batch = key_value_layout(table, rows, pa.array(kinds), max_sequence_number)
@@ -66,7 +66,7 @@ def force_up_level_0(message: CommitMessage, table: FileStoreTable, rules: Merge
         before, after = before.slice(0, 0), after.filter(pc.invert(pc.is_in(encode_keys(after.select(keys), keys),
                                                                              value_set=held)))
     if changelog:
-        images = lookup_changelog(table, before, after, TableOptions.of(table).merge.row_deduplicate)
+        images = lookup_changelog(table, before, after, options.merge.row_deduplicate)
         message.compact_changelog_files = (write_changelog_files(table, partition, bucket, images)
                                            if images.num_rows else [])
 

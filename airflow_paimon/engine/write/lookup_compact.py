@@ -104,7 +104,7 @@ def lookup_compact(message: CommitMessage, table: FileStoreTable, rules: MergeRu
         fresh = key_value_layout(table, rows.filter(pa.array(live)), pa.array(kinds[live]), max_sequence_number)
     else:  # Paimon's lookup merge: the old row and the batch's records of its key, merged by the merge engine
         batch = key_value_layout(table, rows, pa.array(kinds), max_sequence_number)
-        fresh = merge_key_values(pa.concat_tables([before, batch]), key_columns(pk), dict(table.table_schema.options),
+        fresh = merge_key_values(pa.concat_tables([before, batch]), key_columns(pk), TableOptions.of(table),
                                  drop_delete=True, identifier=table.identifier.get_full_name(), rules=rules,
                                  primary_keys=list(table.primary_keys))
     marks = {int(i): old_pos[old_file == i] for i in np.unique(old_file)}

@@ -15,7 +15,8 @@ from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.record import RecordedCommit, read_record
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.maintenance.expire import expire_snapshots
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.engine.rollback import rollback
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
@@ -54,8 +55,8 @@ def _run(opts, index_root, frame: pd.DataFrame, run_id: str, generation: int = 0
 
 def _expire(opts) -> int:
     """Expire every snapshot but the latest, as PaimonExpireSnapshotsOperator with num-retained.min 1 does."""
-    result = expire_snapshots(get_table(opts, TABLE), ExpireOptions.of(TABLE, {"snapshot.num-retained.min": "1",
-                                                                              "snapshot.time-retained": "0 ms"}))
+    result = expire_snapshots(get_table(opts, TABLE), TableOptions.parse(TABLE, {"snapshot.num-retained.min": "1",
+                                                                              "snapshot.time-retained": "0 ms"}).expire)
     assert result.expired_snapshots > 0
     return result.earliest_snapshot_id
 

@@ -11,7 +11,8 @@ import pytest
 
 from airflow_paimon.engine.commit.committer import commit_once
 from airflow_paimon.engine.history import commit_of, fingerprint, first_of_commit, newest_first, since
-from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.maintenance.expire import expire_snapshots
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.rollback import rollback
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.table_files import TableFiles
@@ -69,7 +70,7 @@ def test_newest_first_reads_only_what_the_caller_takes(table, reads):
 
 
 def test_the_walk_ends_at_the_earliest_kept_snapshot(opts, table, reads):
-    options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "2", "snapshot.time-retained": "0 ms"})
+    options = TableOptions.parse("db.t", {"snapshot.num-retained.min": "2", "snapshot.time-retained": "0 ms"}).expire
     assert expire_snapshots(table, options).earliest_snapshot_id == 4
     table = get_table(opts, "db.t")
     reads.clear()

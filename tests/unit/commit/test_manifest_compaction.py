@@ -20,7 +20,6 @@ from airflow_paimon.engine.options import ManifestMergeOptions, TableOptions
 from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.maintenance.expire import expire_snapshots
-from airflow_paimon.engine.options import ExpireOptions
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.scan import live_entries
@@ -210,8 +209,8 @@ def test_expiry_deletes_manifests_only_expired_snapshots_listed(warehouse):
     manifest_dir = table.table_path.rstrip("/") + "/manifest"
     before = set(os.listdir(manifest_dir))
     listed = {s.id: {p.rsplit("/", 1)[1] for p in reader.metadata_files(s)} for s in h.snapshots()}
-    result = expire_snapshots(table, ExpireOptions.of("db.t", {"snapshot.num-retained.min": "4",
-                                                               "snapshot.time-retained": "0 ms"}))
+    result = expire_snapshots(table, TableOptions.parse("db.t", {"snapshot.num-retained.min": "4",
+                                                               "snapshot.time-retained": "0 ms"}).expire)
     table = h.table()
     retained = table.snapshot_manager().list_snapshots()
     assert [s.id for s in retained] == [s.id for s in h.snapshots()][-4:] and result.expired_snapshots > 20

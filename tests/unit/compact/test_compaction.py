@@ -176,7 +176,7 @@ def test_first_row_merge_engine_keeps_the_first_version(warehouse):
 
 def test_unsupported_merge_engine_option_is_refused():
     # end to end (nothing written, nothing committed): tests/unit/compact/test_compaction_engines.py
-    from airflow_paimon.engine.table_options import TableColumns, check_options
+    from airflow_paimon.engine.options.checks import TableColumns, check_options
     shape = TableColumns({"id": "BIGINT", "v": "DOUBLE", "dt": "STRING"}, ("id",), ())
     with pytest.raises(PaimonJobError, match="option 'fields.v.sequence-group', value 'dt': merge-engine "
                                              "partial-update with sequence groups"):

@@ -13,6 +13,7 @@ from pypaimon.write.file_store_commit import FileStoreCommit
 from airflow_paimon.engine.assign.fixed import fixed_buckets
 from airflow_paimon.engine.merge.merge_function import merge_key_values
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.scan import buckets_at, file_path, latest_snapshot
 from airflow_paimon.engine.data_files import read_columns
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
@@ -321,8 +322,8 @@ def test_float_sum_adds_in_merge_order_like_paimon():
     kv = pa.table({"_KEY_id": pa.array([1, 1, 1], pa.int64()), "_SEQUENCE_NUMBER": pa.array([0, 1, 2], pa.int64()),
                    "_VALUE_KIND": pa.array([0, 0, 0], pa.int8()), "id": pa.array([1, 1, 1], pa.int64()),
                    "x": pa.array([1e16, 1.0, -1e16])})
-    merged = merge_key_values(kv, ["_KEY_id"], {"merge-engine": "aggregation", "fields.x.aggregate-function": "sum"},
-                              True)
+    options = TableOptions.parse("db.t", {"merge-engine": "aggregation", "fields.x.aggregate-function": "sum"})
+    merged = merge_key_values(kv, ["_KEY_id"], options, True)
     assert merged.column("x").to_pylist() == [(1e16 + 1.0) - 1e16]  # 0.0; a reordered sum would give 1.0
     assert merged.column("_SEQUENCE_NUMBER").to_pylist() == [2]
 

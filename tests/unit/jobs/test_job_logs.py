@@ -10,7 +10,8 @@ import pandas as pd
 import pyarrow as pa
 
 from airflow_paimon.engine.runs.commit import run_commit
-from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.maintenance.expire import expire_snapshots
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.spark.job_registry import progress_line
 from airflow_paimon.engine.specs import CommitSpec
@@ -79,8 +80,8 @@ def test_progress_lines_of_real_results(warehouse):
         f"-> {result['files_after']}, 9.0 s")
 
     table = get_table(opts, "db.t")
-    expired = expire_snapshots(table, ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1",
-                                                                "snapshot.time-retained": "0 ms"}))
+    expired = expire_snapshots(table, TableOptions.parse("db.t", {"snapshot.num-retained.min": "1",
+                                                                "snapshot.time-retained": "0 ms"}).expire)
     assert (expired.expired_snapshots, expired.earliest_snapshot_id) == (2, 3)
     assert progress_line("expire_snapshots", expired.to_dict(), 2.0) == (
         f"expire-snapshots db.t: expired 2 snapshots ({expired.deleted_data_files} data files, "

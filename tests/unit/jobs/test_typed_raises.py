@@ -80,9 +80,11 @@ def _short_hash_index():
 
 def _aggregate_retracted():
     from airflow_paimon.engine.merge.aggregate import aggregate
+    from airflow_paimon.engine.options import TableOptions
 
     aggregate(pa.table({"d": pa.array([1], pa.int64())}), np.array([DELETE], np.int8), np.array([0]),
-              {"merge-engine": "aggregation", "fields.d.aggregate-function": "max"}, ["k"], [], "db.t")
+              TableOptions.parse("db.t", {"merge-engine": "aggregation", "fields.d.aggregate-function": "max"}),
+              ["k"], [], "db.t")
 
 
 def _operator(cls_name: str, module: str, **kwargs):
@@ -229,7 +231,6 @@ MID_JOB = [
     ("engine/index/bootstrap.py a key in two buckets", CorruptTableError),
     ("engine/index/hash_index.py two HASH index files", CorruptTableError),
     ("engine/assign/dynamic.py rows of another assigner", InternalError),
-    ("engine/runs/assign_and_write.py no leave_out", InternalError),
     ("spark/routing.py no route value", InternalError),
     ("spark/incremental.py row_kind_column clashes", ValidationError),
 ]

@@ -10,7 +10,8 @@ import pytest
 
 from airflow_paimon.engine.specs import STAGING_RETENTION_SECONDS
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
-from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.maintenance.expire import expire_snapshots
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.table import get_table
@@ -51,10 +52,10 @@ def history(warehouse):
 def test_expiry_keeps_num_retained_min_and_never_deletes_a_needed_file(warehouse, history):
     table, expected = history
     reads = snapshot_reads(table)
-    options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "3", "snapshot.time-retained": "0 ms"})
+    options = TableOptions.parse("db.t", {"snapshot.num-retained.min": "3", "snapshot.time-retained": "0 ms"}).expire
     result = expire_snapshots(table, options)  # snapshot 6 still needs every file compaction 7 replaced
     assert (result.expired_snapshots, result.deleted_data_files) == (5, 0)
-    options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "2", "snapshot.time-retained": "0 ms"})
+    options = TableOptions.parse("db.t", {"snapshot.num-retained.min": "2", "snapshot.time-retained": "0 ms"}).expire
     result = expire_snapshots(get_table({"warehouse": warehouse}, "db.t"), options)
     table = get_table({"warehouse": warehouse}, "db.t")
     kept = table.snapshot_manager().list_snapshots()
@@ -72,9 +73,9 @@ def test_expiry_keeps_num_retained_min_and_never_deletes_a_needed_file(warehouse
 
 def test_time_retained_protects_young_snapshots_and_num_retained_max_caps_them(warehouse, history):
     table, _ = history
-    young = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1"})  # default 1 h: all are young
+    young = TableOptions.parse("db.t", {"snapshot.num-retained.min": "1"}).expire  # default 1 h: all are young
     assert expire_snapshots(table, young).expired_snapshots == 0
-    capped = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "4"})
+    capped = TableOptions.parse("db.t", {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "4"}).expire
     assert expire_snapshots(table, capped).expired_snapshots == 4
     table = get_table({"warehouse": warehouse}, "db.t")
     assert [s.id for s in table.snapshot_manager().list_snapshots()] == [5, 6, 7, 8]
@@ -83,8 +84,8 @@ def test_time_retained_protects_young_snapshots_and_num_retained_max_caps_them(w
 
 def test_expiry_limit_and_dry_run(warehouse, history):
     table, _ = history
-    options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 s",
-                                        "snapshot.expire.limit": "2"})
+    options = TableOptions.parse("db.t", {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 s",
+                                        "snapshot.expire.limit": "2"}).expire
     files = sum(len(fs) for _, _, fs in os.walk(table.table_path))
     assert expire_snapshots(table, options, dry_run=True).expired_snapshots == 2
     assert sum(len(fs) for _, _, fs in os.walk(table.table_path)) == files
@@ -95,8 +96,8 @@ def test_tagged_snapshot_survives_expiry(warehouse, history):
     table, _ = history
     before = at(table, **{"scan.snapshot-id": "2"})
     table.create_tag("keep", snapshot_id=2)
-    expire_snapshots(table, ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1",
-                                                      "snapshot.time-retained": "0 ms"}))
+    expire_snapshots(table, TableOptions.parse("db.t", {"snapshot.num-retained.min": "1",
+                                                      "snapshot.time-retained": "0 ms"}).expire)
     table = get_table({"warehouse": warehouse}, "db.t")
     assert [s.id for s in table.snapshot_manager().list_snapshots()] == [8]
     pd.testing.assert_frame_equal(at(table, **{"scan.tag-name": "keep"}), before)
@@ -104,9 +105,9 @@ def test_tagged_snapshot_survives_expiry(warehouse, history):
 
 def test_bad_retention_options_are_refused():
     with pytest.raises(ValidationError, match="snapshot.num-retained.min"):
-        ExpireOptions.of("db.t", {"snapshot.num-retained.min": "0"})
+        _ = TableOptions.parse("db.t", {"snapshot.num-retained.min": "0"}).expire
     with pytest.raises(ValidationError, match="snapshot.num-retained.max"):
-        ExpireOptions.of("db.t", {"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "2"})
+        _ = TableOptions.parse("db.t", {"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "2"}).expire
 
 
 def test_orphan_removal_deletes_uncommitted_writes_and_stale_staging_only(warehouse, history):
@@ -146,8 +147,8 @@ def test_orphan_removal_deletes_uncommitted_writes_and_stale_staging_only(wareho
 def test_orphan_removal_after_expiry_finds_nothing_more_to_delete_than_unreferenced(warehouse, history):
     table, expected = history
     reads = snapshot_reads(table)
-    expire_snapshots(table, ExpireOptions.of("db.t", {"snapshot.num-retained.min": "2",
-                                                      "snapshot.time-retained": "0 ms"}))
+    expire_snapshots(table, TableOptions.parse("db.t", {"snapshot.num-retained.min": "2",
+                                                      "snapshot.time-retained": "0 ms"}).expire)
     table = get_table({"warehouse": warehouse}, "db.t")
     remove_orphan_files(table, NOW_PLUS())
     for s in table.snapshot_manager().list_snapshots():
@@ -162,7 +163,7 @@ def test_expiry_keeps_what_a_streaming_consumer_reads_next(warehouse, history):
     reads = snapshot_reads(table)
     table.consumer_manager().reset_consumer("slow", Consumer(next_snapshot=4))
     table.consumer_manager().reset_consumer("fast", Consumer(next_snapshot=8))
-    options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"})
+    options = TableOptions.parse("db.t", {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}).expire
     result = expire_snapshots(get_table({"warehouse": warehouse}, "db.t"), options)
     table = get_table({"warehouse": warehouse}, "db.t")
     kept = table.snapshot_manager().list_snapshots()
@@ -179,7 +180,7 @@ def test_expiry_keeps_what_a_streaming_consumer_reads_next(warehouse, history):
 def test_expiry_refuses_a_table_with_branches(warehouse, history):
     table, expected = history
     table.branch_manager().create_branch("side")
-    options = ExpireOptions.of("db.t", {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"})
+    options = TableOptions.parse("db.t", {"snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}).expire
     with pytest.raises(PaimonJobError, match="table db.t: has branches"):
         expire_snapshots(get_table({"warehouse": warehouse}, "db.t"), options)
     assert len(get_table({"warehouse": warehouse}, "db.t").snapshot_manager().list_snapshots()) == 8

@@ -1,6 +1,6 @@
 """The package's floors (docs/internals.md, "Layers"): a module imports from its own floor and the floors below,
 never from one above — module-level and function-level imports and ``importlib.import_module("...")`` alike —
-and no two packages import each other, directly or round a circle."""
+and no two packages — nor two modules — import each other, directly or round a circle."""
 from __future__ import annotations
 
 import ast
@@ -19,10 +19,10 @@ FLOORS: list[tuple[str, ...]] = [
      "engine.storage", "engine.paimon_compat", "engine.layout", "engine.specs", "engine.progress", "engine.history",
      "engine.scan", "engine.data_files", "engine.snapshots", "engine.catalog", "engine.schema_commit",
      "engine.table_alter", "engine.schema_evolution",
-     "engine.options",  # every table option declared, parsed and viewed (the rules between them: table_options)
+     "engine.options",  # every table option declared, parsed, viewed and checked against the table's columns
      "table_files"),  # Paimon's metadata files read as JSON, without pypaimon (the Airflow side's light reader)
     ("engine.merge",),  # the merge engines' rules and merge function
-    ("engine.table_options", "engine.table", "engine.deletion_vectors"),  # a table: its options, deletion vectors
+    ("engine.table", "engine.deletion_vectors"),  # a table: its handle, its deletion vectors
     ("engine.index",),
     ("engine.assign",),
     ("engine.shapes", "engine.context"),
@@ -137,6 +137,13 @@ def test_no_circle_between_packages():
     assert not circles(EDGES), "import circles between packages:\n" + "\n".join(circles(EDGES))
 
 
+def test_no_circle_between_modules():
+    """No two modules import each other, directly or round a circle, inside a package too (function-level imports
+    included)."""
+    found = circles(EDGES, lambda module: module)
+    assert not found, "import circles between modules:\n" + "\n".join(found)
+
+
 def test_no_circle_between_the_airflow_sides_packages():
     """Operators, hooks, sensors, triggers, the UI, the job environment's tools: none round a circle (the UI's
     reads are steps the UI names, not entries in a table of the job environment's)."""
@@ -154,6 +161,10 @@ def test_an_import_up_or_round_a_circle_is_found():
                     ("airflow_paimon.job_env.steps", "airflow_paimon.ui.tables", 5)]
     assert circles(airflow_side) == []  # one floor for the whole Airflow side
     assert len(circles(airflow_side, airflow_side_package)) == 1
+    in_a_package = [("airflow_paimon.engine.options.table_options", "airflow_paimon.engine.options.views", 9),
+                    ("airflow_paimon.engine.options.views", "airflow_paimon.engine.options.table_options", 49)]
+    assert circles(in_a_package) == []  # one package
+    assert len(circles(in_a_package, lambda module: module)) == 1
 
 
 @pytest.mark.parametrize("source,expected", [

@@ -13,7 +13,8 @@ from airflow_paimon.engine import layout
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.lifecycle import alter_table, create_table, create_tag
-from airflow_paimon.engine.maintenance.expire import ExpireOptions, expire_snapshots
+from airflow_paimon.engine.maintenance.expire import expire_snapshots
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.rollback import rollback
 from airflow_paimon.engine.table import TableSpec, get_table
 from java_paimon import assert_java_reads_as_pypaimon, missing
@@ -157,8 +158,8 @@ def test_rollback_to_a_tag_whose_snapshot_expired(opts, warehouse, index_root):
     write(opts, index_root, RUNS[:1])
     create_tag(opts, "db.t", "first", 1)
     write(opts, index_root, RUNS[1:], first=1)
-    expired = expire_snapshots(get_table(opts, "db.t"), ExpireOptions.of("db.t", {
-        "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}))
+    expired = expire_snapshots(get_table(opts, "db.t"), TableOptions.parse("db.t", {
+        "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}).expire)
     assert expired.earliest_snapshot_id == 3
     tagged = get_table(opts, "db.t").copy({"scan.tag-name": "first"})
     assert_table_equals(tagged, expected_upsert(RUNS[:1], "id"), "id")  # the tag still reads

@@ -1,4 +1,4 @@
-"""Table options (engine/table_options.py): every option the provider acts on is parsed up front and every
+"""Table options (engine/options/checks.py): every option the provider acts on is parsed up front and every
 Paimon option it does not implement is refused — a declared one before the table is created, an existing
 table's own (set by another engine) before a bootstrap, write or compaction stages or commits anything."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from pypaimon import CatalogFactory, Schema
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.options import OPTIONS, ExpireOptions, TableOptions, markdown_table
+from airflow_paimon.engine.options import OPTIONS, TableOptions, markdown_table
 from airflow_paimon.engine.specs import BootstrapResult
 from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
 from local_runner import Bootstrapped, Pipeline, bootstrap, compact, upsert, write_run
@@ -223,7 +223,7 @@ def test_paimon_durations_and_memory_sizes_are_parsed_and_written_with(warehouse
     assert_table_equals(get_table(opts, "db.t"), expected_upsert(data, "id"), "id")
     index = TableOptions.parse("db.t", options).index
     assert (index.ttl_seconds, index.block_cache_bytes, index.write_buffer_bytes) == (7 * 86400, 64 << 20, 32 << 20)
-    assert ExpireOptions.of("db.t", options).time_retained_ms == 30 * 60 * 1000
+    assert TableOptions.parse("db.t", options).expire.time_retained_ms == 30 * 60 * 1000
     assert TableOptions.parse("db.t", {"cross-partition-upsert.index-ttl": "1 h"}).index.ttl_seconds == 3600
 
 

@@ -1,4 +1,6 @@
-"""A table's options, parsed once (per option set) against their declaration, and each subsystem's view of them."""
+"""``TableOptions``: a table's options, parsed once (per option set) against their declaration (declared.py), and
+each subsystem's typed view of them (views.py). Every read of a table option goes through it
+(tests/unit/project/test_option_reads.py)."""
 from __future__ import annotations
 
 import functools
@@ -45,6 +47,11 @@ class TableOptions:
             self._values[key] = (default_of(option) if present is None
                                  else parse(self.identifier, option, present, self.raw[present]))
         return self._values[key]
+
+    def with_overrides(self, overrides: dict | None) -> "TableOptions":
+        """These options, ``overrides`` (an operator's arguments; None: not given) winning."""
+        given_ones = {k: str(v) for k, v in (overrides or {}).items() if v is not None}
+        return TableOptions.parse(self.identifier, {**self.raw, **given_ones}) if given_ones else self
 
     def refuse(self, key: str, problem: str):
         """The ValidationError of ``key``'s value."""
@@ -101,9 +108,51 @@ class TableOptions:
     @functools.cached_property
     def merge(self) -> MergeOptions:
         return MergeOptions(self.sequence_fields, self.get("sequence.field.sort-order") == "ascending",
-                            self.get("merge-engine"), self.changelog_producer, self.get("ignore-delete"),
+                            self.merge_engine, self.changelog_producer, self.get("ignore-delete"),
                             self.get("partial-update.remove-record-on-delete"),
-                            self.get("changelog-producer.row-deduplicate"))
+                            self.get("changelog-producer.row-deduplicate"), self.sequence_groups)
+
+    @property
+    def merge_engine(self) -> str:
+        """``merge-engine``, as Paimon spells it (deduplicate when unset)."""
+        return self.get("merge-engine")
+
+    @property
+    def sequence_groups(self) -> tuple[str, ...]:
+        """The ``fields.<name>.sequence-group`` keys given (sequence groups are not implemented here)."""
+        return tuple(sorted(k for k in self.raw if k.startswith("fields.") and k.endswith(".sequence-group")))
+
+    def aggregate_function(self, field: str) -> str | None:
+        """Aggregation: ``fields.<field>.aggregate-function``, else ``fields.default-aggregate-function`` (None:
+        neither is given)."""
+        return self.get(f"fields.{field}.aggregate-function") or self.get("fields.default-aggregate-function")
+
+    def ignore_retract(self, field: str) -> bool:
+        """Aggregation: ``fields.<field>.ignore-retract``, the field ignores -U/-D."""
+        return self.get(f"fields.{field}.ignore-retract")
+
+    @property
+    def write_buffer_bytes(self) -> int:
+        """``write-buffer-size``: the input a write task holds in memory before it spills."""
+        return self.get("write-buffer-size")
+
+    @property
+    def changelog_file_prefix(self) -> str:
+        """``changelog-file.prefix``: the file name prefix of changelog files."""
+        return self.get("changelog-file.prefix")
+
+    def partition_expiration(self, expiration_ms: int | None = None) -> int | None:
+        """Partition expiry's age limit in ms: ``expiration_ms`` (an operator's argument) else
+        ``partition.expiration-time`` (None: neither); ``partition.expiration-strategy`` is checked first (only
+        values-time is implemented)."""
+        self.get("partition.expiration-strategy")
+        return expiration_ms if expiration_ms is not None else self.get("partition.expiration-time")
+
+    @property
+    def partition_timestamp(self) -> tuple[str | None, str | None]:
+        """How partition expiry reads a partition's time: (``partition.timestamp-pattern``,
+        ``partition.timestamp-formatter``)."""
+        return self.get("partition.timestamp-pattern"), self.get("partition.timestamp-formatter")
 
     @property
     def sequence_fields(self) -> tuple[str, ...]:
@@ -130,7 +179,7 @@ class TableOptions:
         deletion-vector table (readers skip level 0), with ``changelog-producer=lookup`` (Paimon's
         ForceUpLevel0Compaction, whose lookup emits the changelog), and under ``merge-engine=first-row``, whose
         batch readers skip level 0 too (Paimon's LookupStrategy.needLookup: its writers lift every write)."""
-        return self.deletion_vectors or self.changelog_producer == "lookup" or self.get("merge-engine") == "first-row"
+        return self.deletion_vectors or self.changelog_producer == "lookup" or self.merge_engine == "first-row"
 
 
 @functools.lru_cache(maxsize=64)

@@ -1,11 +1,11 @@
-"""A table's options, checked in one place before anything is created, staged or committed.
+"""The rules of a table's options: checked in one place before anything is created, staged or committed.
 
 Two kinds of check, both failing with a ValidationError naming the table, the option and its value:
 
 - Every option this provider acts on is parsed as Paimon parses it (integers with their range, durations such
   as ``1 h`` / ``30 min`` / ``7 d``, memory sizes such as ``64 mb``, booleans, enums), so a bad value fails up
-  front rather than inside a Spark task: declared and parsed in engine/options/, the rules between options and
-  the table's columns here.
+  front rather than inside a Spark task: declared in declared.py, parsed by ``TableOptions``
+  (table_options.py), the rules between options and the table's columns here.
 - Paimon options that change how a writer must write, which this provider's writer or compaction does not
   implement, are refused: a table written without them would be wrong (e.g. level-0 files are invisible to
   readers in deletion-vector mode; a changelog producer's files must be written by whoever knows the change).
@@ -18,8 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.options.declared import FILE_FORMATS
+from airflow_paimon.engine.errors import ValidationError
+from airflow_paimon.engine.options.declared import (AGGREGATE_ALIASES, FILE_FORMATS, IMPLEMENTED_AGGREGATES,
+                                                    NOT_IMPLEMENTED_AGGREGATES)
+from airflow_paimon.engine.options.table_options import TableOptions
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -158,8 +160,6 @@ def _check_sequence_field(options: TableOptions, shape: TableColumns, engine: st
 
 def check_compaction_options(options: TableOptions) -> None:
     """What only compaction needs beyond check_options: the aggregation options it merges with."""
-    from airflow_paimon.engine.merge.aggregate import check_function
-
     if options.given("record-level.expire-time"):
         raise options.refuse("record-level.expire-time", "compaction here does not expire records")
     if options.get("merge-engine") != "aggregation":
@@ -174,3 +174,23 @@ def check_compaction_options(options: TableOptions) -> None:
         if key == "fields.default-aggregate-function" or (key.startswith("fields.")
                                                          and key.endswith(".aggregate-function")):
             check_function(options.identifier, key, value)
+
+
+def function_name(name: str) -> str:
+    """An aggregate function's name, Paimon's legacy names read as their new ones."""
+    return AGGREGATE_ALIASES.get(name, name)
+
+
+def check_function(identifier: str, option: str, name: str) -> None:
+    """Refuse an aggregate function this compaction does not implement, naming table, option and function."""
+    name = function_name(str(name).strip())
+    if name in IMPLEMENTED_AGGREGATES:
+        return
+    if name == "count":
+        why = "Paimon removed 'count' because it cannot be merged correctly across compactions"
+    elif name in NOT_IMPLEMENTED_AGGREGATES:
+        why = "compaction does not implement it"
+    else:
+        why = "unknown aggregate function"
+    raise ValidationError(identifier, f"{why} (supported: {', '.join(IMPLEMENTED_AGGREGATES)})", option=option,
+                          value=name)
