@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from airflow_paimon.engine.maintenance.expire import expire_snapshots
-from airflow_paimon.engine.options import ExpireOptions
+from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.specs import ExpireResult, ExpireSpec
 from airflow_paimon.engine.table import get_table
 
 
 def run_expire_snapshots(spec: ExpireSpec) -> ExpireResult:
     table = get_table(spec.catalog_options, spec.table)
-    options = ExpireOptions.of(spec.table, dict(table.table_schema.options), spec.options)
+    options = TableOptions.parse(spec.table, dict(table.table_schema.options)).with_overrides(spec.options).expire
     return expire_snapshots(table, options, dry_run=spec.dry_run)
