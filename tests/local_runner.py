@@ -153,9 +153,7 @@ def in_process(job: str, spec: JobSpec, rows: pa.Table | None = None, row_kinds=
     if job == "assign_and_write":
         if rows is None:
             raise ValueError("in_process writes rows in memory; in_spark reads spec.source")
-        return assign_and_write(spec, read=_prepared(rows, row_kinds), write=write or _assign_then_write,
-                                source_schema=lambda: rows.schema, leave_out=left_out_arrow,
-                                index_tasks=LocalIndexTasks())
+        return assign_and_write(spec, LocalWriteTasks(rows, row_kinds, write))
     if job == "commit":
         return run_commit(spec)
     if job == "compact":
@@ -175,6 +173,27 @@ def from_files(job: str, spec: JobSpec) -> Wire:
         kinds = row_kinds_of(rows.column(spec.row_kind_column), identifier=spec.table, column=spec.row_kind_column)
         rows = rows.drop_columns([spec.row_kind_column])
     return in_process(job, spec, rows=rows, row_kinds=kinds)
+
+
+class LocalWriteTasks:
+    """engine/runs/assign_and_write.py WriteTasks in this process: ``rows`` (row kinds ``row_kinds``, default all
+    +I) as the source; ``write``: instead of the in-process pipeline (``_assign_then_write``)."""
+
+    def __init__(self, rows: pa.Table, row_kinds=None, write=None):
+        self.rows, self.index_tasks = rows, LocalIndexTasks()
+        self._read, self._write = _prepared(rows, row_kinds), write or _assign_then_write
+
+    def source_schema(self) -> pa.Schema:
+        return self.rows.schema
+
+    def read(self, table, row_kind_column, absent):
+        return self._read(table, row_kind_column, absent)
+
+    def leave_out(self, source, found):
+        return left_out_arrow(source, found)
+
+    def write(self, source, ctx, shape):
+        return self._write(source, ctx, shape)
 
 
 class LocalIndexTasks:

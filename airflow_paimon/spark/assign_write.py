@@ -18,28 +18,37 @@ if TYPE_CHECKING:
 
 
 def run_assign_and_write(spark, spec: AssignWriteSpec) -> AssignWriteResult:
-    identifier = spec.table
-    frame = functools.cache(lambda: read_source(spark, spec.source, identifier))
+    return assign_and_write(spec, SparkWriteTasks(spark, spec))
 
-    def read(table: FileStoreTable, row_kind_column, absent):
-        with validation_errors(identifier, spec.source):
-            return validate_and_cast(frame(), table, identifier, row_kind_column, absent)
 
-    def write(source, ctx, shape):
-        with validation_errors(identifier, spec.source), without_adaptive_execution(spark):
+class SparkWriteTasks:
+    """engine/runs/assign_and_write.py WriteTasks on Spark: the run's source a DataFrame (read once, when first
+    asked for), written by the bucket mode's Spark pipeline, or in the driver when it is small."""
+
+    def __init__(self, spark, spec: AssignWriteSpec):
+        self.spark, self.identifier, self.source = spark, spec.table, spec.source
+        self.index_tasks = SparkIndexTasks(spark)
+
+    @functools.cached_property
+    def frame(self):
+        return read_source(self.spark, self.source, self.identifier)
+
+    def source_schema(self):
+        with validation_errors(self.identifier, self.source):
+            return arrow_schema(self.frame)
+
+    def read(self, table: FileStoreTable, row_kind_column, absent):
+        with validation_errors(self.identifier, self.source):
+            return validate_and_cast(self.frame, table, self.identifier, row_kind_column, absent)
+
+    def leave_out(self, source, found: Superseding):
+        return without_superseded(self.spark, source, found)
+
+    def write(self, source, ctx, shape):
+        with validation_errors(self.identifier, self.source), without_adaptive_execution(self.spark):
             if in_driver.fits(source, shape):
                 return in_driver.write(source, ctx, shape)
             return PIPELINES[shape.name](source, ctx).collect()
-
-    def source_schema():
-        with validation_errors(identifier, spec.source):
-            return arrow_schema(frame())
-
-    def leave_out(source, found):
-        return without_superseded(spark, source, found)
-
-    return assign_and_write(spec, read=read, write=write, source_schema=source_schema, leave_out=leave_out,
-                            index_tasks=SparkIndexTasks(spark))
 
 
 def without_superseded(spark, source, found: Superseding):

@@ -1,6 +1,7 @@
 """One assign-and-write, the same for every bucket mode and every executor (the Spark job, the tests' local
 runner): find an earlier commit of this run, refuse what cannot be written, read the source, let the
-executor assign and write it, stage the commit messages and their counters for the commit task.
+executor assign and write it, stage the commit messages and their counters for the commit task. What the executor
+does for it is one argument, its ``WriteTasks``.
 
 A run's commit identity includes its generation (the DAG run's clear_number, engine/commit/identity.py): a retry
 of the same generation finds its commit and writes nothing; a run cleared after an earlier generation committed
@@ -9,20 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from airflow_paimon.engine import layout
 from airflow_paimon.engine.commit.committer import find_commit, find_commits
 from airflow_paimon.engine.commit.identity import CommitIdentity
-from airflow_paimon.engine.commit.ordering import report, superseding
+from airflow_paimon.engine.commit.ordering import Superseding, report, superseding
 from airflow_paimon.engine.commit.properties import RunClock
 from airflow_paimon.engine.commit.record import RecordedCommit
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.commit.table_state import planned_state
 from airflow_paimon.engine.context import WriteContext
-from airflow_paimon.engine.errors import (IndexGoneError, InternalError, RolledBackError, StaleIndexError,
-                                         ValidationError)
+from airflow_paimon.engine.errors import IndexGoneError, RolledBackError, StaleIndexError, ValidationError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.history import check_base, fingerprint, first_of_commit
 from airflow_paimon.engine.index.store import staged_shards
@@ -38,6 +38,7 @@ from airflow_paimon.engine.write import planned_columns
 from airflow_paimon.engine.deletion_vectors import check_no_level_0
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pypaimon.table.file_store_table import FileStoreTable
 
 log = logging.getLogger(__name__)
@@ -47,19 +48,35 @@ Written = Mapping[str, Any]  # message, rows_written, deletes, files, rows_in
 WRITE_COUNTERS = ("rows_written", "deletes", "files")
 
 
-def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, tuple[str, ...]], Any],
-                     write: Callable[[Any, WriteContext, TableShape], Sequence[Written]],
-                     source_schema: Callable[[], Any] | None = None,
-                     leave_out: Callable[[Any, Any], Any] | None = None,
-                     index_tasks: IndexTasks | None = None) -> AssignWriteResult:
-    """``read(table, row_kind_column, absent)``: the validated source, with the table columns ``absent`` (added
-    by another writer since this run planned: engine/schema_evolution.py) as nulls; ``write(source, ctx,
-    shape)``: assign and write it (the executor's pipeline for ``shape.name``), one Written per write task;
-    ``source_schema()``: the source's Arrow schema, for schema evolution; ``leave_out(source, found)``: the source
-    without the rows ``found`` (engine/commit/ordering.py Superseding: what runs as of a later instant wrote)
-    supersedes, and {snapshot id: distinct keys left out for it}; ``index_tasks``: the executor's bootstrap tasks
-    (engine/runs/bootstrap_index.py), for a run whose base index is gone (``bootstrap_again``). Nothing is staged
-    before all succeeded."""
+class WriteTasks(Protocol):
+    """What an executor does for one assign-and-write, the engine's one way into it (Spark: spark/assign_write.py
+    SparkWriteTasks; in-process: tests/local_runner.py LocalWriteTasks). ``source`` is the executor's own (a
+    DataFrame, an Arrow table): the engine only hands it back."""
+
+    @property
+    def index_tasks(self) -> IndexTasks:
+        """The executor's bootstrap tasks (engine/runs/bootstrap_index.py), for a run whose base index is gone
+        (``bootstrap_again``)."""
+
+    def source_schema(self) -> pa.Schema:
+        """The source's Arrow schema, for schema evolution (asked for only when evolving)."""
+
+    def read(self, table: FileStoreTable, row_kind_column: str | None, absent: tuple[str, ...]) -> Any:
+        """The validated source, with the table columns ``absent`` (added by another writer since this run
+        planned: engine/schema_evolution.py) as nulls."""
+
+    def leave_out(self, source: Any, found: Superseding) -> tuple[Any, dict[int, int]]:
+        """``source`` without the rows ``found`` (engine/commit/ordering.py: what runs as of a later instant
+        wrote) supersedes, and {snapshot id: distinct keys left out for it}."""
+
+    def write(self, source: Any, ctx: WriteContext, shape: TableShape) -> Sequence[Written]:
+        """Assign and write ``source`` (the executor's pipeline for ``shape.name``), one Written per write
+        task."""
+
+
+def assign_and_write(spec: AssignWriteSpec, tasks: WriteTasks) -> AssignWriteResult:
+    """The run's source, read, assigned and written by the executor's ``tasks``, staged for the commit task.
+    Nothing is staged before all succeeded."""
     identifier = spec.table
     table = get_table(spec.catalog_options, identifier)
     shape = shape_of(table)
@@ -89,28 +106,26 @@ def assign_and_write(spec: AssignWriteSpec, *, read: Callable[[Any, str | None, 
         shards = shape.write_shards(table, spec)
     except (RolledBackError, IndexGoneError) as gone:  # the base or its index went since the bootstrap, before
         # anything of the run was staged: the run's base moves to the latest snapshot
-        spec = bootstrap_again(table, spec, index_tasks, gone)
+        spec = bootstrap_again(table, spec, tasks.index_tasks, gone)
         result.update(base_snapshot_id=spec.base_snapshot_id, base_snapshot_fingerprint=spec.base_snapshot_fingerprint)
         shards = shape.write_shards(table, spec)
     write_mode = check_write_mode(table, identifier, shape, spec.write_mode or "upsert")
     planned = planned_columns.start_clean(staged_at)  # a retried attempt starts clean; nothing here is committed yet
     # a new schema, if any, before anything is staged
-    table, absent = evolve_for_source(spec, table, source_schema, planned,
+    table, absent = evolve_for_source(spec, table, tasks.source_schema, planned,
                                       lambda columns: planned_columns.record(staged_at, columns))
-    source = read(table, spec.row_kind_column or TableOptions.of(table).row_kind_field, absent)
+    source = tasks.read(table, spec.row_kind_column or TableOptions.of(table).row_kind_field, absent)
     clock = RunClock.from_dict(spec.clock)
     found = superseding(table, clock) if write_mode != "overwrite" else None
     superseded: dict[str, Any] = {}
     if found is not None and clock is not None:
-        if leave_out is None:
-            raise InternalError("this executor cannot leave out the rows of runs as of a later instant")
-        source, left = leave_out(source, found)
+        source, left = tasks.leave_out(source, found)
         superseded = report(identifier, clock, found, left)
     ctx = WriteContext.plan(spec, table, shape, shards, staged_at, write_mode)
     if ctx.deletion_vectors:
         check_no_level_0(identifier, (f.level for files in ctx.bucket_files.values() for f in files))
 
-    written = write(source, ctx, shape)
+    written = tasks.write(source, ctx, shape)
     messages = [bytes(w["message"]) for w in written]
     crash_point("assign_write.before_stage")
     shard_counters = [d["counters"] for d in staged_shards(staged_at).values()]
