@@ -178,7 +178,7 @@ class WriteContext:
         bucket's rows at once."""
         if self.compacts_level_0:
             return math.inf
-        return self.table_options.write_buffer_bytes
+        return self.table_options.write.buffer_bytes
 
     @property
     def target_row_num(self) -> int:

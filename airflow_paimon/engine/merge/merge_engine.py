@@ -52,10 +52,9 @@ class ExistingProcessor(Enum):
 
 
 @dataclass(frozen=True)
-class MergeRules:
-    """How the table's merge engine treats records: the table's merge options (``TableOptions.merge``) and what
-    follows from them; build it with ``MergeRules.of(options)``."""
-    options: MergeOptions = MergeOptions()
+class MergeRules(MergeOptions):
+    """How the table's merge engine treats records: its merge options (``TableOptions.merge``) and what follows
+    from them; build it with ``MergeRules.of(options)``."""
 
     @classmethod
     def of(cls, options: TableOptions | Mapping, identifier: str = "?") -> "MergeRules":
@@ -63,45 +62,18 @@ class MergeRules:
         ``identifier``); an unknown engine or a malformed value fails naming both."""
         parsed = options if isinstance(options, TableOptions) else TableOptions.parse(identifier, dict(options))
         try:
-            return cls(parsed.merge)
+            merge = parsed.merge
         except ValidationError as e:  # worded as the merge steps word it: "<option> '<value>' is not supported"
             problem = str(e).split(": ", 1)[1]
             if not problem.startswith("is not supported"):
                 problem = f"is not supported: {problem}"
             raise ValidationError(parsed.identifier, f"{e.option} {e.value!r} {problem}") from None
-
-    @property
-    def engine(self) -> MergeEngine:
-        return MergeEngine(self.options.engine)
-
-    @property
-    def ignore_delete(self) -> bool:
-        """Drop every -U/-D before merging (Paimon's RowKindFilter)."""
-        return self.options.ignore_delete
-
-    @property
-    def remove_record_on_delete(self) -> bool:
-        """Partial-update: a -D removes the row, a -U is ignored."""
-        return self.options.remove_record_on_delete
-
-    @property
-    def sequence_fields(self) -> tuple[str, ...]:
-        """``sequence.field``: merge order before the sequence number."""
-        return self.options.sequence_fields
-
-    @property
-    def sequence_ascending(self) -> bool:
-        return self.options.sequence_ascending
-
-    @property
-    def sequence_groups(self) -> tuple[str, ...]:
-        """``fields.<name>.sequence-group`` keys (not supported here)."""
-        return self.options.sequence_groups
+        return cls(**vars(merge))
 
     @property
     def changelog(self) -> bool:
         """A ``changelog-producer`` other than none."""
-        return self.options.changelog_producer != "none"
+        return self.changelog_producer != "none"
 
     @property
     def name(self) -> str:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from pypaimon.common.options.core_options import MergeEngine
+
 from airflow_paimon.engine.options.declared import OPTIONS, declared
 from airflow_paimon.engine.options.parse import default_of, given, parse, refuse
 from airflow_paimon.engine.options.views import (BucketOptions, CompactOptions, ExpireOptions, IndexOptions,
-                                                 ManifestMergeOptions, MergeOptions)
+                                                 ManifestMergeOptions, MergeOptions, WriteOptions)
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -106,9 +108,13 @@ class TableOptions:
                              self.get("dynamic-bucket.max-buckets"))
 
     @functools.cached_property
+    def write(self) -> WriteOptions:
+        return WriteOptions(self.get("write-buffer-size"), self.get("changelog-file.prefix"))
+
+    @functools.cached_property
     def merge(self) -> MergeOptions:
         return MergeOptions(self.sequence_fields, self.get("sequence.field.sort-order") == "ascending",
-                            self.merge_engine, self.changelog_producer, self.get("ignore-delete"),
+                            MergeEngine(self.merge_engine), self.changelog_producer, self.get("ignore-delete"),
                             self.get("partial-update.remove-record-on-delete"),
                             self.get("changelog-producer.row-deduplicate"), self.sequence_groups)
 
@@ -130,16 +136,6 @@ class TableOptions:
     def ignore_retract(self, field: str) -> bool:
         """Aggregation: ``fields.<field>.ignore-retract``, the field ignores -U/-D."""
         return self.get(f"fields.{field}.ignore-retract")
-
-    @property
-    def write_buffer_bytes(self) -> int:
-        """``write-buffer-size``: the input a write task holds in memory before it spills."""
-        return self.get("write-buffer-size")
-
-    @property
-    def changelog_file_prefix(self) -> str:
-        """``changelog-file.prefix``: the file name prefix of changelog files."""
-        return self.get("changelog-file.prefix")
 
     def partition_expiration(self, expiration_ms: int | None = None) -> int | None:
         """Partition expiry's age limit in ms: ``expiration_ms`` (an operator's argument) else

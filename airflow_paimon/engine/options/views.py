@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pypaimon.common.options.core_options import MergeEngine
+
 from airflow_paimon.engine.options.declared import BY_KEY
 from airflow_paimon.engine.options.parse import default_of
 
@@ -64,11 +66,18 @@ class BucketOptions:
 
 
 @dataclass(frozen=True)
+class WriteOptions:
+    """What a write task needs beyond the merge (engine/write/, engine/context.py)."""
+    buffer_bytes: int = default("write-buffer-size")  # the input a write task holds before it spills
+    changelog_file_prefix: str = default("changelog-file.prefix")
+
+
+@dataclass(frozen=True)
 class MergeOptions:
     """How a key's rows merge and what changelog they make (engine/merge/, engine/write/)."""
     sequence_fields: tuple[str, ...] = ()  # ``sequence.field``: merge order before the sequence number
     sequence_ascending: bool = True
-    engine: str = default("merge-engine")
+    engine: MergeEngine = MergeEngine(default("merge-engine"))
     changelog_producer: str = default("changelog-producer")
     ignore_delete: bool = default("ignore-delete")  # Paimon's RowKindFilter
     remove_record_on_delete: bool = default("partial-update.remove-record-on-delete")

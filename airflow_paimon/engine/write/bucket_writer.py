@@ -72,7 +72,7 @@ def write_changelog_files(table: FileStoreTable, partition: tuple, bucket: int, 
     """Changelog records in the key-value layout (a key may appear twice: -U then +U) written as changelog files,
     named as Paimon names them (``changelog-file.prefix``, default ``changelog-``); their metadata."""
     options = CoreOptions.copy(table.options)
-    options.set(CoreOptions.DATA_FILE_PREFIX, TableOptions.of(table).changelog_file_prefix)
+    options.set(CoreOptions.DATA_FILE_PREFIX, TableOptions.of(table).write.changelog_file_prefix)
     writer = KeyValueFileWriter(table=table, partition=tuple(partition), bucket=bucket, max_seq_number=0,
                                 options=options)
     return _roll(writer, partition, bucket, kv).new_files
