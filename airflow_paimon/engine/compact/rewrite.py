@@ -41,7 +41,7 @@ COMPACT_FILE_SOURCE = 1  # DataFileMeta.file_source: 0 APPEND, 1 COMPACT
 
 def min_file_size(table: FileStoreTable) -> int:
     """Files at least this big are re-levelled rather than rewritten (Paimon: 70% of target-file-size)."""
-    return table.options.target_file_size(True) // 10 * 7
+    return TableOptions.of(table).write.target_file_size // 10 * 7
 
 
 class BucketRewriter:

@@ -109,7 +109,8 @@ class TableOptions:
 
     @functools.cached_property
     def write(self) -> WriteOptions:
-        return WriteOptions(self.get("write-buffer-size"), self.get("changelog-file.prefix"))
+        return WriteOptions(self.get("write-buffer-size"), self.get("changelog-file.prefix"),
+                            self.get("target-file-size"))
 
     @functools.cached_property
     def merge(self) -> MergeOptions:
