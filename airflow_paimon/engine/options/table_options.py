@@ -109,8 +109,8 @@ class TableOptions:
 
     @functools.cached_property
     def write(self) -> WriteOptions:
-        return WriteOptions(self.get("write-buffer-size"), self.get("changelog-file.prefix"),
-                            self.get("target-file-size"))
+        """What a write task reads: its buffer, its changelog files' prefix, its data files' size."""
+        return WriteOptions(*map(self.get, ("write-buffer-size", "changelog-file.prefix", "target-file-size")))
 
     @functools.cached_property
     def merge(self) -> MergeOptions:
