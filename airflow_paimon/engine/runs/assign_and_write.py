@@ -33,7 +33,7 @@ from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
 from airflow_paimon.engine.specs import REPROCESS_ON_CLEAR, AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.table import get_table
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.table_options import check_table
+from airflow_paimon.engine.options.checks import check_table
 from airflow_paimon.engine.write import planned_columns
 from airflow_paimon.engine.deletion_vectors import check_no_level_0
 
