@@ -33,37 +33,49 @@ def classic_again() -> None:
         os.environ.pop(name, None)
 
 
-def start_server(port: int, log, *args: str) -> subprocess.Popen:
-    """The server as a user starts it (python -m airflow_paimon.spark.connect_server), local[2] on loopback."""
-    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+def start_server(port: int, log, *args: str, python: str = sys.executable, workers: str | None = None,
+                 env: dict | None = None) -> subprocess.Popen:
+    """The server as a user starts it (``python -m airflow_paimon.spark.connect_server``), local[2] on loopback;
+    ``workers``: its Python workers' interpreter (default ``python``); ``env``: instead of this process's."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != TOKEN_ENV}
     env["AIRFLOW_PAIMON_DAEMON_IDLE_SECONDS"] = str(IDLE_SECONDS)
-    command = [sys.executable, "-m", "airflow_paimon.spark.connect_server", "--host", "127.0.0.1", "--port",
-               str(port), "--master", "local[2]", "--python", sys.executable, *args]
+    command = [python, "-m", "airflow_paimon.spark.connect_server", "--host", "127.0.0.1", "--port",
+               str(port), "--master", "local[2]", "--python", workers or python, *args]
     with open(log, "wb") as out:
         return processes.start(command, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def wait_until_serving(server: subprocess.Popen, url: str, log) -> None:
+    """Until the server answers a call (a session alone is no proof: pyspark opens one without a server)."""
+    from airflow_paimon.spark.connect import reach
+
     deadline = time.monotonic() + 180
     while True:
         assert server.poll() is None, log.read_text()[-3000:]
         try:
-            connect(url).stop()
-            classic_again()
-            return
-        except Exception:
+            reach(url, 2)
+        except ConnectionError:
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
+            continue
+        session = connect(url)
+        try:
+            assert session.version  # answered by the server
+        finally:
+            session.stop()
+            classic_again()
+        return
 
 
 @contextmanager
-def running_connect_server(home: Path):
+def running_connect_server(home: Path, **how):
     """A Connect server on a free loopback port with a generated token, up until it accepts a session; stopped
-    with everything under it after. pyspark sends a token only over TLS or to ``localhost``: clients name it so."""
+    with everything under it after. pyspark sends a token only over TLS or to ``localhost``: clients name it so.
+    ``how``: start_server's ``python``, ``workers``, ``env``."""
     port = free_port()
     log, token_file = home / "server.log", home / "token"
-    server = start_server(port, log, "--token-file", str(token_file))
+    server = start_server(port, log, "--token-file", str(token_file), **how)
     try:
         deadline = time.monotonic() + 30
         while not token_file.exists() and time.monotonic() < deadline:

@@ -76,7 +76,17 @@ def server_command(host: str = "127.0.0.1", port: int = DEFAULT_PORT, master: st
     # spark.pyspark.python: without it a job environment's interpreter would not run them
     if workers:
         env["PYSPARK_PYTHON"] = workers
+        # and a pip-installed spark-submit finds its home by importing pyspark with PYSPARK_PYTHON, which a job
+        # environment's interpreter cannot: it is this interpreter's pyspark
+        env.setdefault("SPARK_HOME", pyspark_home())
     return command, {**env, TOKEN_ENV: token} if token else env
+
+
+def pyspark_home() -> str:
+    """The Spark home of this interpreter's pyspark (a pip install's package directory holds bin/ and jars/)."""
+    import pyspark
+
+    return os.path.dirname(os.path.abspath(pyspark.__file__))
 
 
 def default_token_file(port: int) -> Path:

@@ -6,7 +6,9 @@ a directory without the checkout with ``python -I``, its Paimon steps and Spark 
 its table reads back equal to the oracle; the job environment packed with the documented command
 (``python -m airflow_paimon.job_env pack``) and a third run on a Spark standalone cluster on loopback whose
 workers' own Python has none of the provider, pypaimon or rocksdict: its executors run from the archive
-(``spark.archives``). On Python 3.12 where pyenv has it, else on this Python.
+(``spark.archives``); a fourth on a Spark Connect server started with the provider's launcher from the user's
+Airflow, its Python workers and the task's Connect client in the job environment. On Python 3.12 where pyenv has
+it, else on this Python.
 
 The provider's install, the job environment and the class-data-sharing archives are made by the worker image's
 recipe, the Dockerfile block of docs/install.md read from the page and run line by line (``recipe_steps``: the
@@ -34,6 +36,7 @@ import pytest
 from airflow_paimon.engine.table import get_table
 from oracle import assert_table_equals, expected_upsert
 from spark_cluster import executor_dirs, standalone_cluster
+from spark_connect import connection, running_connect_server
 
 pytestmark = [pytest.mark.install, pytest.mark.dag, pytest.mark.cluster]
 
@@ -317,6 +320,21 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
     batches[-1].to_parquet(sources[-1], index=False)
     runs.extend(_run_on_cluster(python, venv, archive, work, env, sources[-1]))
     step("dag run on a standalone cluster")
+    # Spark Connect apart from Airflow: the server started by the provider's launcher from the user's Airflow, its
+    # Python workers the job environment's; the task's Connect client runs in the job environment too
+    batches.append(pd.DataFrame({"id": [2, 6, 8], "dt": ["a", "b", "b"], "v": [200.0, 600.0, 8.0]}))
+    sources.append(str(work / "batch3.parquet"))
+    batches[-1].to_parquet(sources[-1], index=False)
+    (work / "connect").mkdir()
+    with running_connect_server(work / "connect", python=str(venv / "bin" / "python"), env=env,
+                                workers=str(job_env / "bin" / "python")) as server:
+        done = _run([str(venv / "bin" / "python"), "-I", "runner.py", str(work / "dags"), sources[-1]], cwd=work,
+                    env={**env, "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(connection(server))})
+    on_connect = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"state"')]
+    assert [r["state"] for r in on_connect] == ["success"], done.stdout[-3000:] + done.stderr[-3000:]
+    assert "connect_job ran in the job environment" in done.stdout + done.stderr, done.stderr[-3000:]
+    runs.extend(on_connect)
+    step("dag run on a Spark Connect server")
 
     table = get_table({"warehouse": str(warehouse)}, "db.t")
     expected = expected_upsert(batches, "id")
@@ -324,7 +342,7 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
     read = table.new_read_builder()
     rows = read.new_read().to_pandas(read.new_scan().plan().splits())
     assert not rows["id"].duplicated().any() and len(rows) == len(expected)
-    assert len(table.snapshot_manager().list_snapshots()) == 3
+    assert len(table.snapshot_manager().list_snapshots()) == 4
     print(f"{python}: {seconds}")
 
 

@@ -195,7 +195,8 @@ def test_a_job_sessions_retries_are_bounded():
 
 def test_the_servers_python_workers_run_the_interpreter_it_was_given(tmp_path, monkeypatch):
     """Spark 4.2's Connect planner starts Python workers with PYSPARK_PYTHON, not spark.pyspark.python: the
-    launcher sets both to --python, else to [paimon] job_python (no Spark connection: it is the server)."""
+    launcher sets both to --python, else to [paimon] job_python (no Spark connection: it is the server), and
+    SPARK_HOME to its own pyspark's."""
     import sys
 
     from airflow_paimon.spark.connect_server import server_command
@@ -208,3 +209,8 @@ def test_the_servers_python_workers_run_the_interpreter_it_was_given(tmp_path, m
     monkeypatch.setenv("AIRFLOW__PAIMON__JOB_PYTHON", str(python))
     command, env = server_command(master="local[2]")
     assert env["PYSPARK_PYTHON"] == str(python) and f"spark.pyspark.python={python}" in command
+    # spark-submit's own script would look for its home with PYSPARK_PYTHON's pyspark, which a job environment
+    # lacks (the server did not start from a user's Airflow, tests/install): the launcher's pyspark is the home
+    import pyspark
+
+    assert env["SPARK_HOME"] == os.path.dirname(pyspark.__file__) and os.path.exists(env["SPARK_HOME"] + "/jars")
