@@ -84,9 +84,13 @@ def server_command(host: str = "127.0.0.1", port: int = DEFAULT_PORT, master: st
 
 def pyspark_home() -> str:
     """The Spark home of this interpreter's pyspark (a pip install's package directory holds bin/ and jars/)."""
-    import pyspark
+    import importlib.util
 
-    return os.path.dirname(os.path.abspath(pyspark.__file__))
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("pyspark is not installed in this interpreter: start the Spark Connect server from one "
+                          "that has it (Airflow's, with the Spark provider)")
+    return os.path.abspath(list(spec.submodule_search_locations)[0])
 
 
 def default_token_file(port: int) -> Path:
