@@ -305,7 +305,13 @@ def test_plain_pip_into_an_existing_airflow_changes_nothing_and_a_dag_runs(pytho
     spark_tasks = ["assign_and_write", "commit"]
     first, warm = (sum(r["seconds"][t] for t in spark_tasks) for r in runs)
     seconds["spark tasks: first run (a home per task), second run"] = [round(first, 1), round(warm, 1)]
-    assert first <= 1.5 * warm, f"the first run's Spark tasks took {first:.1f} s, the second {warm:.1f} s"
+    # what makes a first run as fast as a later one, shown rather than timed (the time is a figure, printed: a ratio
+    # asserted on two cores shared with the rest of the suite failed once at 1.5x): every spark-submit of both runs,
+    # the first run's from new homes, mapped the image's archive of its job
+    cds = image_env["AIRFLOW_PAIMON_CDS_DIR"]
+    submits = [line for line in output.splitlines() if "Spark-Submit cmd:" in line]
+    assert len(submits) == len(spark_tasks) * len(runs), submits
+    assert all(f"-XX:SharedArchiveFile={cds}/" in line for line in submits), submits
     assert warm_ups(tmp_path) == [], "a warm-up outlived its task"
     assert not list(home.rglob("airflow-paimon")) and not list(pod_homes.rglob("airflow-paimon"))
     assert sorted(p.name for p in Path(image_env["AIRFLOW_PAIMON_CDS_DIR"]).glob("*.jsa")) == archives
