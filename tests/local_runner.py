@@ -111,18 +111,18 @@ class Pipeline:
         error a rewrite heals (engine/errors.py heals_by_rewrite) bootstrap-index and assign-and-write again against
         the table as it is now, then the commit of that, up to ``max_rewrites`` times. ``before_rewrite``: called as
         each rewrite starts (the fault tests arm a crash point there)."""
-        done = dict(done)
-        for rewrites in range(max_rewrites + 1):
+        done, rewrites = dict(done), 0
+        while True:
             try:
                 return self.run("commit", replace(self.spec("commit", done), rewrites=rewrites))
             except Exception as e:  # the operator's rule: only an error a rewrite heals is caught
                 if not heals_by_rewrite(e) or rewrites == max_rewrites:
                     raise
+            rewrites += 1
             if before_rewrite is not None:
                 before_rewrite()
             for job in ("bootstrap_index", "assign_and_write"):
                 done[job] = self.run(job, self.spec(job, done, source, run_id))
-        raise AssertionError("unreachable")
 
     def upsert(self, frame, run_id: str, tmp_path, **write_args) -> tuple[dict, dict, dict]:
         """``frame`` (pandas) as a parquet source through bootstrap, assign-and-write and commit."""

@@ -67,7 +67,8 @@ RETRIES, MAX_BACKOFF_MS = 6, 10_000  # then pyspark's retries of a call: 50 ms x
 
 
 # HTTP/2's client connection preface and an empty SETTINGS frame: a gRPC server answers with SETTINGS of its own
-HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+EMPTY_SETTINGS = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # length 0, type SETTINGS, no flags, stream 0
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + EMPTY_SETTINGS
 
 
 def reach(remote: str, seconds: float | None = None) -> None:

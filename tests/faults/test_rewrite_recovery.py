@@ -82,8 +82,9 @@ def batches_of(kind: Kind) -> dict[str, pd.DataFrame]:
         def batch(n, ids=60):
             return pd.DataFrame({"id": rng.integers(0, ids, n), "dt": rng.choice(list("ab"), n),
                                  "v": rng.integers(1, 10, n)})
-        return {"seed": batch(120), "other": batch(40), "run": batch(40), "later": batch(10, 5).assign(id=lambda f:
-                                                                                                  f.id + 1000)}
+        frames = {"seed": batch(120), "other": batch(40), "run": batch(40), "later": batch(10, 5)}
+        frames["later"]["id"] += 1000  # new keys
+        return frames
     seed, next_id = random_batch(rng, pd.DataFrame(columns=["id", "dt", "v"]), 0, 300)
     live = expected_upsert([seed], "id", row_kind=ROW_KIND)
     other, next_id = random_batch(rng, live, next_id, 120)

@@ -81,6 +81,8 @@ def _server(answer: bool):
     Returns (port, connections taken so far, stop)."""
     import socket
 
+    from airflow_paimon.spark.connect import EMPTY_SETTINGS
+
     listener, taken, stop = socket.create_server(("127.0.0.1", 0)), [], threading.Event()
     listener.settimeout(0.2)
 
@@ -92,7 +94,7 @@ def _server(answer: bool):
                 continue
             taken.append(conn)
             if answer:
-                threading.Thread(target=lambda c=conn: (c.recv(4096), c.sendall(bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))),
+                threading.Thread(target=lambda c=conn: (c.recv(4096), c.sendall(EMPTY_SETTINGS)),
                                  daemon=True).start()
 
     threading.Thread(target=serve, daemon=True).start()
