@@ -2,13 +2,14 @@
 a table's metadata (the sensor's and trigger's snapshot polls, the commit's asset event, the lineage schema).
 Duck-types the few members of a pypaimon table those readers use (``snapshot_manager()``'s
 ``get_latest_snapshot`` / ``get_snapshot_by_id``, ``fields``, ``identifier.get_full_name()``), so
-engine/snapshots.py and assets.py read either. A filesystem catalog's layout: ``<warehouse>/<db>.db/<table>``."""
+engine/snapshot/snapshots.py and assets.py read either. A filesystem catalog's layout:
+``<warehouse>/<db>.db/<table>``."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.identifier import validate_identifier
 

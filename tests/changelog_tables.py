@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from airflow_paimon.engine.changelog_read import changelog_rows, plan_changelog
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.read.changelog_read import changelog_rows, plan_changelog
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, upsert
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]

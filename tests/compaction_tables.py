@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from airflow_paimon.engine.scan import latest_snapshot, live_entries
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.files.scan import latest_snapshot, live_entries
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, upsert
 from oracle import expected_upsert, read_table
 

@@ -71,7 +71,7 @@ def opts(warehouse):
 @pytest.fixture
 def index_root(warehouse):
     """The connection's default index root of ``warehouse``."""
-    from airflow_paimon.engine import layout
+    from airflow_paimon.engine.files import layout
 
     return layout.default_root(warehouse, "index")
 
@@ -85,7 +85,7 @@ def s3_catalog_options(monkeypatch, tmp_path):
     from moto.s3.responses import S3Response
     from moto.server import ThreadedMotoServer
 
-    from airflow_paimon.engine import storage
+    from airflow_paimon.engine.files import storage
 
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         monkeypatch.delenv(name)

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from airflow_paimon.engine.scan import live_entries
-from airflow_paimon.engine.table import TableSpec
-from airflow_paimon.engine.deletion_vectors import _vector_entries
+from airflow_paimon.engine.files.scan import live_entries
+from airflow_paimon.engine.table.table import TableSpec
+from airflow_paimon.engine.files.deletion_vectors import _vector_entries
 from local_runner import bootstrap, upsert
 
 COLUMNS = [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]]

@@ -208,7 +208,7 @@ def assert_java_reads_as_pypaimon(warehouse: str, table: str, keys: list[str], s
                                   tag: str | None = None):
     """Java Paimon reads exactly the rows pypaimon reads (no key twice); returns Java's rows. ``tag``: Java reads
     the tag by name (``scan.tag-name``), pypaimon the tagged snapshot."""
-    from airflow_paimon.engine.table import get_table
+    from airflow_paimon.engine.table.table import get_table
     from oracle import read_table
 
     ours = get_table({"warehouse": warehouse}, table)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from airflow_paimon.engine.table import TableSpec
+from airflow_paimon.engine.table.table import TableSpec
 from local_runner import bootstrap, upsert
 
 SCHEMA = {"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],

@@ -1,5 +1,5 @@
 """The one orchestration of the tests and benchmarks: a DAG run's jobs (bootstrap-index → assign-and-write →
-commit → compact) on the specs the operators build (engine/specs.py: each from the results before it, the
+commit → compact) on the specs the operators build (engine/jobs/specs.py: each from the results before it, the
 connection's default roots), run by a job runner:
 
 - ``in_process``: the engine's orchestrations (engine/runs/bootstrap_index.py,
@@ -20,21 +20,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pypaimon.schema.data_types import PyarrowFieldParser
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.assign.assigner import BUCKET, ORDER, ROW_KIND
 from airflow_paimon.engine.assign.fixed import fixed_buckets
 from airflow_paimon.engine.commit.ordering import left_out_arrow
 from airflow_paimon.engine.commit.properties import RunClock
 from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.runs.compact import compact as compact_job, compact_task, compaction_identity, run_compaction
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.write.context import WriteContext
 from airflow_paimon.engine.errors import heals_by_rewrite
 from airflow_paimon.engine.merge.rowkind import row_kinds as row_kinds_of
 from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index, shards_in
 from airflow_paimon.spark.job_registry import JOBS
-from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.shapes import CROSS_PARTITION, HASH_DYNAMIC, HASH_FIXED, TableShape
-from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
+from airflow_paimon.engine.files.scan import latest_snapshot
+from airflow_paimon.engine.assign.shapes import CROSS_PARTITION, HASH_DYNAMIC, HASH_FIXED, TableShape
+from airflow_paimon.engine.jobs.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitResult, CommitSpec, CompactSpec, JobSpec, Wire, source_spec)
 from airflow_paimon.engine.runs.assign_and_write import assign_and_write
 from airflow_paimon.engine.write.buffer import WriteBuffer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from airflow_paimon.engine.table import TableSpec
+from airflow_paimon.engine.table.table import TableSpec
 
 SPEC = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]],
                             "primary_keys": ["id"], "partition_keys": ["dt"],

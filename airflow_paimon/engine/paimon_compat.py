@@ -53,11 +53,11 @@ REQUIRED = (
     Private("pypaimon.snapshot.renaming_snapshot_commit:RenamingSnapshotCommit", "_commit_latest_hint",
             ("snapshot_id",), "call commit_latest_hint: ExclusiveSnapshotCommit (engine/commit/snapshot_commit.py)"),
     Private("pypaimon.schema.schema_manager:SchemaManager", "_generate_table_schema", ("old_table_schema", "changes"),
-            "call next_schema: engine/schema_commit.py"),
+            "call next_schema: engine/table/schema_commit.py"),
     Private("pypaimon.schema.schema_manager:SchemaManager", "_to_schema_path", ("schema_id",),
-            "call schema_path: engine/schema_commit.py"),
+            "call schema_path: engine/table/schema_commit.py"),
     Private("pypaimon.manifest.manifest_file_manager:ManifestFileManager", "_get_value_stats_fields",
-            ("file_dict", "file_schema"), "wrapped by read_older_manifests (engine/catalog.py)"),
+            ("file_dict", "file_schema"), "wrapped by read_older_manifests (engine/table/catalog.py)"),
 )
 
 

@@ -79,7 +79,7 @@ class PaimonHook(BaseHook):
         return {"warehouse": self.warehouse, **self.extras["catalog_options"]}
 
     def _root(self, name: str) -> str:
-        from airflow_paimon.engine.layout import default_root
+        from airflow_paimon.engine.files.layout import default_root
 
         return self.extras.get(f"{name}_root") or default_root(self.warehouse, name)
 
@@ -101,7 +101,7 @@ class PaimonHook(BaseHook):
     def get_table(self, identifier: str, spec: dict | None = None):
         """The pypaimon table (the job side only: airflow_paimon/job_env); created from ``spec`` (a TableSpec
         dict) if it does not exist yet."""
-        from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+        from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 
         validate_identifier(identifier)
         if spec is None:

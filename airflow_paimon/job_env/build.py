@@ -101,7 +101,7 @@ def create(path: Path, python: str | None = None, provider: str | None = None,
     # the provider without its dependencies: they are Airflow's side; the job side needs only the extra's
     subprocess.run([*install, "--no-deps", provider or provider_source()], check=True)
     subprocess.run([*install, "--constraint", str(constraints), *jobs_requirements()], check=True)
-    check = [str(env_python), "-c", "import airflow_paimon.engine.table, pypaimon, rocksdict, pyroaring"]
+    check = [str(env_python), "-c", "import airflow_paimon.engine.table.table, pypaimon, rocksdict, pyroaring"]
     subprocess.run(check, check=True)
     return env_python
 

@@ -11,7 +11,7 @@ from airflow_paimon.job_env.step import job_step
 def bootstrap_decide(spec: dict) -> dict | None:
     """The bootstrap result when table metadata decides it (an index to reuse, a table that needs none)."""
     from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index
-    from airflow_paimon.engine.specs import BootstrapSpec
+    from airflow_paimon.engine.jobs.specs import BootstrapSpec
 
     result = bootstrap_index(BootstrapSpec.from_dict(spec), None)
     return None if result is None else result.to_dict()
@@ -21,7 +21,7 @@ def bootstrap_decide(spec: dict) -> dict | None:
 def compact_decide(spec: dict) -> dict | None:
     """The compaction result when nothing is due, or this run's compaction is committed already."""
     from airflow_paimon.engine.runs.compact import decide_compaction
-    from airflow_paimon.engine.specs import CompactSpec
+    from airflow_paimon.engine.jobs.specs import CompactSpec
 
     result = decide_compaction(CompactSpec.from_dict(spec))
     return None if result is None else result.to_dict()
@@ -32,8 +32,8 @@ def compact_writes(catalog_options: dict, table: str, snapshot_id: int | None, c
     """The snapshot a compaction starts from (``snapshot_id``, else the latest) and, when ``count_writes``, how
     many write snapshots came since the last compaction."""
     from airflow_paimon.engine.compact.plan import write_commits, writes_since_compaction
-    from airflow_paimon.engine.scan import latest_snapshot
-    from airflow_paimon.engine.table import get_table
+    from airflow_paimon.engine.files.scan import latest_snapshot
+    from airflow_paimon.engine.table.table import get_table
 
     paimon_table = get_table(catalog_options, table)
     if snapshot_id is None:
@@ -45,8 +45,8 @@ def compact_writes(catalog_options: dict, table: str, snapshot_id: int | None, c
 
 @job_step
 def create_table(catalog_options: dict, table: str, table_schema: dict) -> dict:
-    from airflow_paimon.engine.lifecycle import create_table as create
-    from airflow_paimon.engine.table import TableSpec
+    from airflow_paimon.engine.table.lifecycle import create_table as create
+    from airflow_paimon.engine.table.table import TableSpec
 
     return create(catalog_options, table, TableSpec.from_dict(table_schema))
 
@@ -54,7 +54,7 @@ def create_table(catalog_options: dict, table: str, table_schema: dict) -> dict:
 @job_step
 def alter_table(catalog_options: dict, table: str, set_options: dict, reset_options: list, add_columns: list,
                 widen_columns: list) -> dict:
-    from airflow_paimon.engine.lifecycle import alter_table as alter
+    from airflow_paimon.engine.table.lifecycle import alter_table as alter
 
     return alter(catalog_options, table, set_options, reset_options, add_columns, widen_columns)
 
@@ -64,7 +64,7 @@ def create_tag(catalog_options: dict, table: str, tag: str, snapshot_id: int | N
                fingerprint: str | None = None) -> dict:
     """``fingerprint``: of the snapshot the run committed, so a snapshot that took its id after a rollback is
     refused."""
-    from airflow_paimon.engine.lifecycle import create_tag as tag_it
+    from airflow_paimon.engine.table.lifecycle import create_tag as tag_it
 
     return tag_it(catalog_options, table, tag, snapshot_id, fingerprint)
 
@@ -72,7 +72,7 @@ def create_tag(catalog_options: dict, table: str, tag: str, snapshot_id: int | N
 @job_step
 def rollback(catalog_options: dict, table: str, index_root: str, to_snapshot: int | None,
              to_tag: str | None) -> dict:
-    from airflow_paimon.engine.rollback import rollback as roll_back
+    from airflow_paimon.engine.maintenance.rollback import rollback as roll_back
 
     return roll_back(catalog_options, table, index_root, to_snapshot, to_tag)
 
@@ -84,7 +84,7 @@ def expire_partitions(catalog_options: dict, table: str, dag_id: str, run_id: st
     import datetime
 
     from airflow_paimon.engine.commit.identity import CommitIdentity
-    from airflow_paimon.engine.partition_expiry import expire_partitions as expire
+    from airflow_paimon.engine.maintenance.partition_expiry import expire_partitions as expire
     from airflow_paimon.engine.options.parse import duration_ms
 
     expiration = None
@@ -98,7 +98,7 @@ def expire_partitions(catalog_options: dict, table: str, dag_id: str, run_id: st
 def list_databases(catalog_options: dict) -> list[str]:
     """The connection test: the warehouse's databases; a warehouse that does not exist is a failure (creating
     one is PaimonCreateTableOperator's job, not a test's)."""
-    from airflow_paimon.engine.catalog import open_catalog, require_warehouse
+    from airflow_paimon.engine.table.catalog import open_catalog, require_warehouse
 
     require_warehouse(catalog_options)
     return list(open_catalog(catalog_options).list_databases())

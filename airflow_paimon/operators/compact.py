@@ -10,7 +10,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.errors import ConfigError
-from airflow_paimon.engine.specs import SCOPES, CommitResult, CompactResult, CompactSpec
+from airflow_paimon.engine.jobs.specs import SCOPES, CommitResult, CompactResult, CompactSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.job_env import steps
 from airflow_paimon.job_env.step import run_step

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from airflow_paimon.engine.errors import ConfigError
-from airflow_paimon.engine.snapshots import parse_cursor
-from airflow_paimon.engine.specs import IncrementalReadSpec
+from airflow_paimon.engine.snapshot.snapshots import parse_cursor
+from airflow_paimon.engine.jobs.specs import IncrementalReadSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.spark_job import PaimonSparkJobOperator
 
@@ -19,9 +19,9 @@ class PaimonIncrementalReadOperator(PaimonSparkJobOperator):
     ``row_kind``). Paimon's ``incremental-between``; ``scan_mode``:
 
     - ``diff``: the table at the end compared with the table at the start, key by key: ``+I`` new key, ``+U``
-      changed key (new values), ``-D`` key gone from its partition (old values); see engine/incremental.py.
+      changed key (new values), ``-D`` key gone from its partition (old values); see engine/read/incremental.py.
     - ``changelog``: the changelog files of the snapshots in the range (tables with ``changelog-producer``
-      ``input``): every change as written, in commit order, with its row kind; see engine/changelog_read.py.
+      ``input``): every change as written, in commit order, with its row kind; see engine/read/changelog_read.py.
     - ``auto`` (default): ``changelog`` where the table has a changelog producer, else ``diff``.
 
     The target is a ready source for another table: ``PaimonAssignAndWriteOperator(source=target,

@@ -147,7 +147,7 @@ class PaimonCreateTagOperator(UpstreamResultMixin, PaimonTableOperator):
 class PaimonRollbackOperator(PaimonTableOperator):
     """Roll ``table`` back to ``to_snapshot`` or ``to_tag`` (templated; exactly one): later snapshots, their
     tags and the global key index of later snapshots are deleted, so the table reads as it did then and the
-    next write bootstraps from the target (engine/rollback.py). Pause the table's writers meanwhile.
+    next write bootstraps from the target (engine/maintenance/rollback.py). Pause the table's writers meanwhile.
 
     Exactly once per DAG run: a retry finishes an interrupted rollback; once done, a marker under the results
     root makes a cleared task that runs again in the same DAG run report the rollback it did instead of
@@ -163,13 +163,13 @@ class PaimonRollbackOperator(PaimonTableOperator):
         self.to_snapshot, self.to_tag = to_snapshot, to_tag
 
     def marker(self, context, hook: PaimonHook) -> str:
-        from airflow_paimon.engine import layout
+        from airflow_paimon.engine.files import layout
 
         ti = context["ti"]
         return layout.rollback_marker(hook.results_root(), ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
 
     def run(self, context, hook: PaimonHook) -> dict:
-        from airflow_paimon.engine import storage
+        from airflow_paimon.engine.files import storage
 
         storage.configure(hook.catalog_options())
         marker = self.marker(context, hook)

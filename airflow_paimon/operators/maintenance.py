@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from airflow_paimon.engine.errors import ConfigError
-from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, ExpireSpec, OrphansSpec
+from airflow_paimon.engine.jobs.specs import MIN_ORPHAN_AGE_MS, ExpireSpec, OrphansSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.spark_job import PaimonSparkJobOperator
 

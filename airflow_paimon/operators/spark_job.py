@@ -22,7 +22,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_paimon.engine.errors import ValidationError, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.specs import JobSpec
+from airflow_paimon.engine.jobs.specs import JobSpec
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.lineage import spark_openlineage_conf
@@ -133,7 +133,7 @@ class PaimonSparkJobOperator(JobEnvMixin, UpstreamResultMixin, BaseOperator):
 
     def _execute(self, context, result_task_id: str | None = None) -> dict:
         """The job's result; ``result_task_id``: the name its result file goes by (default: this task's id)."""
-        from airflow_paimon.engine import layout, storage
+        from airflow_paimon.engine.files import layout, storage
 
         validate_identifier(self.table)  # templated: checked here, before anything is submitted
         hook = PaimonHook(self.paimon_conn_id)
@@ -196,7 +196,7 @@ class PaimonSparkJobOperator(JobEnvMixin, UpstreamResultMixin, BaseOperator):
     def _job_failed(self, result_uri: str, cause) -> None:
         """Raise the job's error (from its result file): without retries when the job says a retry cannot help
         (its ``retryable``); a job that wrote no error (a crash, a kill) is retried."""
-        from airflow_paimon.engine import storage
+        from airflow_paimon.engine.files import storage
 
         failed = json.loads(storage.read_bytes(result_uri)) if storage.exists(result_uri) else {}
         message = f"{self.job} for table {self.table} failed: {failed.get('error') or cause}"

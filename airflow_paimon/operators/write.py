@@ -12,7 +12,7 @@ from airflow.sdk import XComArg
 from airflow_paimon.assets import TableAssetMixin
 from airflow_paimon.engine.commit.properties import WRITE_ORDERS
 from airflow_paimon.engine.errors import ConfigError, ValidationError
-from airflow_paimon.engine.specs import (ASSIGN_WRITE_COUNTERS, REPROCESS_ON_CLEAR, SCHEMA_EVOLUTIONS,
+from airflow_paimon.engine.jobs.specs import (ASSIGN_WRITE_COUNTERS, REPROCESS_ON_CLEAR, SCHEMA_EVOLUTIONS,
                                          AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitResult, CommitSpec, source_spec)
 from airflow_paimon.hooks.paimon import PaimonHook

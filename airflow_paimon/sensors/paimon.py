@@ -11,7 +11,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_paimon.engine.errors import ConfigError
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.snapshots import (check_commit_kinds, cursor_at, found_after, latest_snapshot_id,
+from airflow_paimon.engine.snapshot.snapshots import (check_commit_kinds, cursor_at, found_after, latest_snapshot_id,
                                              newer_snapshot, parse_cursor, resume_point, rollback_note)
 from airflow_paimon.hooks.paimon import PaimonHook
 
@@ -33,7 +33,7 @@ class PaimonSnapshotSensor(BaseSensorOperator):
     ``deferrable=True`` frees the worker slot: the triggerer polls the snapshot directory every
     ``poke_interval`` seconds through PaimonSnapshotTrigger, without Spark.
 
-    A table rolled back below the cursor (engine/snapshots.py resume_point) moves the cursor down to the
+    A table rolled back below the cursor (engine/snapshot/snapshots.py resume_point) moves the cursor down to the
     snapshot it was rolled back to, with a warning in the task log; the XCom then has that snapshot as
     ``after_snapshot_id`` / ``after_snapshot`` (where an incremental read starts) and the old cursor's id as
     ``rolled_back_from``.

@@ -6,7 +6,7 @@ import functools
 from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.commit.ordering import SNAPSHOT, Superseding
-from airflow_paimon.engine.specs import AssignWriteResult, AssignWriteSpec
+from airflow_paimon.engine.jobs.specs import AssignWriteResult, AssignWriteSpec
 from airflow_paimon.engine.runs.assign_and_write import assign_and_write
 from airflow_paimon.spark.bootstrap import SparkIndexTasks
 from airflow_paimon.spark.pipelines import PIPELINES, in_driver

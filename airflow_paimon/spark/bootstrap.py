@@ -9,11 +9,11 @@ from functools import cached_property
 
 import pyarrow as pa
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.index.bootstrap import CHANGE_ROWS
 from airflow_paimon.engine.index.layout import ShardMeta, shard_meta_from_dict, shard_meta_json
 from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index
-from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
+from airflow_paimon.engine.jobs.specs import BootstrapResult, BootstrapSpec
 from airflow_paimon.spark.connect import default_parallelism
 from airflow_paimon.spark.routing import ROUTE, per_group, route_column, routes, without_adaptive_execution
 

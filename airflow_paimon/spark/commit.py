@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from airflow_paimon.engine.runs.commit import run_commit as commit
-from airflow_paimon.engine.specs import CommitResult, CommitSpec
+from airflow_paimon.engine.jobs.specs import CommitResult, CommitSpec
 from airflow_paimon.spark.job_frame import current_run
 
 

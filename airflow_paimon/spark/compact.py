@@ -7,9 +7,9 @@ import logging
 import pyarrow as pa
 
 from airflow_paimon.engine.runs.compact import compact, compact_task
-from airflow_paimon.engine.context import cached_table
+from airflow_paimon.engine.write.context import cached_table
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.specs import CompactResult, CompactSpec
+from airflow_paimon.engine.jobs.specs import CompactResult, CompactSpec
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from airflow_paimon.engine.maintenance.expire import expire_snapshots
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.specs import ExpireResult, ExpireSpec
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.jobs.specs import ExpireResult, ExpireSpec
+from airflow_paimon.engine.table.table import get_table
 
 
 def run_expire_snapshots(spec: ExpireSpec) -> ExpireResult:

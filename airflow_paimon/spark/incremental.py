@@ -1,6 +1,6 @@
 """incremental_read on Spark: the driver finds the partitions whose files changed between two snapshots (or,
 in changelog mode, the partitions with changelog files in the range), one Spark task per partition diffs it
-(engine/incremental.py) or reads its changelog (engine/changelog_read.py) and writes one parquet file; the
+(engine/read/incremental.py) or reads its changelog (engine/read/changelog_read.py) and writes one parquet file; the
 driver returns the counts."""
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ import re
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.codec.kinds import DELETE_TEXT, INSERT_TEXT, UPDATE_AFTER_TEXT, UPDATE_BEFORE_TEXT
-from airflow_paimon.engine.context import cached_table
+from airflow_paimon.engine.write.context import cached_table
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.changelog_read import changelog_rows, plan_changelog
-from airflow_paimon.engine.incremental import (ROW_KIND_COLUMN, diff_partition, plan_incremental, scan_mode_of,
+from airflow_paimon.engine.read.changelog_read import changelog_rows, plan_changelog
+from airflow_paimon.engine.read.incremental import (ROW_KIND_COLUMN, diff_partition, plan_incremental, scan_mode_of,
                                                snapshot_range, start_after)
-from airflow_paimon.engine.specs import IncrementalReadResult, IncrementalReadSpec
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.jobs.specs import IncrementalReadResult, IncrementalReadSpec
+from airflow_paimon.engine.table.table import get_table
 
 log = logging.getLogger(__name__)
 PART = re.compile(r"^part-\d{5}\.parquet$")
@@ -67,7 +67,7 @@ def run_incremental_read(spark, spec: IncrementalReadSpec) -> IncrementalReadRes
     written = [r.asDict() for r in spark.range(len(work), numPartitions=max(1, len(work)))
                .mapInArrow(diff, COUNTS).collect()] if work else []
     if not written:  # an empty increment is still a readable parquet source (with the schema)
-        from airflow_paimon.engine.incremental import bucket_rows
+        from airflow_paimon.engine.read.incremental import bucket_rows
         empty = bucket_rows(table, ())
         write_parquet(storage.join(target, part_name(0)),
                       empty.append_column(row_kind, pa.array([], pa.string())))

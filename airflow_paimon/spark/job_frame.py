@@ -28,10 +28,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.errors import InternalError, heals_by_rewrite, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.specs import JobSpec, Wire
+from airflow_paimon.engine.jobs.specs import JobSpec, Wire
 from airflow_paimon.spark.connect import JobKilled, connect_session, default_parallelism, stop_session
 
 log = logging.getLogger("airflow_paimon.job")

@@ -1,5 +1,5 @@
-"""Every job once: its name, the spec it reads and the result it writes (engine/specs.py), how that result
-reads in the task log (engine/progress.py), and the function that runs it on Spark. An operator names its job
+"""Every job once: its name, the spec it reads and the result it writes (engine/jobs/specs.py), how that result
+reads in the task log (engine/jobs/progress.py), and the function that runs it on Spark. An operator names its job
 (``job = "compact"``); the entry script ``spark_jobs/<name>.py``, both submission backends
 (operators/backends.py) and the fault tests' runner find everything else here.
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from airflow_paimon.engine import progress
-from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
+from airflow_paimon.engine.jobs import progress
+from airflow_paimon.engine.jobs.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitResult, CommitSpec, CompactResult, CompactSpec, ExpireResult,
                                          ExpireSpec, IncrementalReadResult, IncrementalReadSpec, JobSpec,
                                          OrphansResult, OrphansSpec, Wire)

@@ -8,7 +8,7 @@ import importlib
 import threading
 from typing import Callable
 
-from airflow_paimon.engine.specs import JobSpec, Wire
+from airflow_paimon.engine.jobs.specs import JobSpec, Wire
 from airflow_paimon.spark.job_frame import run, spark_session
 from airflow_paimon.spark.job_registry import JOBS, Job
 

@@ -5,8 +5,8 @@ import time
 
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.maintenance.orphans import DEFAULT_OLDER_THAN_MS, remove_orphan_files
-from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, OrphansResult, OrphansSpec
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.jobs.specs import MIN_ORPHAN_AGE_MS, OrphansResult, OrphansSpec
+from airflow_paimon.engine.table.table import get_table
 
 
 def run_remove_orphan_files(spec: OrphansSpec) -> OrphansResult:

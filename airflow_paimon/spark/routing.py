@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from airflow_paimon.engine.errors import InternalError
 from airflow_paimon.engine.index.sharding import shard_of
-from airflow_paimon.engine.data_files import is_last_of_key
+from airflow_paimon.engine.files.data_files import is_last_of_key
 from airflow_paimon.engine.write.buffer import all_nullable
 
 ROUTE = "_route"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.errors import SHOWN_CHARS, ValidationError
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def _format_of(path: str, identifier: str) -> str:
 
 def arrow_schema(df) -> pa.Schema:
     """The source's columns as Arrow types (for schema evolution), each naming its Spark type; one without an
-    Arrow type as null (engine/schema_evolution.py refuses to add it, naming the Spark type)."""
+    Arrow type as null (engine/table/schema_evolution.py refuses to add it, naming the Spark type)."""
     from pyspark.sql.pandas.types import to_arrow_type
 
     fields = []

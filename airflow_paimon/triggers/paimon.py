@@ -17,7 +17,7 @@ class PaimonSnapshotTrigger(BaseTrigger):
     """Fires once a snapshot with id > ``after_snapshot_id`` (and, if given, of a kind in ``commit_kinds``)
     exists. Event: ``{"status": "success", "snapshot": {...snapshot_summary...}}`` or ``{"status": "error",
     "message": ...}``. Carries only the connection id: credentials are read in the triggerer, never serialised.
-    ``after_snapshot``: the cursor with its snapshot's identity (engine/snapshots.py), so that a rollback below
+    ``after_snapshot``: the cursor with its snapshot's identity (engine/snapshot/snapshots.py), so that a rollback below
     it while the trigger waits moves it down (logged) instead of skipping the commits that reuse its ids."""
 
     def __init__(self, *, table: str, after_snapshot_id: int, commit_kinds: list[str] | None = None,
@@ -36,7 +36,7 @@ class PaimonSnapshotTrigger(BaseTrigger):
                  "after_snapshot": self.after_snapshot, "rolled_back_from": self.rolled_back_from})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_paimon.engine.snapshots import check_commit_kinds, cursor_at, parse_cursor
+        from airflow_paimon.engine.snapshot.snapshots import check_commit_kinds, cursor_at, parse_cursor
         from airflow_paimon.hooks.paimon import PaimonHook
         from airflow_paimon.table_files import TableFiles
 
@@ -65,7 +65,7 @@ class PaimonSnapshotTrigger(BaseTrigger):
               dict]:
         """(the event's snapshot or None, the cursor, the snapshot scanned up to): both followed down through a
         rollback — the scanned one too, which may lie above the cursor with a kind filter."""
-        from airflow_paimon.engine.snapshots import (cursor_at, found_after, newer_snapshot, resume_point,
+        from airflow_paimon.engine.snapshot.snapshots import (cursor_at, found_after, newer_snapshot, resume_point,
                                                      rollback_note)
 
         resumed, rolled_from = resume_point(table, cursor)

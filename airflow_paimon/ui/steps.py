@@ -8,7 +8,7 @@ from airflow_paimon.job_env.step import job_step
 @job_step
 def table_summaries(catalog_options: dict) -> list[dict]:
     """The Paimon page's overview of one connection: a line per table."""
-    from airflow_paimon.engine.catalog import require_warehouse
+    from airflow_paimon.engine.table.catalog import require_warehouse
     from airflow_paimon.ui.tables import list_tables, table_summary
 
     require_warehouse(catalog_options)  # else a missing warehouse would show as one without tables
@@ -21,7 +21,7 @@ def table_page(catalog_options: dict, index_root: str, staging_root: str, conn_i
                runs: list, prefix: str, airflow_prefix: str = "") -> str | None:
     """The Paimon page of one table, as HTML; None when the catalog lists no such table (a path in the URL
     never reaches storage). ``prefix``: the app's path; ``airflow_prefix``: Airflow's (its DAG run links)."""
-    from airflow_paimon.engine.catalog import require_warehouse
+    from airflow_paimon.engine.table.catalog import require_warehouse
     from airflow_paimon.ui import render
     from airflow_paimon.ui.runs import runs_by_commit_user
     from airflow_paimon.ui.tables import list_tables, table_view

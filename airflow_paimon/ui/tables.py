@@ -6,15 +6,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.commit.staging import read_staged, runs
 from airflow_paimon.engine.compact.levels import level_sorted_runs
-from airflow_paimon.engine.history import newest_first
+from airflow_paimon.engine.snapshot.history import newest_first
 from airflow_paimon.engine.options import CompactOptions, TableOptions
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
-from airflow_paimon.engine.scan import latest_snapshot, live_entries
-from airflow_paimon.engine.shapes import shape_of
-from airflow_paimon.engine.catalog import open_catalog
+from airflow_paimon.engine.files.scan import latest_snapshot, live_entries
+from airflow_paimon.engine.assign.shapes import shape_of
+from airflow_paimon.engine.table.catalog import open_catalog
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

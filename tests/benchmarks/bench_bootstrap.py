@@ -50,11 +50,11 @@ def timed(fn):
 
 
 def run(rows: int, shards: int, spark, repeat: int = 1) -> dict:
-    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
     from bench_upsert import PeakRSS, load_average
     from spark.jobs import pipeline_on
 
-    from airflow_paimon.engine.layout import PROVIDER_DIR
+    from airflow_paimon.engine.files.layout import PROVIDER_DIR
 
     warehouse = tempfile.mkdtemp(prefix="bench-bootstrap-")
     try:

@@ -36,7 +36,7 @@ VARIANTS = {"plain": {}, "deletion-vectors": {"deletion-vectors.enabled": "true"
 
 
 def spec(extra: dict):
-    from airflow_paimon.engine.table import TableSpec
+    from airflow_paimon.engine.table.table import TableSpec
 
     return TableSpec.from_dict({**bench_upsert.CROSS, "options": {"bucket": "-1", **extra}})
 
@@ -51,7 +51,7 @@ def upsert_timed(warehouse: str, table_spec, batch: pa.Table, run_id: str) -> fl
 
 def compact_timed(warehouse: str, run_id: str) -> float:
     """The compact task of paimon_upsert (scope 'snapshot', Paimon's universal strategy), in-process."""
-    from airflow_paimon.engine.table import get_table
+    from airflow_paimon.engine.table.table import get_table
     from local_runner import compact
 
     started = time.perf_counter()
@@ -71,7 +71,7 @@ def batches(m: int, b: int, runs: int) -> tuple[pa.Table, list[pa.Table], int]:
 
 
 def read_pypaimon(warehouse: str) -> tuple[float, pa.Table]:
-    from airflow_paimon.engine.table import get_table
+    from airflow_paimon.engine.table.table import get_table
 
     best, rows = float("inf"), None
     for _ in range(3):
@@ -106,7 +106,7 @@ def load_average() -> float:
 
 def run(m: int, b: int, runs: int, out: Path, java: bool = True, work: Path | None = None,
         compaction: bool = True) -> dict:
-    from airflow_paimon.engine.table import get_or_create_table
+    from airflow_paimon.engine.table.table import get_or_create_table
 
     work = Path(work or tempfile.mkdtemp(prefix="bench-dv-"))
     base, upserts, keys = batches(m, b, runs)

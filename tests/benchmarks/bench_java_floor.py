@@ -32,7 +32,7 @@ import bench_upsert  # noqa: E402 - the table's name
 
 def full_copy(src: Path, dst: Path) -> str:
     """``src``'s warehouse copied to ``dst`` and fully compacted."""
-    from airflow_paimon.engine.table import get_table
+    from airflow_paimon.engine.table.table import get_table
     from local_runner import compact
 
     shutil.rmtree(dst, ignore_errors=True)
@@ -45,7 +45,7 @@ def append_only_copy(src: Path, dst: Path) -> str:
     """The rows of ``src``'s table in a new table without primary key, partitioned by dt."""
     from pypaimon import CatalogFactory, Schema
 
-    from airflow_paimon.engine.table import get_table
+    from airflow_paimon.engine.table.table import get_table
 
     builder = get_table({"warehouse": str(src)}, bench_upsert.TABLE).new_read_builder()
     rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).sort_by([("dt", "ascending"),

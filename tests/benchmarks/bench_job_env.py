@@ -75,7 +75,7 @@ def process_starts(job_python: str, repeat: int, warehouse: Path) -> dict:
         for _ in range(repeat):
             named["interpreter start (python -c pass)"].append(timed_process([job_python, "-c", "pass"]))
             named["job-side imports (pypaimon, pandas, pyarrow)"].append(timed_process(
-                [job_python, "-c", "import airflow_paimon.engine.table, pypaimon, pandas, pyarrow"]))
+                [job_python, "-c", "import airflow_paimon.engine.table.table, pypaimon, pandas, pyarrow"]))
             started = time.perf_counter()
             run_step(steps.list_databases, JobEnv(job_python), catalog_options={"warehouse": str(warehouse)})
             named["one step's round trip (list_databases)"].append(time.perf_counter() - started)

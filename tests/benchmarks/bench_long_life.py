@@ -40,7 +40,7 @@ from bench_upsert import COLUMNS, DAYS, rows  # noqa: E402 - the upsert benchmar
 from airflow_paimon.engine.maintenance.expire import expire_snapshots  # noqa: E402
 
 from airflow_paimon.engine.options import TableOptions  # noqa: E402
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table  # noqa: E402
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table  # noqa: E402
 from local_runner import bootstrap, compact, in_process, stage_run  # noqa: E402
 
 TABLE = "db.t"

@@ -50,8 +50,8 @@ rows = spark.range(1, numPartitions=1).mapInArrow(lambda batches: batches, "id l
 open(sys.argv[-1], "w").write(json.dumps({"rows": rows}))
 """
 DRIVER_ONLY_JOB = """import json, sys
-from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.scan import latest_snapshot
+from airflow_paimon.engine.table.table import get_table
 snapshot = latest_snapshot(get_table({"warehouse": sys.argv[1]}, sys.argv[2]))
 open(sys.argv[-1], "w").write(json.dumps({"snapshot_id": snapshot.id}))
 """

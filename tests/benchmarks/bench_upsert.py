@@ -204,7 +204,7 @@ def catalog_options(warehouse: Path) -> dict:
 
 def load_paimon(warehouse: Path, spec: dict, base: pa.Table, table: str = TABLE) -> float:
     """Create the table and write its M rows with pypaimon-rust's native writer (fast; not measured)."""
-    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
 
     table = get_or_create_table(catalog_options(warehouse), table, TableSpec.from_dict(spec))
     return paimon_write(table.copy({"write.native.enabled": "true"}), base)
@@ -226,7 +226,7 @@ def verify(read: pa.Table, batch: pa.Table, expect_rows: int, what: str) -> None
 
 
 def read_paimon(warehouse: Path, table: str = TABLE) -> pa.Table:
-    from airflow_paimon.engine.table import get_table
+    from airflow_paimon.engine.table.table import get_table
 
     builder = get_table(catalog_options(warehouse), table).new_read_builder().with_projection(["id", "dt", "amount"])
     return builder.new_read().to_arrow(builder.new_scan().plan().splits())

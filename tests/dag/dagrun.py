@@ -32,7 +32,7 @@ def job_errors(warehouse: str, dag_id: str) -> list[str]:
 
 def job_failures(warehouse: str, dag_id: str) -> list[dict]:
     """The result files of the DAG's Spark jobs that failed (``{"error", "retryable"}``), by task and try."""
-    from airflow_paimon.engine import layout
+    from airflow_paimon.engine.files import layout
 
     out = []
     for path in sorted(glob.glob(os.path.join(layout.default_root(warehouse, "results"), dag_id, "*", "*.json"))):

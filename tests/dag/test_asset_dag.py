@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from dag.dagrun import run_dag, use_warehouse
 from incremental_oracle import read_at
 from local_runner import bootstrap, upsert
@@ -105,7 +105,7 @@ def test_commit_event_triggers_the_reader_which_reads_that_snapshot(airflow_home
     assert queued(reader.dag_id, ORDERS.uri)  # the scheduler would start the reader for it
 
     table = get_table({"warehouse": warehouse}, TABLE)
-    from airflow_paimon.engine.table import TableSpec
+    from airflow_paimon.engine.table.table import TableSpec
 
     spec = TableSpec.from_dict(TABLE_SCHEMA)
     later = batch.head(20).assign(status="later")  # a commit landing before the reader runs: not what it reads

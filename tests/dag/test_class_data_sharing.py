@@ -14,7 +14,7 @@ import pytest
 def test_second_submit_loads_spark_classes_from_the_archive(airflow_home, warehouse, monkeypatch, tmp_path):
     from dag.dagrun import use_warehouse
 
-    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
     from airflow_paimon.hooks.paimon import PaimonHook
     from airflow_paimon.operators.paimon import PaimonBootstrapIndexOperator
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from dag.dagrun import run_dag, use_warehouse
 from oracle import assert_table_equals, expected_upsert
 from spark_cluster import executor_dirs, standalone_cluster

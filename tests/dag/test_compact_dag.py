@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.scan import latest_snapshot
+from airflow_paimon.engine.table.table import get_table
 from compaction_tables import assert_reads, batches, bucket_files, cross_partition_table
 from dag.dagrun import run_dag, use_warehouse
 from oracle import expected_upsert

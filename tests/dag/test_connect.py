@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 from airflow.exceptions import AirflowException
 
-from airflow_paimon.engine.layout import STAGED_FILE
-from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.specs import BootstrapSpec
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.layout import STAGED_FILE
+from airflow_paimon.engine.files.scan import latest_snapshot
+from airflow_paimon.engine.jobs.specs import BootstrapSpec
+from airflow_paimon.engine.table.table import get_table
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
 from airflow_paimon.spark.bootstrap import run_bootstrap
@@ -173,7 +173,7 @@ ARROW, EIGHT_MB = "spark.sql.execution.arrow.maxBytesPerBatch", str(8 * 2**20)
     (5, {"spark.sql.shuffle.partitions": "3"}, "5", EIGHT_MB),  # the operator's shuffle_partitions
 ])
 def test_session_conf_of_a_job_session(connect_server, spec_partitions, conf, expected, arrow_bytes):
-    from airflow_paimon.engine.specs import JobSpec
+    from airflow_paimon.engine.jobs.specs import JobSpec
     from airflow_paimon.spark.job_frame import JobRun, job_running, spark_session
 
     spec = JobSpec(catalog_options={}, table="db.t", shuffle_partitions=spec_partitions)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from changelog_tables import changelog_of, replay
 from dag.dagrun import run_dag, use_warehouse
 from java_paimon import assert_java_reads_as_pypaimon, missing

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from dag.dagrun import job_failures, run_dag, use_warehouse
 from local_runner import bootstrap, upsert
 from oracle import read_table

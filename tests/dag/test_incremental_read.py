@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.table import get_or_create_table, get_table
+from airflow_paimon.engine.table.table import get_or_create_table, get_table
 from dag.dagrun import run_dag, use_warehouse
 from incremental_oracle import expected_diff, normalised, read_at
 from local_runner import bootstrap, upsert

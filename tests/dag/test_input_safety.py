@@ -10,7 +10,7 @@ import uuid
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from dag.dagrun import run_dag
 from oracle import assert_table_equals, expected_upsert
 

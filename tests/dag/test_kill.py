@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from airflow.exceptions import AirflowException
 
-from airflow_paimon.engine import storage
-from airflow_paimon.engine.layout import STAGED_FILE
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files import storage
+from airflow_paimon.engine.files.layout import STAGED_FILE
+from airflow_paimon.engine.table.table import get_table
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
 from dag.dagrun import run_dag, use_warehouse

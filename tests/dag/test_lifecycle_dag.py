@@ -11,8 +11,8 @@ import pendulum
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import layout
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files import layout
+from airflow_paimon.engine.table.table import get_table
 from dag.dagrun import run_dag, use_warehouse
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from local_runner import bootstrap, upsert
@@ -80,9 +80,9 @@ def test_create_tag_alter_rollback(airflow_home, warehouse, monkeypatch):
     assert not [p for p in Path(index).iterdir() if p.name in ("snapshot-2", "snapshot-3")]
 
     # writing goes on from the rolled-back table (with the altered schema): the new snapshot 2. A fresh worker,
-    # as each spark-submit job is: engine/context.py's table cache would keep the pre-ALTER schema in this one
+    # as each spark-submit job is: engine/write/context.py's table cache would keep the pre-ALTER schema in this one
     # (test_lifecycle.py::test_a_write_after_alter_in_the_same_worker_keeps_the_new_column).
-    from airflow_paimon.engine.context import cached_table
+    from airflow_paimon.engine.write.context import cached_table
 
     cached_table.cache_clear()
     source = pa.Table.from_pandas(AFTER, preserve_index=False)
@@ -96,7 +96,7 @@ def test_create_tag_alter_rollback(airflow_home, warehouse, monkeypatch):
 def test_refusal_fails_without_retries_naming_table_and_option(airflow_home, warehouse, monkeypatch, capfd, caplog):
     from paimon_lifecycle_dags import SCHEMA, refused
 
-    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
 
     use_warehouse(monkeypatch, warehouse)
     get_or_create_table({"warehouse": warehouse}, "db.t", TableSpec.from_dict(SCHEMA))
@@ -142,7 +142,7 @@ def test_expire_partitions_in_a_dag_run(airflow_home, warehouse, monkeypatch):
     logical date = 01-06 00:00; cut-off 01-04)
     drops 01-01..03 in one OVERWRITE snapshot; its second task finds that snapshot; the next write re-inserts a
     key of a dropped partition exactly once."""
-    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
     from paimon_lifecycle_dags import expire
 
     use_warehouse(monkeypatch, warehouse)

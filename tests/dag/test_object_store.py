@@ -10,8 +10,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import storage
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files import storage
+from airflow_paimon.engine.table.table import get_table
 from dag.dagrun import run_dag
 from oracle import assert_table_equals, expected_upsert
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from dag.dagrun import run_dag, use_warehouse
 from oracle import assert_table_equals, expected_upsert, read_table
 

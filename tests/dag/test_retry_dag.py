@@ -60,14 +60,14 @@ def test_a_spec_error_of_a_spark_submit_job_is_not_retried(airflow_home, warehou
 def test_an_error_in_the_task_process_is_retried_as_its_class_says(airflow_home, warehouse, monkeypatch, cls):
     from paimon_retry_dags import retry_in_process
 
-    import airflow_paimon.engine.lifecycle
+    import airflow_paimon.engine.table.lifecycle
 
     use_warehouse(monkeypatch, warehouse)
 
     def create_table(catalog_options, identifier, spec):
         raise instance(cls)
 
-    monkeypatch.setattr(airflow_paimon.engine.lifecycle, "create_table", create_table)
+    monkeypatch.setattr(airflow_paimon.engine.table.lifecycle, "create_table", create_table)
 
     run, states, _ = run_dag(retry_in_process)
 

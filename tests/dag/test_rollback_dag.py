@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from dag.dagrun import run_dag, use_warehouse
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from local_runner import bootstrap, upsert
@@ -39,7 +39,7 @@ def seed(warehouse, options) -> tuple[TableSpec, list[int]]:
     spec = TableSpec.from_dict({"columns": COLUMNS, "primary_keys": ["id"], "partition_keys": ["dt"],
                                 "options": options})
     get_or_create_table(opts, "db.t", spec)
-    from airflow_paimon.engine import layout
+    from airflow_paimon.engine.files import layout
     import pyarrow as pa
 
     index_root = layout.default_root(warehouse, "index")

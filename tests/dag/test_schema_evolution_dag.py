@@ -8,8 +8,8 @@ import os
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine.scan import latest_snapshot, live_entries
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.scan import latest_snapshot, live_entries
+from airflow_paimon.engine.table.table import get_table
 from dag.dagrun import job_errors, run_dag, use_warehouse
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from oracle import assert_table_equals, expected_upsert

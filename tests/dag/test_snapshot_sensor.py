@@ -13,7 +13,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from structlog.testing import capture_logs
 
-from airflow_paimon.engine.table import TableSpec, get_or_create_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
 from dag.dagrun import run_dag, use_warehouse
 
 pytestmark = pytest.mark.dag
@@ -58,7 +58,7 @@ def table(airflow_home, warehouse, monkeypatch):
 
 
 def test_newer_snapshot_by_commit_kind(table):
-    from airflow_paimon.engine.snapshots import newer_snapshot
+    from airflow_paimon.engine.snapshot.snapshots import newer_snapshot
 
     commit_rows(table, [3], overwrite=True)  # 2: OVERWRITE
     commit_rows(table, [4])  # 3: APPEND
@@ -96,8 +96,8 @@ def test_trigger_waits_for_the_commit_then_sensor_completes(table):
 
 
 def roll_back_to_1_and_commit_twice(table, warehouse) -> None:
-    """Snapshots 2 and 3 rolled back (engine/rollback.py); two new commits reuse their ids."""
-    from airflow_paimon.engine.rollback import rollback
+    """Snapshots 2 and 3 rolled back (engine/maintenance/rollback.py); two new commits reuse their ids."""
+    from airflow_paimon.engine.maintenance.rollback import rollback
 
     assert rollback({"warehouse": warehouse}, "db.s", warehouse + "/.index", to_snapshot=1)["deleted_snapshots"] \
         == [2, 3]

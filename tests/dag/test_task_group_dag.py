@@ -9,8 +9,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import layout
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.files import layout
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from dag.dagrun import run_dag, use_warehouse
 from local_runner import bootstrap, upsert
 from oracle import assert_table_equals, expected_upsert

@@ -7,8 +7,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import layout
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.files import layout
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from dag.dagrun import job_errors, run_dag, use_warehouse
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from oracle import assert_table_equals, expected_upsert

@@ -16,9 +16,9 @@ from airflow_paimon.engine.faults import CRASH_AT
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.shard import IndexOptions, decode_values
 from airflow_paimon.engine.index.store import load_shard
-from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.specs import JobSpec
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.scan import latest_snapshot
+from airflow_paimon.engine.jobs.specs import JobSpec
+from airflow_paimon.engine.table.table import get_table
 from faults.batches import ROW_KIND, TABLE_SPEC
 from local_runner import DAG_RUN, Pipeline, bootstrap as rebuild_index, in_spark
 import processes

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.index.bootstrap import CATCH_UP, REBUILD, REUSE
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.runs.compact import compaction_identity
-from airflow_paimon.engine.layout import index_snapshot_dir
-from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.layout import index_snapshot_dir
+from airflow_paimon.engine.files.scan import latest_snapshot
+from airflow_paimon.engine.table.table import get_table
 from compaction_tables import assert_reads
 from faults.batches import ROW_KIND, random_batch
 from faults.harness import JOBS, assert_index_consistent, attempt, fault_pipeline

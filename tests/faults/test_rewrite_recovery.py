@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.commit.identity import CommitIdentity
-from airflow_paimon.engine.layout import index_snapshot_dir
+from airflow_paimon.engine.files.layout import index_snapshot_dir
 from airflow_paimon.engine.maintenance.expire import expire_snapshots
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from compaction_tables import assert_reads
 from faults.batches import ROW_KIND, TABLE_SPEC, random_batch
 from faults.harness import assert_index_consistent, commit_task_attempt

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from compaction_tables import assert_reads
 from faults.batches import ROW_KIND, random_batch
 from faults.harness import JOBS, assert_index_consistent, fault_pipeline

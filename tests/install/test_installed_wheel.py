@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from oracle import assert_table_equals, expected_upsert
 from spark_cluster import executor_dirs, standalone_cluster
 from spark_connect import connection, running_connect_server

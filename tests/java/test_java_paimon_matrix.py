@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from changelog_tables import changelog_of
 from java_paimon import assert_java_reads_as_pypaimon, java_read, missing
 from local_runner import bootstrap, compact, upsert

@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from compaction_tables import COLUMNS, batches, cross_partition_table, rust_read
 from java_paimon import assert_java_reads_as_pypaimon, java_count, java_read, missing
 from local_runner import bootstrap, compact, upsert
@@ -72,7 +72,7 @@ def test_fixed_bucket_table(warehouse):
 def test_a_tag_by_name(warehouse):
     """A tag made by PaimonCreateTagOperator's engine call: Java Paimon reads it by name (scan.tag-name) as the
     tagged snapshot, after later writes moved and updated its keys."""
-    from airflow_paimon.engine.lifecycle import create_tag
+    from airflow_paimon.engine.table.lifecycle import create_tag
 
     data = batches(3, seed=9)
     table, expected = cross_partition_table(warehouse, data[:1])

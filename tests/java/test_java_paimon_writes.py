@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.errors import StaleIndexError
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from changelog_tables import changelog_of
 from java_paimon import assert_java_reads_as_pypaimon, java_compact, java_read, java_write, missing
 from local_runner import bootstrap, compact, in_process, stage_run, upsert

@@ -142,7 +142,7 @@ class Airflow:
     started_in: dict[str, float] = field(default_factory=dict)  # seconds: postgres, migrate, api-server, dag
 
     def table(self, identifier: str):
-        from airflow_paimon.engine.table import get_table
+        from airflow_paimon.engine.table.table import get_table
 
         return get_table({"warehouse": str(self.warehouse)}, identifier)
 

@@ -362,7 +362,7 @@ def test_a_clear_after_the_runs_snapshot_expired_counts_the_day_once(scheduler):
     refuses, with "never" it writes nothing; the sums stay each day's once."""
     import pyarrow as pa
 
-    from airflow_paimon.engine import layout
+    from airflow_paimon.engine.files import layout
     from airflow_paimon.engine.maintenance.expire import expire_snapshots
     from airflow_paimon.engine.options import TableOptions
     from local_runner import bootstrap, upsert

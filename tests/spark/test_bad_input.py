@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from oracle import assert_table_equals, expected_upsert, read_table
 from spark.jobs import pipeline_on
 
@@ -193,7 +193,7 @@ def test_more_places_in_a_decimal_source_are_refused_unless_zero(spark, warehous
 def _assert_nothing_written(jobs, run_id: str = "bad"):
     """The bad run staged nothing and the table is as seeded."""
     from airflow_paimon.engine.commit.identity import CommitIdentity
-    from airflow_paimon.engine import layout
+    from airflow_paimon.engine.files import layout
     staged = layout.staging_dir(jobs.staging_root, jobs.table,
                                 CommitIdentity.for_run("tests", run_id, jobs.table).commit_user)
     assert not os.path.exists(staged) or not os.listdir(staged), os.listdir(staged)

@@ -7,8 +7,8 @@ import os
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine import layout
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files import layout
+from airflow_paimon.engine.table.table import get_table
 from oracle import assert_table_equals, expected_upsert
 from spark.jobs import pipeline_on
 

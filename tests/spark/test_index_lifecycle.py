@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.index.layout import read_manifest
-from airflow_paimon.engine.table import TableSpec, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_table
 from compaction_tables import assert_reads
 from oracle import assert_table_equals, expected_upsert, read_table
 from spark.jobs import pipeline_on
@@ -111,8 +111,8 @@ def test_buckets_another_writer_laid_out_get_one_file_per_run(spark, warehouse, 
     """pypaimon-rust placed the keys, so a bucket holds keys of every shard (IndexManifest.shares_buckets): the
     assigned rows go to one writer per bucket, as Paimon's, rather than a file from each shard's task. Reads
     and a full compaction see every key once."""
-    from airflow_paimon.engine.scan import added_entries
-    from airflow_paimon.engine.specs import CompactSpec
+    from airflow_paimon.engine.files.scan import added_entries
+    from airflow_paimon.engine.jobs.specs import CompactSpec
     from airflow_paimon.spark.compact import run_compact
 
     spec = {**SPEC, "options": {**SPEC["options"], "dynamic-bucket.target-row-num": "100"}}

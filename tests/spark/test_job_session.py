@@ -13,7 +13,7 @@ pytestmark = pytest.mark.spark
 
 ARROW, EIGHT_MB = "spark.sql.execution.arrow.maxBytesPerBatch", str(8 * 2**20)
 DRIVER = """import sys
-from airflow_paimon.engine.specs import JobSpec
+from airflow_paimon.engine.jobs.specs import JobSpec
 from airflow_paimon.spark.job_frame import JobRun, job_running, spark_session
 
 partitions = int(sys.argv[1]) or None

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_paimon.engine.maintenance.references import SnapshotReader
-from airflow_paimon.engine.scan import file_path, latest_snapshot, live_entries
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.scan import file_path, latest_snapshot, live_entries
+from airflow_paimon.engine.table.table import get_table
 from deletion_vector_tables import assert_vectors_of_live_files
 from oracle import assert_table_equals, expected_overwrite, expected_upsert, read_table
 from spark.jobs import pipeline_on

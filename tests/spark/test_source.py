@@ -38,10 +38,10 @@ def test_directories_and_nanosecond_timestamps_are_left_to_spark(tmp_path):
 
 
 def test_a_column_another_writer_added_is_null_for_a_source_without_it(spark, tmp_path):
-    """engine/schema_evolution.py hands over the table columns the run's source may lack (another evolving
+    """engine/table/schema_evolution.py hands over the table columns the run's source may lack (another evolving
     write added them after this run planned); any other missing column is still refused."""
     from airflow_paimon.engine.errors import ValidationError
-    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
     from airflow_paimon.spark.source import validate_and_cast
 
     spec = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["v", "DOUBLE"], ["added", "DECIMAL(10, 2)"]],

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from airflow_paimon.spark.pipelines import in_driver
 from spark.jobs import pipeline_on
 

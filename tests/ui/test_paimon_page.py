@@ -13,10 +13,10 @@ from urllib.parse import quote
 
 import pytest
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.files import layout, storage
 from airflow_paimon.engine.commit.properties import AS_OF
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from held_store import held_endpoint
 
 pytestmark = pytest.mark.ui

@@ -15,7 +15,7 @@ from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.commit.table_state import check_unchanged
 from airflow_paimon.engine.errors import StaleIndexError, TransientError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.history import check_base, commit_of, newest_first, since
+from airflow_paimon.engine.snapshot.history import check_base, commit_of, newest_first, since
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -48,8 +48,8 @@ def find_commits(table: FileStoreTable, identities, after_snapshot_id: int | Non
 def check_not_moved(table: FileStoreTable, base_snapshot_id: int | None, latest=None,
                     base_fingerprint: str | None = None,
                     rebase: Callable[[list], str | None] | None = None) -> list[int]:
-    """Refuse if the base snapshot is no longer in the table's history (engine/history.py), or if any non-COMPACT
-    snapshot landed after the snapshot the index was bootstrapped at, up to ``latest`` (default: the latest
+    """Refuse if the base snapshot is no longer in the table's history (engine/snapshot/history.py), or if any
+    non-COMPACT snapshot landed after the snapshot the index was bootstrapped at, up to ``latest`` (default: the latest
     now) — unless ``rebase(snapshots since the base)`` finds nothing they conflict in (engine/commit/rebase.py);
     returns the ids of the snapshots gone over then. COMPACT snapshots keep every key in its partition and bucket,
     so the index stays right across them — but not the files a write's own compaction of level 0 replaces, nor

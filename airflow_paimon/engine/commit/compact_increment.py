@@ -20,7 +20,7 @@ from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.errors import HalfCommittedError, MissingFileError, StaleIndexError, TransientError
-from airflow_paimon.engine.history import commit_of, newest_first, since
+from airflow_paimon.engine.snapshot.history import commit_of, newest_first, since
 from airflow_paimon.engine.paimon_compat import try_commit
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def changed_buckets(table: FileStoreTable, append, latest, buckets: set[tuple[tu
     """What the snapshots after ``append`` up to ``latest`` changed in ``buckets`` ((partition, bucket)): a data
     file added or deleted, or an index file (deletion vectors, a bucket index) other than at ``append``; None when
     nothing, so a COMPACT planned at ``append`` lands on ``latest`` as it would have on ``append``."""
-    from airflow_paimon.engine.scan import delta_entries
+    from airflow_paimon.engine.files.scan import delta_entries
 
     if append is None:  # expired: what changed since cannot be read
         return "its APPEND snapshot expired since"

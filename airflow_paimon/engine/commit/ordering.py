@@ -27,11 +27,11 @@ import pyarrow as pa
 
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.commit.properties import RunClock
-from airflow_paimon.engine.data_files import read_key_rows
-from airflow_paimon.engine.history import newest_first
+from airflow_paimon.engine.files.data_files import read_key_rows
+from airflow_paimon.engine.snapshot.history import newest_first
 from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.scan import data_file_path, delta_entries
+from airflow_paimon.engine.files.scan import data_file_path, delta_entries
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.commit.staging import data_file_paths
 from airflow_paimon.engine.paimon_compat import overwrite_changes_provider, overwrite_hash_index_deletes, try_commit
-from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.deletion_vectors import partition_index_deletes
+from airflow_paimon.engine.files.scan import latest_snapshot
+from airflow_paimon.engine.files.deletion_vectors import partition_index_deletes
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_values
-from airflow_paimon.engine.data_files import read_key_rows
-from airflow_paimon.engine.scan import added_entries, data_file_path
+from airflow_paimon.engine.files.data_files import read_key_rows
+from airflow_paimon.engine.files.scan import added_entries, data_file_path
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

@@ -7,7 +7,7 @@ aggregation table would count it twice). The commit job therefore records each c
 small file, right after its snapshot landed (and again on a retry that finds the commit done, so a crash
 between the commit and the record heals while the snapshot is still kept):
 
-    {table}/airflow-paimon/commits/{commit_user}-{commit_identifier}.json (engine/layout.py)
+    {table}/airflow-paimon/commits/{commit_user}-{commit_identifier}.json (engine/files/layout.py)
 
 holding the snapshot id (the last of a deletion-vector write's APPEND and COMPACT, and the first), the commit
 kind, the snapshot's time, record count and added files, the DAG id, run id and generation when known, and when
@@ -19,7 +19,7 @@ but a rollback.
 Read only where the kept history cannot answer (``find_commits`` reached an expired snapshot) and trusted only
 for a snapshot older than the earliest kept one: a record naming a kept snapshot, or one after the latest, is
 stale (a rollback removed that commit) and ignored. A rollback deletes the records of the snapshots it removes
-(engine/rollback.py), so a later commit that reuses the id and then expires is never taken for the old one.
+(engine/maintenance/rollback.py), so a later commit that reuses the id and then expires is never taken for the old one.
 
 Retention: kept as long as the table, in its directory, so a table dropped and created again under the same name
 starts without records. Snapshot expiry never touches them (it deletes only files of expired snapshots), nor
@@ -46,9 +46,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.files import layout, storage
 from airflow_paimon.engine.errors import UnknownCommitError
-from airflow_paimon.engine.history import first_of_commit
+from airflow_paimon.engine.snapshot.history import first_of_commit
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

@@ -22,7 +22,8 @@ from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
 from pypaimon.snapshot.snapshot_commit import SnapshotCommit
 from pypaimon.write.file_store_commit import FileStoreCommit
 
-from airflow_paimon.engine import paimon_compat, storage
+from airflow_paimon.engine import paimon_compat
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.commit.manifest_merge import ManifestMerger, MergingManifestList
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.errors import ValidationError

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.commit_message_serializer import deserialize_commit_message, serialize_commit_message
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.files import layout, storage
 from airflow_paimon.engine.errors import MissingFileError
 
 if TYPE_CHECKING:
@@ -23,8 +23,8 @@ class Staged:
     commit_identifier: int
     messages: list[CommitMessage]
     extra: dict = field(default_factory=dict)  # counters and index hand-over, for the commit task
-    # the base snapshot (engine/history.py) and the table state the files were written for (commit/table_state.py);
-    # None in staging of an earlier version
+    # the base snapshot (engine/snapshot/history.py) and the table state the files were written for
+    # (commit/table_state.py); None in staging of an earlier version
     base_snapshot_fingerprint: str | None = None
     planned: dict | None = None
 

@@ -18,10 +18,10 @@ from airflow_paimon.engine.commit.staging import check_files_exist
 from airflow_paimon.engine.compact.plan import FULL_PROPERTY
 from airflow_paimon.engine.errors import PaimonJobError, TransientError
 from airflow_paimon.engine.codec.kinds import FileKind
-from airflow_paimon.engine.history import check_base, since
+from airflow_paimon.engine.snapshot.history import check_base, since
 from airflow_paimon.engine.maintenance.references import SnapshotReader
 from airflow_paimon.engine.paimon_compat import try_commit
-from airflow_paimon.engine.scan import file_path
+from airflow_paimon.engine.files.scan import file_path
 from airflow_paimon.engine.options import TableOptions
 
 if TYPE_CHECKING:

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from airflow_paimon.engine.commit.committer import COMPACT
 from airflow_paimon.engine.compact.levels import level_sorted_runs, non_empty_highest_level, number_of_levels
 from airflow_paimon.engine.compact.strategy import CompactUnit, UniversalCompaction, pick_full_compaction
-from airflow_paimon.engine.history import commit_of, fingerprint, newest_first
+from airflow_paimon.engine.snapshot.history import commit_of, fingerprint, newest_first
 from airflow_paimon.engine.maintenance.references import SnapshotReader
-from airflow_paimon.engine.scan import file_path, live_entries
+from airflow_paimon.engine.files.scan import file_path, live_entries
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.deletion_vectors import bucket_deletion_vectors, deleted_entry as _deleted, positions
+from airflow_paimon.engine.files.deletion_vectors import bucket_deletion_vectors, deleted_entry as _deleted, positions
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -43,7 +43,7 @@ class CompactionPlan:
     entries: dict  # (partition, bucket, file name, level) -> ManifestEntry of every picked file
     index_deletes: list = field(default_factory=list)  # deletion-vector index entries the compaction drops
     full: bool = False  # every bucket in scope into one run at the max level
-    snapshot_fingerprint: str | None = None  # which snapshot ``snapshot_id`` is (engine/history.py)
+    snapshot_fingerprint: str | None = None  # which snapshot ``snapshot_id`` is (engine/snapshot/history.py)
 
 
 def writes_since_compaction(table: FileStoreTable, snapshot_id: int | None, full_only: bool = False) -> list:

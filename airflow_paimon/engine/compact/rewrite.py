@@ -23,8 +23,8 @@ from airflow_paimon.engine.merge.merge_function import lookup_merge_input, merge
 from airflow_paimon.engine.compact.plan import BucketCompaction
 from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.paimon_compat import roll_write
-from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
-from airflow_paimon.engine.schema_evolution import file_column_names
+from airflow_paimon.engine.files.data_files import read_as, read_columns, without_rows
+from airflow_paimon.engine.table.schema_evolution import file_column_names
 from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.write.bucket_writer import key_value_schema, write_changelog_files

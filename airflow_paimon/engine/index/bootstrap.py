@@ -29,15 +29,15 @@ from airflow_paimon.engine.codec.keys import encode_keys, encode_partition_value
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
 from airflow_paimon.engine.errors import CorruptTableError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.history import fingerprint, since
+from airflow_paimon.engine.snapshot.history import fingerprint, since
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, compatible, key_signature,
                                                 newest_published, verify)
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex, decode_values, encode_values, write_sst
 from airflow_paimon.engine.index.store import advance, export_changes, load_shard, publish_file
 from airflow_paimon.engine.index.sharding import shard_of
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.scan import added_entries
-from airflow_paimon.engine.data_files import is_alive, is_last_of_key, read_key_rows, read_live_keys
+from airflow_paimon.engine.files.scan import added_entries
+from airflow_paimon.engine.files.data_files import is_alive, is_last_of_key, read_key_rows, read_live_keys
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -54,7 +54,7 @@ REUSE, CATCH_UP, REBUILD, NOT_NEEDED = "reused", "caught_up", "rebuilt", "not_ne
 class BootstrapPlan:
     decision: str                              # REUSE | CATCH_UP | REBUILD
     snapshot_id: int | None                    # L
-    snapshot_fingerprint: str | None = None    # of L (engine/history.py)
+    snapshot_fingerprint: str | None = None    # of L (engine/snapshot/history.py)
     base: IndexManifest | None = None          # the index reused or caught up from
     added_files: list = field(default_factory=list)  # CATCH_UP: (snapshot id, ManifestEntry) in order
     reason: str = ""

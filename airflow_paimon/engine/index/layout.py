@@ -6,7 +6,7 @@
 A shard is a list of SST files applied in order — a base file, then deltas — which may live in the
 directories of earlier snapshots; the manifest names them relative to the table's index directory, with
 size and checksum. The manifest is written last and atomically, so an index without one is never read.
-The names themselves are engine/layout.py's.
+The names themselves are engine/files/layout.py's.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import TypeGuard
 
 import pyarrow.fs as pafs
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.files import layout, storage
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 
@@ -54,7 +54,7 @@ class IndexManifest:
     origin: str = "rebuilt"  # rebuilt | caught_up | reused | committed
     # the keys it indexes (key_signature); None: a manifest from before schema evolution, see its schema_id
     key_signature: str | None = None
-    # which snapshot ``snapshot_id`` it indexes (engine/history.py): after a rollback the id names another one;
+    # which snapshot ``snapshot_id`` it indexes (engine/snapshot/history.py): after a rollback the id names another one;
     # None: a manifest from before fingerprints
     snapshot_fingerprint: str | None = None
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.files import layout, storage
 from airflow_paimon.engine.index.layout import (MAX_SHARD_FILES, IndexFile, IndexManifest, ShardMeta, describe_file,
                                                 published_snapshots, read_manifest, publish_manifest)
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex

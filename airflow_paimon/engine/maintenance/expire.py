@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.codec.kinds import FileKind
 from airflow_paimon.engine.maintenance.references import SnapshotReader
-from airflow_paimon.engine.specs import ExpireResult
+from airflow_paimon.engine.jobs.specs import ExpireResult
 from airflow_paimon.engine.options import ExpireOptions
 
 if TYPE_CHECKING:

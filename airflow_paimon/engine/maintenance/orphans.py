@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.files import layout, storage
 from airflow_paimon.engine.commit.staging import abandoned, data_file_paths, load, runs
 from airflow_paimon.engine.errors import CorruptTableError, ValidationError
 from airflow_paimon.engine.maintenance.references import References, SnapshotReader, normalize
-from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, STAGING_RETENTION_SECONDS, OrphansResult
+from airflow_paimon.engine.jobs.specs import MIN_ORPHAN_AGE_MS, STAGING_RETENTION_SECONDS, OrphansResult
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

@@ -14,7 +14,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from airflow_paimon.engine.codec.kinds import FileKind
-from airflow_paimon.engine.scan import file_path, live_entries
+from airflow_paimon.engine.files.scan import file_path, live_entries
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

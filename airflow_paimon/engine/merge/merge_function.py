@@ -18,7 +18,7 @@ from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIN
 from airflow_paimon.engine.merge.aggregate import aggregate
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
-from airflow_paimon.engine.data_files import is_last_of_key
+from airflow_paimon.engine.files.data_files import is_last_of_key
 from airflow_paimon.engine.options import TableOptions
 
 

@@ -10,7 +10,7 @@ Two kinds of check, both failing with a ValidationError naming the table, the op
   implement, are refused: a table written without them would be wrong (e.g. level-0 files are invisible to
   readers in deletion-vector mode; a changelog producer's files must be written by whoever knows the change).
 
-Declared options are checked before ``create_table`` (engine/table.py); an existing table's own options (another
+Declared options are checked before ``create_table`` (engine/table/table.py); an existing table's own options (another
 engine may have set them) on every bootstrap, write and compaction, before anything is staged.
 """
 from __future__ import annotations

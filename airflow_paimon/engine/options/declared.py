@@ -13,7 +13,7 @@ from pypaimon.common.options.core_options import MergeEngine
 JAVA_INT_MAX = 2**31 - 1
 MAX_DYNAMIC_BUCKETS = 32767 + 1  # bucket ids are Java shorts
 MERGE_ENGINES = tuple(m.value for m in MergeEngine)  # every merge engine Paimon has
-FILE_FORMATS = ("parquet", "orc")  # what engine/data_files.py reads back (index bootstrap, compaction)
+FILE_FORMATS = ("parquet", "orc")  # what engine/files/data_files.py reads back (index bootstrap, compaction)
 # Paimon's changelog producers, all written here: 'input' by the writer (engine/write/bucket_writer.py), 'lookup' by
 # a write's compaction of level 0 (engine/write/lookup_compact.py, engine/write/force_up_level_0.py),
 # 'full-compaction' by every compaction into the max level (engine/compact/rewrite.py)

@@ -67,7 +67,7 @@ class BucketOptions:
 
 @dataclass(frozen=True)
 class WriteOptions:
-    """What a write task needs beyond the merge (engine/write/, engine/context.py)."""
+    """What a write task needs beyond the merge (engine/write/, engine/write/context.py)."""
     buffer_bytes: int = default("write-buffer-size")  # the input a write task holds before it spills
     changelog_file_prefix: str = default("changelog-file.prefix")
     target_file_size: int = default("target-file-size")  # a primary-key table's data files roll over at it

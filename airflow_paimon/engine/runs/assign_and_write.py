@@ -12,7 +12,7 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.commit.committer import find_commit, find_commits
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.ordering import Superseding, report, superseding
@@ -21,21 +21,21 @@ from airflow_paimon.engine.commit.record import RecordedCommit
 from airflow_paimon.engine.commit.overwrite import WRITE_MODES
 from airflow_paimon.engine.commit.staging import Staged, stage
 from airflow_paimon.engine.commit.table_state import planned_state
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.write.context import WriteContext
 from airflow_paimon.engine.errors import IndexGoneError, RolledBackError, StaleIndexError, ValidationError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.history import check_base, fingerprint, first_of_commit
+from airflow_paimon.engine.snapshot.history import check_base, fingerprint, first_of_commit
 from airflow_paimon.engine.index.store import staged_shards
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.runs.bootstrap_index import IndexTasks, index_at_latest
-from airflow_paimon.engine.schema_evolution import evolve_for_source
-from airflow_paimon.engine.shapes import TableShape, shape_of, shapes_taking
-from airflow_paimon.engine.specs import REPROCESS_ON_CLEAR, AssignWriteResult, AssignWriteSpec
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.schema_evolution import evolve_for_source
+from airflow_paimon.engine.assign.shapes import TableShape, shape_of, shapes_taking
+from airflow_paimon.engine.jobs.specs import REPROCESS_ON_CLEAR, AssignWriteResult, AssignWriteSpec
+from airflow_paimon.engine.table.table import get_table
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.options.checks import check_table
 from airflow_paimon.engine.write import planned_columns
-from airflow_paimon.engine.deletion_vectors import check_no_level_0
+from airflow_paimon.engine.files.deletion_vectors import check_no_level_0
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -63,7 +63,7 @@ class WriteTasks(Protocol):
 
     def read(self, table: FileStoreTable, row_kind_column: str | None, absent: tuple[str, ...]) -> Any:
         """The validated source, with the table columns ``absent`` (added by another writer since this run
-        planned: engine/schema_evolution.py) as nulls."""
+        planned: engine/table/schema_evolution.py) as nulls."""
 
     def leave_out(self, source: Any, found: Superseding) -> tuple[Any, dict[int, int]]:
         """``source`` without the rows ``found`` (engine/commit/ordering.py: what runs as of a later instant

@@ -15,7 +15,7 @@ import pyarrow as pa
 from airflow_paimon.engine.assign.assigner import KEY, assign_shard
 from airflow_paimon.engine.index.buckets import BucketAssigner
 from airflow_paimon.engine.codec.keys import encode_keys
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.write.context import WriteContext
 from airflow_paimon.engine.index.layout import base_manifest
 from airflow_paimon.engine.index.store import export_changes, load_shard, stage_shard
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Callable, Protocol
 import numpy as np
 import pyarrow as pa
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.history import check_base, fingerprint
+from airflow_paimon.engine.snapshot.history import check_base, fingerprint
 from airflow_paimon.engine.index.bootstrap import (CATCH_UP, NOT_NEEDED, REBUILD, REUSE, catch_up_file,
                                                    catch_up_shard, plan_bootstrap, rebuild_part)
 from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, key_signature, merge_shard_parts,
@@ -24,11 +24,11 @@ from airflow_paimon.engine.index.layout import (IndexManifest, ShardMeta, key_si
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.store import clean_up
-from airflow_paimon.engine.scan import buckets_at, file_path
-from airflow_paimon.engine.deletion_vectors import deleted_rows_at
-from airflow_paimon.engine.shapes import TableShape, shape_of
-from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
-from airflow_paimon.engine.table import TableSpec, get_or_create_table
+from airflow_paimon.engine.files.scan import buckets_at, file_path
+from airflow_paimon.engine.files.deletion_vectors import deleted_rows_at
+from airflow_paimon.engine.assign.shapes import TableShape, shape_of
+from airflow_paimon.engine.jobs.specs import BootstrapResult, BootstrapSpec
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

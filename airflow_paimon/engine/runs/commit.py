@@ -11,20 +11,20 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.files import layout, storage
 from airflow_paimon.engine.commit.committer import commit_once, find_commit
 from airflow_paimon.engine.commit.properties import RunClock, snapshot_properties
 from airflow_paimon.engine.commit.record import RecordedCommit, record_commit
 from airflow_paimon.engine.commit.staging import abandoned, load, runs
 from airflow_paimon.engine.errors import MissingFileError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.history import fingerprint
+from airflow_paimon.engine.snapshot.history import fingerprint
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.index.layout import read_manifest
 from airflow_paimon.engine.index.store import clean_up, publish_committed, staged_shards
-from airflow_paimon.engine.scan import added_file_count
-from airflow_paimon.engine.specs import CommitResult, CommitSpec
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.scan import added_file_count
+from airflow_paimon.engine.jobs.specs import CommitResult, CommitSpec
+from airflow_paimon.engine.table.table import get_table
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

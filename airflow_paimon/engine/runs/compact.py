@@ -16,8 +16,8 @@ from airflow_paimon.engine.compact.plan import (BucketCompaction, plan_compactio
 from airflow_paimon.engine.compact.rewrite import rewrite_bucket
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.faults import crash_point
-from airflow_paimon.engine.scan import latest_snapshot
-from airflow_paimon.engine.specs import SCOPES, CompactResult, CompactSpec
+from airflow_paimon.engine.files.scan import latest_snapshot
+from airflow_paimon.engine.jobs.specs import SCOPES, CompactResult, CompactSpec
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.options.checks import check_table
 
@@ -99,7 +99,7 @@ def compact(spec: CompactSpec, execute: Callable[[FileStoreTable, list[BucketCom
             ) -> CompactResult | None:
     """The compact job on ``spec``: ``execute(table, work)`` rewrites the planned buckets (Spark tasks, or a loop
     in tests); None: decide from table metadata only (None when buckets must be rewritten)."""
-    from airflow_paimon.engine.table import get_table
+    from airflow_paimon.engine.table.table import get_table
 
     table = get_table(spec.catalog_options, spec.table)
     result = run_compaction(table, compaction_identity(spec.dag_id, spec.run_id, spec.table, spec.generation),

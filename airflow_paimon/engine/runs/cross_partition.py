@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from airflow_paimon.engine.assign.assigner import BUCKET
 from airflow_paimon.engine.runs.assign_shard import shard_assigner
 from airflow_paimon.engine.codec.keys import encode_partitions
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.write.context import WriteContext
 from airflow_paimon.engine.memory import release_free_memory
 from airflow_paimon.engine.write.buffer import Runs, WriteBuffer
 

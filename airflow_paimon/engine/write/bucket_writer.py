@@ -19,7 +19,7 @@ from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER_FIELD, VAL
 from airflow_paimon.engine.errors import InternalError
 from airflow_paimon.engine.paimon_compat import roll_write
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.data_files import is_last_of_key
+from airflow_paimon.engine.files.data_files import is_last_of_key
 from airflow_paimon.engine.write.kv_writer import KeyValueFileWriter
 
 if TYPE_CHECKING:

@@ -25,12 +25,12 @@ from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.codec.system_fields import key_column, key_columns
 from airflow_paimon.engine.merge.merge_function import lookup_merge_input, merge_key_values
-from airflow_paimon.engine.data_files import read_columns
+from airflow_paimon.engine.files.data_files import read_columns
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 from airflow_paimon.engine.write.bucket_writer import (file_schema, key_value_layout, key_value_schema,
                                                       write_changelog_files, write_key_values)
 from airflow_paimon.engine.write.changelog_producers import lookup_changelog
-from airflow_paimon.engine.deletion_vectors import LiveFile
+from airflow_paimon.engine.files.deletion_vectors import LiveFile
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.write.lookup_compact import read_live_file
 

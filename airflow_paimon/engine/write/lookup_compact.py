@@ -17,7 +17,7 @@ engine/commit/compact_increment.py):
   the old one (the batch's row is dropped), partial-update / aggregation / sequence.field merge the old row with
   the batch's records (Paimon's lookup merge).
 
-The index files themselves: engine/deletion_vectors.py.
+The index files themselves: engine/files/deletion_vectors.py.
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ from airflow_paimon.engine.codec.keys import encode_keys
 from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.codec.system_fields import key_column, key_columns
 from airflow_paimon.engine.merge.merge_function import merge_key_values
-from airflow_paimon.engine.data_files import read_as, read_columns, without_rows
-from airflow_paimon.engine.deletion_vectors import (LiveFile, bucket_deletion_vectors, deleted_entry, positions,
+from airflow_paimon.engine.files.data_files import read_as, read_columns, without_rows
+from airflow_paimon.engine.files.deletion_vectors import (LiveFile, bucket_deletion_vectors, deleted_entry, positions,
                                                     with_positions, write_index_file)
 from airflow_paimon.engine.merge.merge_engine import MergeEngine, MergeRules
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ def _rows_at(table: FileStoreTable, files: list[LiveFile], file_ids: np.ndarray,
 
 def read_live_file(table: FileStoreTable, f: LiveFile, schema: pa.Schema) -> pa.Table:
     """A data file in the current schema (a file of an older one by field id, added columns null)."""
-    from airflow_paimon.engine.schema_evolution import file_column_names
+    from airflow_paimon.engine.table.schema_evolution import file_column_names
 
     if f.meta.schema_id != table.table_schema.id:
         return read_as(f.path, schema, file_column_names(table, f.meta.schema_id))

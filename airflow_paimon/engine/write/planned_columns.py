@@ -1,14 +1,14 @@
 """The table columns a DAG run first planned its write against, kept in the run's staging directory.
 
 A run that loses a race keeps its commit identity, so its staging directory: through a lost schema commit
-(engine/schema_commit.py plans again in the same attempt) and through a lost snapshot commit (StaleIndexError:
+(engine/table/schema_commit.py plans again in the same attempt) and through a lost snapshot commit (StaleIndexError:
 bootstrap and assign-and-write again). A column the table gained after this record is one the run's source
 never had — another writer's evolution, null for this run's rows — not a column the source dropped."""
 from __future__ import annotations
 
 import json
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.files import layout, storage
 
 
 def recorded(run_staging: str) -> list[str] | None:

@@ -16,7 +16,7 @@ from airflow_paimon.engine.assign.assigner import BUCKET, ROW_KIND, ORDER
 from airflow_paimon.engine.merge.rowkind import occurrence_rounds, resolve_duplicates
 from airflow_paimon.engine.codec.kinds import is_retract
 from airflow_paimon.engine.commit.staging import encode_message
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.write.context import WriteContext
 from airflow_paimon.engine.codec.keys import encode_partitions
 from airflow_paimon.engine.write.bucket_writer import write_bucket
 from airflow_paimon.engine.write.lookup_compact import lookup_compact

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from airflow_paimon.engine.commit.staging import encode_message
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.write.context import WriteContext
 from airflow_paimon.spark.pipelines.common import WRITTEN
 
 

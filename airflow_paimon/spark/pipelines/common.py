@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_paimon.engine.assign.assigner import BUCKET
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.write.context import WriteContext
 from airflow_paimon.engine.write.task import write_task
 from airflow_paimon.spark.routing import ROUTE, per_group, per_sorted_group, route_column
 

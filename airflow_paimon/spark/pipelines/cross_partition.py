@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_paimon.engine.assign.assigner import BUCKET
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.write.context import WriteContext
 from airflow_paimon.engine.errors import InternalError
 from airflow_paimon.engine.faults import crash_point
 from airflow_paimon.engine.memory import release_free_memory

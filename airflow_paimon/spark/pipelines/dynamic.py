@@ -7,7 +7,7 @@ import pyarrow.compute as pc
 
 from airflow_paimon.engine.assign.assigner import BUCKET, ORDER
 from airflow_paimon.engine.assign.dynamic import HashBucketAssigner, assigner_of, key_hashes, partition_hashes
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.write.context import WriteContext
 from airflow_paimon.spark.pipelines.common import (SHARD, per_shard, route_fields, shard_and_route, with_columns,
                                                    write_buckets)
 from airflow_paimon.spark.routing import ROUTE, routes

@@ -5,7 +5,7 @@ import pyarrow as pa
 
 from airflow_paimon.engine.assign.assigner import BUCKET
 from airflow_paimon.engine.assign.fixed import fixed_buckets
-from airflow_paimon.engine.context import WriteContext
+from airflow_paimon.engine.write.context import WriteContext
 from airflow_paimon.spark.pipelines.common import with_columns, write_buckets
 
 

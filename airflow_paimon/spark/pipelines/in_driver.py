@@ -5,7 +5,7 @@ load), each worker unpickling the job's functions, and a shuffle stage, for 0.2-
 (tests/benchmarks/README.md, "Where a small assign-and-write's seconds go")."""
 from __future__ import annotations
 
-from airflow_paimon.engine.shapes import CROSS_PARTITION, TableShape
+from airflow_paimon.engine.assign.shapes import CROSS_PARTITION, TableShape
 from airflow_paimon.spark import pyspark_compat
 from airflow_paimon.spark.pipelines import cross_partition
 

@@ -27,7 +27,7 @@ class KilledOnceCommitOperator(PaimonCommitOperator):
         try:
             return super().execute(context)
         except Exception:
-            from airflow_paimon.engine.table import get_table
+            from airflow_paimon.engine.table.table import get_table
             from airflow_paimon.hooks.paimon import PaimonHook
             from local_runner import compact
 

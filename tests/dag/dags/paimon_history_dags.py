@@ -24,7 +24,7 @@ class InProcessWritesOperator(BaseOperator):
 
         from pypaimon.schema.data_types import PyarrowFieldParser
 
-        from airflow_paimon.engine.table import get_table
+        from airflow_paimon.engine.table.table import get_table
         from airflow_paimon.hooks.paimon import PaimonHook
         from local_runner import bootstrap, upsert
 

@@ -24,7 +24,7 @@ class InProcessCommitOperator(PaimonCommitOperator):
         import pandas as pd
         import pyarrow as pa
 
-        from airflow_paimon.engine.table import TableSpec
+        from airflow_paimon.engine.table.table import TableSpec
         from airflow_paimon.hooks.paimon import PaimonHook
         from local_runner import bootstrap, upsert
 

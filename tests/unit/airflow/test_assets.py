@@ -11,7 +11,7 @@ from airflow.sdk import Asset, AssetAlias
 
 from airflow_paimon.assets import paimon_asset, sanitize_uri, table_of
 from airflow_paimon.engine.runs.commit import run_commit
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, stage_run
 
 URI = "paimon://paimon_default/demo/orders"

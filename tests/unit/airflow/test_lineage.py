@@ -10,7 +10,7 @@ import types
 import pendulum
 import pytest
 
-from airflow_paimon.engine.table import TableSpec, get_or_create_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
 from airflow_paimon.lineage import DatasetRef, dataset_namespace, source_dataset, spark_openlineage_conf
 
 SPEC = TableSpec([("order_id", "BIGINT"), ("dt", "DATE"), ("amount", "DOUBLE"), ("status", "STRING")],

@@ -11,10 +11,10 @@ import pandas as pd
 import pyarrow as pa
 from airflow.models.connection import Connection
 
-from airflow_paimon.engine import storage
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import storage
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, write_manifest
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.links import PAGE_PREFIX
 from airflow_paimon.ui import render
 from airflow_paimon.ui.connections import _LoadedHook

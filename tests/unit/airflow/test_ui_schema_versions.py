@@ -8,8 +8,8 @@ import pandas as pd
 import pyarrow as pa
 from airflow.models.connection import Connection
 
-from airflow_paimon.engine.lifecycle import alter_table, create_tag
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.lifecycle import alter_table, create_tag
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.links import PAGE_PREFIX
 from airflow_paimon.ui import render
 from airflow_paimon.ui.connections import _LoadedHook

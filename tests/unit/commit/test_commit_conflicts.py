@@ -7,7 +7,7 @@ from pypaimon.write.file_store_commit import FileStoreCommit
 
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.index.layout import read_manifest
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.runs.commit import run_commit
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert

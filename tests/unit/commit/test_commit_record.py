@@ -11,15 +11,15 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.commit.record import RecordedCommit, read_record
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.maintenance.expire import expire_snapshots
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
-from airflow_paimon.engine.rollback import rollback
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.maintenance.rollback import rollback
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from file_age import age
 from local_runner import bootstrap, in_process
 from oracle import assert_table_equals, expected_upsert

@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.errors import StaleIndexError
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, bootstrap_result, upsert
 from oracle import assert_table_equals, expected_upsert
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.errors import HalfCommittedError, heals_by_rewrite, is_retryable
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, compact, stage_run, upsert, write_run
 from oracle import read_table
 

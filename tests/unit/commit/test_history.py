@@ -1,5 +1,5 @@
-"""Commits that know the table's history (engine/history.py): a run's base is a snapshot, not an id. Each test
-rolls a real table back (engine/rollback.py) between a run's steps, lets later commits reuse the rolled-back
+"""Commits that know the table's history (engine/snapshot/history.py): a run's base is a snapshot, not an id. Each test
+rolls a real table back (engine/maintenance/rollback.py) between a run's steps, lets later commits reuse the rolled-back
 ids where it matters, and reads the table back with pypaimon against a pandas oracle, no key twice."""
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.runs.commit import run_commit
-from airflow_paimon.engine.specs import CommitSpec
+from airflow_paimon.engine.jobs.specs import CommitSpec
 from airflow_paimon.engine.compact.commit import CompactConflictError
 from airflow_paimon.engine.errors import (MissingFileError, PaimonJobError, RolledBackError, TableChangedError,
                                          ValidationError)
 from airflow_paimon.engine.index.layout import read_manifest
-from airflow_paimon.engine.lifecycle import create_table
-from airflow_paimon.engine.rollback import rollback
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.lifecycle import create_table
+from airflow_paimon.engine.maintenance.rollback import rollback
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from deletion_vector_tables import CROSS as DV_CROSS
 from local_runner import bootstrap, compact, stage_run, upsert, write_run
 from lifecycle_tables import AFTER, RUNS, SCHEMA, SPEC, arrow, write
@@ -239,8 +239,8 @@ def test_a_compaction_planned_before_a_rollback_is_refused(opts, index_root, mon
 def test_partition_expiry_plans_its_vector_index_deletes_on_every_attempt(opts, index_root, monkeypatch):
     """A writer marks rows of a partition being dropped while the drop is planned: the drop's first attempt
     loses the snapshot id, its retry drops the writer's new vector index entry of that partition too."""
-    from airflow_paimon.engine import partition_expiry
-    from airflow_paimon.engine.deletion_vectors import _vector_entries
+    from airflow_paimon.engine.maintenance import partition_expiry
+    from airflow_paimon.engine.files.deletion_vectors import _vector_entries
 
     spec = TableSpec.from_dict({**SCHEMA, "partition_keys": ["dt"],
                                 "options": {**DV_CROSS.options, "partition.expiration-time": "1 d"}})
@@ -290,7 +290,7 @@ def test_a_commit_never_reports_success_without_its_snapshot(opts, index_root, m
 
 
 def test_a_tag_of_the_run_s_commit_is_refused_when_a_rollback_gave_its_id_to_another_snapshot(opts, index_root):
-    from airflow_paimon.engine.lifecycle import create_tag
+    from airflow_paimon.engine.table.lifecycle import create_tag
 
     create_table(opts, "db.t", SPEC)
     write(opts, index_root, RUNS[:1])

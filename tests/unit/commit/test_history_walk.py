@@ -1,5 +1,5 @@
-"""The one walk over a table's history (engine/history.py): the kept snapshots newest first or on top of a base,
-each read only when reached, ending at the first expired one and saying which, through pypaimon's
+"""The one walk over a table's history (engine/snapshot/history.py): the kept snapshots newest first or on top of a
+base, each read only when reached, ending at the first expired one and saying which, through pypaimon's
 SnapshotManager and the Airflow side's JSON reader (table_files.py) alike."""
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.commit.committer import commit_once
-from airflow_paimon.engine.history import commit_of, fingerprint, first_of_commit, newest_first, since
+from airflow_paimon.engine.snapshot.history import commit_of, fingerprint, first_of_commit, newest_first, since
 from airflow_paimon.engine.maintenance.expire import expire_snapshots
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.rollback import rollback
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.maintenance.rollback import rollback
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.table_files import TableFiles
 
 SPEC = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["v", "DOUBLE"]], "primary_keys": ["id"],

@@ -22,8 +22,8 @@ from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.maintenance.expire import expire_snapshots
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.engine.maintenance.references import SnapshotReader
-from airflow_paimon.engine.scan import live_entries
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.files.scan import live_entries
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from compaction_tables import COLUMNS
 from faults.harness import attempt
 from file_age import age

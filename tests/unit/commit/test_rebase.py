@@ -11,7 +11,7 @@ from airflow_paimon.engine.commit.properties import REBASED_OVER
 from airflow_paimon.engine.runs.commit import run_commit
 from airflow_paimon.engine.errors import StaleIndexError
 from airflow_paimon.engine.index.layout import read_manifest
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, in_process, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
 

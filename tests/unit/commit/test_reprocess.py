@@ -14,8 +14,8 @@ import pytest
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.runs.compact import compaction_identity
 from airflow_paimon.engine.errors import ValidationError, is_retryable
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from airflow_paimon.engine.specs import BootstrapResult
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.jobs.specs import BootstrapResult
 from local_runner import Bootstrapped, bootstrap, in_process
 from oracle import assert_table_equals, expected_upsert, read_table
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.commit.properties import AS_OF, RunClock
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, clock_at, in_process, stage_run, upsert, write_run
 from oracle import assert_table_equals, expected_upsert
 
@@ -201,6 +201,6 @@ def test_a_snapshot_of_an_earlier_version_is_ordered_by_its_logical_date():
 
 
 def stage_spec(opts, written):
-    from airflow_paimon.engine.specs import CommitSpec
+    from airflow_paimon.engine.jobs.specs import CommitSpec
 
     return CommitSpec.after(written, catalog_options=opts, table="db.t")

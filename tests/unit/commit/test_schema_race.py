@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.errors import StaleIndexError
-from airflow_paimon.engine.lifecycle import alter_table
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.lifecycle import alter_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, upsert
 from oracle import assert_table_equals, expected_upsert, in_commit_order
 from processes import SPAWN, running
@@ -79,7 +79,7 @@ def evolving_writer(opts, w, aligned, next_round, out):
     """One DAG run per round, bootstrapped with the other writer at one snapshot; both plan their schema on
     the same one before either creates it (the wrapped create below), so one loses the schema race, and
     one of them loses the snapshot commit and re-runs (bootstrap again, same DAG run) as an Airflow retry would."""
-    from airflow_paimon.engine import storage
+    from airflow_paimon.engine.files import storage
 
     create, pending = storage.write_bytes_if_absent, [False]
 

@@ -18,10 +18,10 @@ from airflow_paimon.engine.runs.compact import compact_task, compaction_identity
 from airflow_paimon.engine.compact.strategy import UniversalCompaction, create_unit
 from airflow_paimon.engine.options import CompactOptions, TableOptions
 from airflow_paimon.engine.errors import PaimonJobError
-from airflow_paimon.engine.scan import file_path, latest_snapshot
-from airflow_paimon.engine.shapes import shape_of
-from airflow_paimon.engine.data_files import read_columns
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.scan import file_path, latest_snapshot
+from airflow_paimon.engine.assign.shapes import shape_of
+from airflow_paimon.engine.files.data_files import read_columns
+from airflow_paimon.engine.table.table import get_table
 from compaction_tables import assert_reads, batches, bucket_files, cross_partition_table, pypaimon_written_table
 from local_runner import compact
 from oracle import expected_upsert, read_table

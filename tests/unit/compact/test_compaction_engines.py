@@ -14,9 +14,9 @@ from airflow_paimon.engine.assign.fixed import fixed_buckets
 from airflow_paimon.engine.merge.merge_function import merge_key_values
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.scan import buckets_at, file_path, latest_snapshot
-from airflow_paimon.engine.data_files import read_columns
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.files.scan import buckets_at, file_path, latest_snapshot
+from airflow_paimon.engine.files.data_files import read_columns
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.write.bucket_writer import write_bucket
 from compaction_tables import bucket_files
 from local_runner import compact

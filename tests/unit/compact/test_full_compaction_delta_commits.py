@@ -11,8 +11,8 @@ import pytest
 
 from airflow_paimon.engine.compact.plan import FULL_PROPERTY
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.scan import live_entries
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.files.scan import live_entries
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from changelog_tables import SPECS, with_options
 from local_runner import bootstrap, compact, upsert
 from oracle import assert_table_equals, expected_upsert

@@ -7,8 +7,8 @@ import pandas as pd
 import pyarrow as pa
 
 from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index
-from airflow_paimon.engine.specs import BootstrapSpec
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.jobs.specs import BootstrapSpec
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, bootstrap_result, upsert
 
 CROSS = TableSpec.from_dict({"columns": [["id", "BIGINT"], ["dt", "STRING"], ["v", "DOUBLE"]], "primary_keys": ["id"],
@@ -56,7 +56,7 @@ def test_fixed_bucket_needs_no_index_and_no_job(warehouse):
 
 
 def _compact_spec(opts, snapshot_id, run_id="c", **kwargs):
-    from airflow_paimon.engine.specs import CompactSpec
+    from airflow_paimon.engine.jobs.specs import CompactSpec
 
     return CompactSpec(catalog_options=opts, table="db.t", dag_id="dag", run_id=run_id, snapshot_id=snapshot_id,
                        **kwargs)

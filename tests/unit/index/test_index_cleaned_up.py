@@ -13,10 +13,10 @@ import time
 import pandas as pd
 import pyarrow as pa
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.index.layout import published_snapshots, read_manifest
 from airflow_paimon.engine.index.store import KEEP_SECONDS
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from faults.harness import index_content
 from local_runner import bootstrap, in_process, upsert, write_run
 from oracle import assert_table_equals, expected_upsert

@@ -8,12 +8,12 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.runs import commit as commit_run
 from airflow_paimon.engine.runs import bootstrap_index as index_run
 from airflow_paimon.engine.index.sharding import KEY_HASH_SCHEME
 from airflow_paimon.engine.index.layout import IndexManifest, ShardMeta, publish_manifest, read_manifest, verify
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
 

@@ -8,7 +8,7 @@ import pytest
 
 from airflow_paimon.engine.codec.keys import encode_keys
 import airflow_paimon.engine.index.shard as shard_module
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.index.layout import IndexFile, IndexManifest, ShardMeta, describe_file, verify
 from airflow_paimon.engine.index.shard import IndexOptions, ShardIndex, write_sst
 from airflow_paimon.engine.index.store import load_shard

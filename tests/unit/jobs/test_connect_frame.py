@@ -9,7 +9,7 @@ import os
 import signal
 import threading
 
-from airflow_paimon.engine.specs import ExpireResult, ExpireSpec
+from airflow_paimon.engine.jobs.specs import ExpireResult, ExpireSpec
 from airflow_paimon.spark.connect import session_conf
 from airflow_paimon.spark.job_frame import JobRun, current_run, execute_job
 
@@ -141,7 +141,7 @@ def test_a_job_environment_step_stuck_on_its_server_exits_on_sigterm(tmp_path):
 
     import pandas as pd
 
-    from airflow_paimon.engine.table import TableSpec, get_or_create_table
+    from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
     from airflow_paimon.spark.job_frame import spec_file
 
     warehouse = str(tmp_path / "warehouse")

@@ -1,4 +1,4 @@
-"""Task logs a person reads: one progress line per job, made from the job's real result (engine/progress.py),
+"""Task logs a person reads: one progress line per job, made from the job's real result (engine/jobs/progress.py),
 and the driver JVM's log4j2 configuration (spark/submit.py submit_conf). Through a real spark-submit:
 tests/dag/test_task_log.py."""
 from __future__ import annotations
@@ -14,8 +14,8 @@ from airflow_paimon.engine.maintenance.expire import expire_snapshots
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.spark.job_registry import progress_line
-from airflow_paimon.engine.specs import CommitSpec
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.jobs.specs import CommitSpec
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.spark.submit import LOG4J2_CONFIG, SHORT_JOB_JAVA_OPTIONS, submit_conf
 from compaction_tables import COLUMNS
 from file_age import age

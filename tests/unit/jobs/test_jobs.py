@@ -17,7 +17,7 @@ import pytest
 from airflow.exceptions import AirflowException
 
 from airflow_paimon.spark.job_registry import JOBS, progress_line
-from airflow_paimon.engine.specs import JobSpec, Wire
+from airflow_paimon.engine.jobs.specs import JobSpec, Wire
 
 ROOT = Path(__file__).resolve().parents[3]
 OPERATOR_MODULES = ["airflow_paimon.operators.paimon", "airflow_paimon.operators.compact",

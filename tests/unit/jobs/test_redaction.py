@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from airflow_paimon.engine.specs import BootstrapResult, BootstrapSpec
+from airflow_paimon.engine.jobs.specs import BootstrapResult, BootstrapSpec
 from airflow_paimon.spark.job_frame import JobRun, execute_job, secrets_of
 
 

@@ -9,7 +9,7 @@ import pytest
 from airflow.sdk import DAG
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_paimon.engine.specs import ExpireSpec
+from airflow_paimon.engine.jobs.specs import ExpireSpec
 from airflow_paimon.operators.maintenance import PaimonExpireSnapshotsOperator
 from airflow_paimon.spark.job_frame import JobRun, execute_job
 from error_classes import RETRIED, error_classes, instance

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from airflow_paimon.engine.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
+from airflow_paimon.engine.jobs.specs import (AssignWriteResult, AssignWriteSpec, BootstrapResult, BootstrapSpec,
                                          CommitResult, CommitSpec, CompactResult, CompactSpec, ExpireResult,
                                          ExpireSpec, OrphansResult, OrphansSpec, SpecError)
 from airflow_paimon.spark import job_frame

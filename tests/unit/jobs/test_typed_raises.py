@@ -18,8 +18,8 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from airflow_paimon.engine.codec.kinds import DELETE, INSERT
 from airflow_paimon.engine.errors import (ConfigError, CorruptTableError, InternalError, TransientError,
                                           ValidationError, is_retryable)
-from airflow_paimon.engine.specs import ExpireSpec
-from airflow_paimon.engine.storage import EscapeError
+from airflow_paimon.engine.jobs.specs import ExpireSpec
+from airflow_paimon.engine.files.storage import EscapeError
 from airflow_paimon.spark.job_frame import JobRun, execute_job
 from error_classes import instance
 
@@ -64,7 +64,7 @@ def _buckets(max_buckets: int):
 
 
 def _schema_gone():
-    from airflow_paimon.engine.schema_evolution import file_column_names
+    from airflow_paimon.engine.table.schema_evolution import file_column_names
 
     file_column_names(SimpleNamespace(**vars(TABLE), table_schema=SimpleNamespace(id=2),
                                       schema_manager=SimpleNamespace(get_schema=lambda schema_id: None)), 1)
@@ -146,7 +146,7 @@ TRIGGERED = [
     ("write/bucket_writer.py duplicate keys", lambda mp: _duplicate_keys(), InternalError),
     ("assign/dynamic.py too many buckets", lambda mp: _buckets(-1), ValidationError),
     ("assign/dynamic.py no bucket for this assigner", lambda mp: _buckets(1), ValidationError),
-    ("layout.py default_root", _call("engine.layout:default_root", "/w", "nope"), InternalError),
+    ("layout.py default_root", _call("engine.files.layout:default_root", "/w", "nope"), InternalError),
     ("maintenance/expire.py has branches", _call("engine.maintenance.expire:expire_snapshots", BRANCHED, None),
      ValidationError),
     ("maintenance/orphans.py has branches", _call("engine.maintenance.orphans:orphan_files", BRANCHED, 0),
@@ -154,7 +154,7 @@ TRIGGERED = [
     ("maintenance/orphans.py paths do not line up",
      lambda mp: _call("engine.maintenance.orphans:_check_paths_line_up", TABLE, ["/a/data-1"],
                       SimpleNamespace(data={"/b/data-1"}, metadata=set()))(mp), CorruptTableError),
-    ("catalog.py no warehouse yet", lambda mp: _call("engine.catalog:require_warehouse",
+    ("catalog.py no warehouse yet", lambda mp: _call("engine.table.catalog:require_warehouse",
                                                      {"warehouse": "/nonexistent/warehouse"})(mp), TransientError),
     ("schema_evolution.py schema gone", lambda mp: _schema_gone(), CorruptTableError),
     ("index/sharding.py unshardable key",
@@ -183,8 +183,9 @@ TRIGGERED = [
      .check_retractions(np.array([INSERT, DELETE], np.int8), "db.t"), ValidationError),
     ("runs/commit.py confined_parent", _call("engine.runs.commit:confined_parent", "/x/y", "db.t", "run"),
      EscapeError),
-    ("snapshots.py check_commit_kinds", _call("engine.snapshots:check_commit_kinds", ["APPENDD"]), ConfigError),
-    ("snapshots.py parse_cursor", _call("engine.snapshots:parse_cursor", -1), ConfigError),
+    ("snapshots.py check_commit_kinds", _call("engine.snapshot.snapshots:check_commit_kinds", ["APPENDD"]),
+     ConfigError),
+    ("snapshots.py parse_cursor", _call("engine.snapshot.snapshots:parse_cursor", -1), ConfigError),
     ("operators/maintenance.py older_than", lambda mp: _operator(
         "PaimonRemoveOrphanFilesOperator", "operators.maintenance", older_than=timedelta(0)), ConfigError),
     ("operators/compact.py every_n_runs", lambda mp: _operator(
@@ -221,12 +222,12 @@ TRIGGERED = [
 
 # (former bare raise, the class it raises now): reached only mid-job, on a table in a given state
 MID_JOB = [
-    ("engine/schema_commit.py schema changed too often", TransientError),
-    ("engine/context.py schema changed during the job", TransientError),
+    ("engine/table/schema_commit.py schema changed too often", TransientError),
+    ("engine/write/context.py schema changed during the job", TransientError),
     ("engine/compact/commit.py COMPACT snapshot not found", TransientError),
     ("engine/commit/compact_increment.py COMPACT snapshot not found", TransientError),
     ("engine/commit/committer.py commit snapshot not found", TransientError),
-    ("engine/partition_expiry.py drop snapshot not found", TransientError),
+    ("engine/maintenance/partition_expiry.py drop snapshot not found", TransientError),
     ("engine/maintenance/orphans.py staged run unreadable", CorruptTableError),
     ("engine/index/bootstrap.py a key in two buckets", CorruptTableError),
     ("engine/index/hash_index.py two HASH index files", CorruptTableError),

@@ -8,13 +8,13 @@ import time
 import pandas as pd
 import pytest
 
-from airflow_paimon.engine.specs import STAGING_RETENTION_SECONDS
+from airflow_paimon.engine.jobs.specs import STAGING_RETENTION_SECONDS
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.maintenance.expire import expire_snapshots
 from airflow_paimon.engine.options import TableOptions
 from airflow_paimon.engine.maintenance.orphans import remove_orphan_files
 from airflow_paimon.engine.maintenance.references import SnapshotReader
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.table.table import get_table
 from oracle import read_table
 from compaction_tables import batches, cross_partition_table
 from local_runner import compact

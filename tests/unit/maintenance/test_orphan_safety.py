@@ -13,8 +13,8 @@ from airflow_paimon.engine.commit.snapshot_commit import ExclusiveSnapshotCommit
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.maintenance.orphans import _check_paths_line_up, remove_orphan_files
 from airflow_paimon.engine.maintenance.references import References, SnapshotReader, normalize
-from airflow_paimon.engine.specs import OrphansSpec
-from airflow_paimon.engine.table import get_or_create_table, get_table
+from airflow_paimon.engine.jobs.specs import OrphansSpec
+from airflow_paimon.engine.table.table import get_or_create_table, get_table
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
 from airflow_paimon.spark.remove_orphan_files import run_remove_orphan_files
 from compaction_tables import assert_reads, batches, cross_partition_table

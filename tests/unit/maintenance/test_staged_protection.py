@@ -8,10 +8,10 @@ import pytest
 from airflow_paimon.engine.commit.staging import load
 from airflow_paimon.engine.errors import PaimonJobError
 from airflow_paimon.engine.commit.staging import data_file_paths
-from airflow_paimon.engine.table import get_or_create_table, get_table
+from airflow_paimon.engine.table.table import get_or_create_table, get_table
 from airflow_paimon.operators.maintenance import PaimonRemoveOrphanFilesOperator
 from airflow_paimon.engine.runs.commit import run_commit
-from airflow_paimon.engine.specs import MIN_ORPHAN_AGE_MS, OrphansSpec
+from airflow_paimon.engine.jobs.specs import MIN_ORPHAN_AGE_MS, OrphansSpec
 from airflow_paimon.spark.remove_orphan_files import run_remove_orphan_files
 from file_age import age
 from local_runner import bootstrap, stage_run, upsert
@@ -83,7 +83,7 @@ def test_commit_and_orphan_removal_agree_on_what_is_abandoned(tmp_path):
     from airflow_paimon.engine.runs.commit import _drop_abandoned_staging
     from airflow_paimon.engine.commit.staging import abandoned
     from airflow_paimon.engine.maintenance.orphans import stale_staging
-    from airflow_paimon.engine.specs import STAGING_RETENTION_SECONDS
+    from airflow_paimon.engine.jobs.specs import STAGING_RETENTION_SECONDS
 
     old = time.time() - STAGING_RETENTION_SECONDS - 3600
     runs = {}

@@ -11,7 +11,7 @@ from airflow_paimon.engine.merge.rowkind import resolve_duplicates
 from airflow_paimon.engine.codec.kinds import DELETE, INSERT
 from airflow_paimon.engine.errors import PaimonJobError, ValidationError
 from airflow_paimon.engine.merge.merge_engine import ExistingProcessor, MergeEngine, MergeRules
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, compact, upsert
 from oracle import read_table
 
@@ -104,7 +104,7 @@ def test_first_row_with_first_row_ignore_delete_assign_write_and_compaction_agre
 
 
 def _data_files(table):
-    from airflow_paimon.engine.scan import latest_snapshot, live_entries
+    from airflow_paimon.engine.files.scan import latest_snapshot, live_entries
     return [e.file for e in live_entries(table, latest_snapshot(table))]
 
 

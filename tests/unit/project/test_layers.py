@@ -14,23 +14,20 @@ PACKAGE = Path(__file__).resolve().parents[3] / "airflow_paimon"
 # that is it or prefixes it ("engine" and "job_env": their __init__ alone; "": the rest, the Airflow side).
 # docs/internals.md draws the same table.
 FLOORS: list[tuple[str, ...]] = [
-    # Paimon's bytes, files, names, snapshots and schemas
-    ("engine", "engine.codec", "engine.errors", "engine.faults", "engine.memory", "engine.identifier",
-     "engine.storage", "engine.paimon_compat", "engine.layout", "engine.specs", "engine.progress", "engine.history",
-     "engine.scan", "engine.data_files", "engine.snapshots", "engine.catalog", "engine.schema_commit",
-     "engine.table_alter", "engine.schema_evolution",
-     "engine.options",  # every table option declared, parsed, viewed and checked against the table's columns
+    # what every floor uses: errors, crash points, memory, the pypaimon seam, identifiers; Paimon's bytes; the
+    # table options declared, parsed, viewed and checked; the jobs' specs and results
+    ("engine", "engine.errors", "engine.faults", "engine.memory", "engine.paimon_compat", "engine.identifier",
+     "engine.codec", "engine.options", "engine.jobs"),
+    ("engine.files",  # a table's files and where they live: storage, layout, scan, data files, deletion vectors
      "table_files"),  # Paimon's metadata files read as JSON, without pypaimon (the Airflow side's light reader)
+    ("engine.snapshot",),  # a table's history: its snapshots newest first, a base as a snapshot, cursors
+    ("engine.table",),  # a table's metadata and schema: catalog, handle, ALTER, schema evolution, lifecycle
     ("engine.merge",),  # the merge engines' rules and merge function
-    ("engine.table", "engine.deletion_vectors"),  # a table: its handle, its deletion vectors
-    ("engine.index",),
-    ("engine.assign",),
-    ("engine.shapes", "engine.context"),
-    ("engine.commit",),
-    ("engine.write", "engine.maintenance"),
-    ("engine.compact",),
-    ("engine.incremental", "engine.changelog_read", "engine.lifecycle", "engine.partition_expiry",
-     "engine.rollback"),
+    ("engine.index",),  # the global key index
+    ("engine.assign",),  # assigning keys to buckets, one TableShape per bucket mode
+    ("engine.commit",),  # staging and committing snapshots
+    ("engine.write", "engine.maintenance"),  # writing a bucket; expiry, orphan files, rollback
+    ("engine.compact", "engine.read"),  # compaction; incremental and changelog reads
     ("engine.runs",),  # one orchestration per job
     ("job_env",),  # where the job side runs: an interpreter and an archive, from the connection or the config
     ("spark",),  # Spark glue: the jobs' functions, their registry, their frame, submission and Spark Connect
@@ -152,11 +149,12 @@ def test_no_circle_between_the_airflow_sides_packages():
 
 
 def test_an_import_up_or_round_a_circle_is_found():
-    planted = [("airflow_paimon.engine.scan", "airflow_paimon.engine.runs.commit", 7),
-               ("airflow_paimon.engine.runs.commit", "airflow_paimon.engine.scan", 9)]
-    assert up_imports(planted) == ["airflow_paimon.engine.scan (line 7) imports airflow_paimon.engine.runs.commit: "
-                                   "floor 0 (engine.scan) imports floor 10 (engine.runs)"]
-    assert len(circles(planted)) == 1 and "engine.scan (line 7)" in circles(planted)[0]
+    planted = [("airflow_paimon.engine.files.scan", "airflow_paimon.engine.runs.commit", 7),
+               ("airflow_paimon.engine.runs.commit", "airflow_paimon.engine.files.scan", 9)]
+    assert up_imports(planted) == ["airflow_paimon.engine.files.scan (line 7) imports "
+                                   "airflow_paimon.engine.runs.commit: floor 1 (engine.files) imports floor 10 "
+                                   "(engine.runs)"]
+    assert len(circles(planted)) == 1 and "engine.files.scan (line 7)" in circles(planted)[0]
     airflow_side = [("airflow_paimon.ui.app", "airflow_paimon.job_env.step", 3),
                     ("airflow_paimon.job_env.steps", "airflow_paimon.ui.tables", 5)]
     assert circles(airflow_side) == []  # one floor for the whole Airflow side
@@ -168,8 +166,8 @@ def test_an_import_up_or_round_a_circle_is_found():
 
 
 @pytest.mark.parametrize("source,expected", [
-    ("import airflow_paimon.engine.scan\n", ["airflow_paimon.engine.scan"]),
-    ("def f():\n    from airflow_paimon.engine import scan\n", ["airflow_paimon.engine.scan"]),
+    ("import airflow_paimon.engine.files.scan\n", ["airflow_paimon.engine.files.scan"]),
+    ("def f():\n    from airflow_paimon.engine.files import scan\n", ["airflow_paimon.engine.files.scan"]),
     ("import importlib\nimportlib.import_module('airflow_paimon.spark')\n", ["airflow_paimon.spark"]),
 ])
 def test_imports_sees_every_kind_of_import(tmp_path, monkeypatch, source, expected):

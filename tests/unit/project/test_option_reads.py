@@ -17,7 +17,7 @@ NAMING = {"ValidationError", "check_function", "refuse", "_fail"}
 
 # (module, key): why a module outside engine/options/ names the key; none of them reads it
 ALLOWED: dict[tuple[str, str], str] = {
-    **{("engine/table_alter.py", key): "FIXED_OPTIONS: options an ALTER may not change, named to refuse a change"
+    **{("engine/table/table_alter.py", key): "FIXED_OPTIONS: options an ALTER may not change, named to refuse a change"
        for key in ("bucket", "bucket-key", "merge-engine", "sequence.field")},
     **{("operators/maintenance.py", key): "the operator's arguments, handed on as the options they override "
                                           "(TableOptions.with_overrides in the expiry job)"

@@ -5,8 +5,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.incremental import diff_partition, plan_incremental, snapshot_range
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.read.incremental import diff_partition, plan_incremental, snapshot_range
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from incremental_oracle import expected_diff, normalised
 from local_runner import bootstrap, upsert
 
@@ -77,11 +77,11 @@ def test_a_start_past_a_rollback_reads_from_the_snapshot_rolled_back_to(warehous
     """A consumer read (1, 2]; the table is rolled back to 1 and two new commits reuse the ids 2 and 3. Going on
     from id 2 would skip the new snapshot 2; with the start's identity the read starts at 1, says so, and reads
     neither the rolled-back rows again nor them as deleted."""
-    from airflow_paimon.engine.incremental import start_after
-    from airflow_paimon.engine.progress import describe_incremental_read
-    from airflow_paimon.engine.specs import IncrementalReadResult
-    from airflow_paimon.engine.rollback import rollback
-    from airflow_paimon.engine.snapshots import cursor_at
+    from airflow_paimon.engine.read.incremental import start_after
+    from airflow_paimon.engine.jobs.progress import describe_incremental_read
+    from airflow_paimon.engine.jobs.specs import IncrementalReadResult
+    from airflow_paimon.engine.maintenance.rollback import rollback
+    from airflow_paimon.engine.snapshot.snapshots import cursor_at
 
     opts, index_root = {"warehouse": warehouse}, warehouse + "/.index"
     get_or_create_table(opts, "db.t", FIXED)

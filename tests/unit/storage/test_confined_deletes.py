@@ -7,12 +7,12 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.store import clean_up
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.runs.commit import run_commit
-from airflow_paimon.engine.specs import CommitSpec
+from airflow_paimon.engine.jobs.specs import CommitSpec
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert
 

@@ -7,9 +7,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, upsert
 from oracle import assert_table_equals, expected_upsert
 

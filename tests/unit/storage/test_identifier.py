@@ -6,10 +6,10 @@ import os
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 
 BAD = ["demo.orders/../..", "demo.orders/x", "demo\\orders.t", "..", "demo..orders", "demo", "a.b.c", ".orders",
        "demo.", "demo.ord\x00ers", "demo.ord\ners", "demo.orders$branch_dev", "demo.orders$snapshots", " demo.t",

@@ -1,4 +1,4 @@
-"""engine/layout.py: every path the provider writes or deletes outside a table is a root plus checked segments,
+"""engine/files/layout.py: every path the provider writes or deletes outside a table is a root plus checked segments,
 proven inside the root as the file system resolves it — plain paths, file:// and object-store URIs alike."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import layout, storage
+from airflow_paimon.engine.files import layout, storage
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, upsert
 from oracle import assert_table_equals, expected_upsert
 

@@ -1,5 +1,5 @@
-"""The lifecycle engine (engine/lifecycle.py, engine/rollback.py) on a real warehouse: writes through the engine
-(tests/local_runner.py), reads back with pypaimon against a pandas oracle and with Java Paimon."""
+"""The lifecycle engine (engine/table/lifecycle.py, engine/maintenance/rollback.py) on a real warehouse: writes
+through the engine (tests/local_runner.py), reads back with pypaimon against a pandas oracle and with Java Paimon."""
 from __future__ import annotations
 
 import json
@@ -9,14 +9,14 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine import layout
+from airflow_paimon.engine.files import layout
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.index.layout import read_manifest
-from airflow_paimon.engine.lifecycle import alter_table, create_table, create_tag
+from airflow_paimon.engine.table.lifecycle import alter_table, create_table, create_tag
 from airflow_paimon.engine.maintenance.expire import expire_snapshots
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.rollback import rollback
-from airflow_paimon.engine.table import TableSpec, get_table
+from airflow_paimon.engine.maintenance.rollback import rollback
+from airflow_paimon.engine.table.table import TableSpec, get_table
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from lifecycle_tables import AFTER, RUNS, SCHEMA, SPEC, write
 from local_runner import bootstrap, bootstrap_result, upsert

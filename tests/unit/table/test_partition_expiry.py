@@ -11,8 +11,8 @@ import pytest
 
 from airflow_paimon.engine.commit.identity import CommitIdentity
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.partition_expiry import expire_partitions, strptime_format
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.maintenance.partition_expiry import expire_partitions, strptime_format
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import bootstrap, bootstrap_result, upsert
 from oracle import assert_table_equals, expected_upsert
 
@@ -101,7 +101,7 @@ def test_refusals_name_the_table_and_option(warehouse, spec, options, match):
     opts = {"warehouse": warehouse}
     get_or_create_table(opts, "db.t", spec)
     if options:
-        from airflow_paimon.engine.catalog import open_catalog
+        from airflow_paimon.engine.table.catalog import open_catalog
         from pypaimon.schema.schema_change import SchemaChange
         open_catalog(opts).alter_table("db.t", [SchemaChange.set_option(k, v) for k, v in options.items()])
     with pytest.raises(ValidationError, match=f"table db.t.*{match}"):

@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_paimon.engine.commit.overwrite import overwritten_partitions
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.runs.commit import run_commit
-from airflow_paimon.engine.scan import file_path, live_entries
-from airflow_paimon.engine.deletion_vectors import _vector_entries
+from airflow_paimon.engine.files.scan import file_path, live_entries
+from airflow_paimon.engine.files.deletion_vectors import _vector_entries
 from deletion_vector_tables import assert_vectors_of_live_files
 from faults.harness import index_content
 from local_runner import bootstrap, stage_run, upsert
@@ -115,7 +115,7 @@ def test_only_partitions_with_live_rows_are_overwritten(warehouse):
 
 
 def test_write_mode_is_checked_before_anything_is_read(warehouse):
-    from airflow_paimon.engine.shapes import shape_of
+    from airflow_paimon.engine.assign.shapes import shape_of
     from airflow_paimon.engine.errors import ValidationError
     from airflow_paimon.engine.runs.assign_and_write import check_write_mode
 

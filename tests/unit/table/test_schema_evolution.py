@@ -1,4 +1,4 @@
-"""Schema evolution on write (engine/schema_evolution.py): a source or declared column the table lacks is added,
+"""Schema evolution on write (engine/table/schema_evolution.py): a source or declared column the table lacks is added,
 types widen with ``widen``; one new Paimon schema before anything is staged, made once per run; the global
 index survives it; everything else is refused before the table is touched."""
 import os
@@ -10,11 +10,11 @@ import pytest
 
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.runs.bootstrap_index import bootstrap_index
-from airflow_paimon.engine.scan import added_entries, latest_snapshot, live_entries
-from airflow_paimon.engine.schema_evolution import evolve, plan_for_source, source_columns
-from airflow_paimon.engine.specs import BootstrapSpec
-from airflow_paimon.engine.catalog import open_catalog
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.files.scan import added_entries, latest_snapshot, live_entries
+from airflow_paimon.engine.table.schema_evolution import evolve, plan_for_source, source_columns
+from airflow_paimon.engine.jobs.specs import BootstrapSpec
+from airflow_paimon.engine.table.catalog import open_catalog
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from compaction_tables import rust_read
 from java_paimon import assert_java_reads_as_pypaimon, missing
 from local_runner import LocalIndexTasks, bootstrap, bootstrap_result, compact, upsert, write_run

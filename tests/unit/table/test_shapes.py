@@ -1,4 +1,4 @@
-"""engine/shapes.py: one TableShape per bucket mode, read from real pypaimon tables; its refusals fail the task
+"""engine/assign/shapes.py: one TableShape per bucket mode, read from real pypaimon tables; its refusals fail the task
 without retries through the job frame and the operator; the Paimon page shows the shape the engine writes."""
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pypaimon import CatalogFactory, Schema
 
 from airflow_paimon.engine.assign.dynamic import check_dynamic_table
 from airflow_paimon.engine.assign.fixed import check_fixed_table
-from airflow_paimon.engine.shapes import (APPEND, CROSS_PARTITION, HASH_DYNAMIC, HASH_FIXED, POSTPONE, SHAPES,
+from airflow_paimon.engine.assign.shapes import (APPEND, CROSS_PARTITION, HASH_DYNAMIC, HASH_FIXED, POSTPONE, SHAPES,
                                           shape_of)
-from airflow_paimon.engine.specs import ExpireResult, ExpireSpec
+from airflow_paimon.engine.jobs.specs import ExpireResult, ExpireSpec
 from airflow_paimon.operators.paimon import PaimonAssignAndWriteOperator
 from airflow_paimon.spark.job_frame import JobRun, execute_job
 from airflow_paimon.ui import render

@@ -1,11 +1,11 @@
-"""The ALTER rules (engine/table_alter.py), pure: which column changes are widenings, which options may change,
+"""The ALTER rules (engine/table/table_alter.py), pure: which column changes are widenings, which options may change,
 and that an ALTER already applied plans no change."""
 from __future__ import annotations
 
 import pytest
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.table_alter import check_added_column, check_column_change, parse_type, plan_alter
+from airflow_paimon.engine.table.table_alter import check_added_column, check_column_change, parse_type, plan_alter
 
 COLUMNS = {"id": "BIGINT NOT NULL", "dt": "STRING", "n": "INT", "f": "FLOAT", "s": "VARCHAR(10)",
            "d": "DECIMAL(10, 2)"}

@@ -14,8 +14,8 @@ from pypaimon import CatalogFactory, Schema
 
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.options import OPTIONS, TableOptions, markdown_table
-from airflow_paimon.engine.specs import BootstrapResult
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.jobs.specs import BootstrapResult
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from local_runner import Bootstrapped, Pipeline, bootstrap, compact, upsert, write_run
 from oracle import assert_table_equals, expected_upsert
 

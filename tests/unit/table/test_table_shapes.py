@@ -20,8 +20,8 @@ from airflow_paimon.engine.merge.rowkind import occurrence_rounds, resolve_dupli
 from airflow_paimon.engine.codec.kinds import ROW_KINDS
 from airflow_paimon.engine.merge.merge_engine import MergeRules
 from airflow_paimon.engine.index.hash_index import hash_index_entries
-from airflow_paimon.engine.scan import buckets_at
-from airflow_paimon.engine.shapes import HASH_DYNAMIC, shape_of
+from airflow_paimon.engine.files.scan import buckets_at
+from airflow_paimon.engine.assign.shapes import HASH_DYNAMIC, shape_of
 from airflow_paimon.engine.write.bucket_writer import write_bucket
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),

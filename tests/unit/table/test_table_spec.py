@@ -6,7 +6,7 @@ import os
 import pytest
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.table import TableSpec, get_or_create_table
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
 
 
 def spec(columns=(("id", "BIGINT"), ("name", "VARCHAR(10)"), ("code", "CHAR(3)")), options=None) -> TableSpec:

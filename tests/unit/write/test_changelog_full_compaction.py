@@ -10,8 +10,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.incremental import scan_mode_of
-from airflow_paimon.engine.table import get_or_create_table, get_table
+from airflow_paimon.engine.read.incremental import scan_mode_of
+from airflow_paimon.engine.table.table import get_or_create_table, get_table
 from changelog_tables import FULL, SPECS, changelog_of, replay, soak, with_options, write_and_compact
 from local_runner import compact
 from incremental_oracle import read_at

@@ -9,10 +9,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from airflow_paimon.engine.changelog_read import plan_changelog
+from airflow_paimon.engine.read.changelog_read import plan_changelog
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.incremental import scan_mode_of
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.read.incremental import scan_mode_of
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from changelog_tables import CROSS, FIXED, KINDS, changelog_of, replay, soak, write_all
 from incremental_oracle import read_at
 from local_runner import bootstrap, upsert

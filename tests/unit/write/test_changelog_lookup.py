@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.errors import StaleIndexError
-from airflow_paimon.engine.incremental import scan_mode_of
-from airflow_paimon.engine.scan import live_entries
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.read.incremental import scan_mode_of
+from airflow_paimon.engine.files.scan import live_entries
+from airflow_paimon.engine.table.table import get_table
 from changelog_tables import KINDS, SPECS, changelog_of, replay, soak, with_options, write_all
 from local_runner import compact
 from incremental_oracle import read_at

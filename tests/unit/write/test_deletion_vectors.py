@@ -11,8 +11,8 @@ import pytest
 
 from airflow_paimon.engine.errors import StaleIndexError, ValidationError
 from airflow_paimon.engine.maintenance.references import SnapshotReader
-from airflow_paimon.engine.scan import live_entries
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.files.scan import live_entries
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from deletion_vector_tables import CROSS, FIXED, KINDS, runs, write
 from local_runner import bootstrap, stage_run, upsert
 from oracle import assert_table_equals, expected_upsert, read_table
@@ -154,7 +154,7 @@ def test_sequence_field_keeps_the_row_with_the_higher_value(warehouse):
 def test_input_changelog_of_a_deletion_vector_table(warehouse, spec):
     """With ``changelog-producer=input`` the changelog is the batch's records (the data files hold merged rows):
     each snapshot's changelog replayed on the table before it gives the table after it."""
-    from airflow_paimon.engine.changelog_read import plan_changelog
+    from airflow_paimon.engine.read.changelog_read import plan_changelog
     from changelog_tables import changelog_of, replay
     from incremental_oracle import read_at
 
@@ -212,7 +212,7 @@ def test_compaction_rewrites_buckets_without_their_deletion_vectors(warehouse, f
 
 def test_incremental_diff_applies_the_vectors(warehouse):
     """A key deleted or replaced through a vector only (no delete row anywhere) still reads as -D / +U."""
-    from airflow_paimon.engine.incremental import diff_partition, plan_incremental
+    from airflow_paimon.engine.read.incremental import diff_partition, plan_incremental
     from incremental_oracle import expected_diff, normalised
 
     opts = {"warehouse": warehouse}
@@ -339,7 +339,7 @@ def test_lookup_changelog_has_exact_before_and_after_images(warehouse, spec):
     """``changelog-producer=lookup``: the write's COMPACT snapshot carries Paimon's lookup changelog — for a
     replaced key -U with the row it had and +U with its new row, +I for a new key, -D with the old row for a key
     deleted or moved away; replayed on the table before the write it gives the table after it."""
-    from airflow_paimon.engine.changelog_read import plan_changelog
+    from airflow_paimon.engine.read.changelog_read import plan_changelog
     from changelog_tables import changelog_of, replay
     from incremental_oracle import read_at
 

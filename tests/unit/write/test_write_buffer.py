@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_paimon.engine.index.sharding import shard_of
-from airflow_paimon.engine.scan import added_entries
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.files.scan import added_entries
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
 from airflow_paimon.engine.write.buffer import WriteBuffer
 from local_runner import bootstrap, upsert
 from oracle import assert_table_equals, expected_upsert

@@ -15,7 +15,8 @@ from pypaimon.catalog.filesystem_catalog import FileSystemCatalog
 from pypaimon.common.json_util import JSON
 from pypaimon.filesystem.local_file_io import LocalFileIO
 
-from airflow_paimon.engine import paimon_compat, storage
+from airflow_paimon.engine import paimon_compat
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.errors import TransientError
 
 if TYPE_CHECKING:

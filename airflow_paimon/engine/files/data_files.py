@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.codec.kinds import retracts
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND, is_key_column, value_column
 

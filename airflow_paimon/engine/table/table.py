@@ -9,11 +9,11 @@ from pypaimon import Schema
 from pypaimon.catalog.catalog_exception import TableNotExistException
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 
-from airflow_paimon.engine.catalog import open_catalog
+from airflow_paimon.engine.table.catalog import open_catalog
 from airflow_paimon.engine.errors import ValidationError
 from airflow_paimon.engine.identifier import validate_identifier
-from airflow_paimon.engine.schema_evolution import NONE as NO_EVOLUTION, check_mode as schema_evolution_mode
-from airflow_paimon.engine.schema_evolution import declared_columns, evolve, plan_for_declared
+from airflow_paimon.engine.table.schema_evolution import NONE as NO_EVOLUTION, check_mode as schema_evolution_mode
+from airflow_paimon.engine.table.schema_evolution import declared_columns, evolve, plan_for_declared
 from airflow_paimon.engine.options.checks import TableColumns, check_options, check_table
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def get_table(catalog_options: dict, identifier: str):
 def get_or_create_table(catalog_options: dict, identifier: str, spec: TableSpec | None,
                         schema_evolution: str | None = None):
     """Open the table; create it from ``spec`` on first use; refuse a ``spec`` the table does not match —
-    unless ``schema_evolution`` lets the table grow to it (engine/schema_evolution.py)."""
+    unless ``schema_evolution`` lets the table grow to it (engine/table/schema_evolution.py)."""
     validate_identifier(identifier)
     catalog = open_catalog(catalog_options)
     try:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 # What tells snapshot N from a later snapshot that reuses the id N after a rollback (a sensor's cursor carries
-# the same fields: engine/snapshots.py)
+# the same fields: engine/snapshot/snapshots.py)
 IDENTITY = ("commit_user", "commit_identifier", "time_millis")
 
 

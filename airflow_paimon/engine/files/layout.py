@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.errors import InternalError, PaimonJobError, ValidationError, shown
 from airflow_paimon.engine.identifier import validate_identifier
 

@@ -18,12 +18,12 @@ import pyarrow as pa
 from pypaimon.schema.data_types import DataTypeParser, PyarrowFieldParser
 from pypaimon.schema.schema_change import SchemaChange
 
-from airflow_paimon.engine.catalog import open_catalog
-from airflow_paimon.engine.schema_commit import alter_exclusively
-from airflow_paimon.engine.table_alter import parse_type, widens
+from airflow_paimon.engine.table.catalog import open_catalog
+from airflow_paimon.engine.table.schema_commit import alter_exclusively
+from airflow_paimon.engine.table.table_alter import parse_type, widens
 from airflow_paimon.engine.errors import CorruptTableError, ValidationError
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.specs import SCHEMA_EVOLUTIONS
+from airflow_paimon.engine.jobs.specs import SCHEMA_EVOLUTIONS
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable
@@ -183,7 +183,7 @@ def evolve_for_source(spec, table: FileStoreTable, source_schema, planned: list[
 
 def evolve(catalog_options: dict, identifier: str, table: FileStoreTable, plan) -> object:
     """Apply ``plan(table)``'s changes as one new schema; the table handle at the schema written with.
-    Planned again on the table as it is whenever another writer's schema lands first (engine/schema_commit.py):
+    Planned again on the table as it is whenever another writer's schema lands first (engine/table/schema_commit.py):
     a retry, or a racing writer that made the same change, leaves nothing to do."""
     changes = plan(table)
     if not changes:
@@ -243,7 +243,7 @@ def _sql(t) -> str:
 
 
 def _widens(old, new) -> bool:
-    """engine/table_alter.py's widening rule, for pypaimon types."""
+    """engine/table/table_alter.py's widening rule, for pypaimon types."""
     return widens(_sql(old), _sql(new))
 
 

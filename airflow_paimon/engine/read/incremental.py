@@ -9,7 +9,7 @@ per partition the table's rows at the start are compared with those at the end, 
 Buckets whose data files did not change between the two snapshots are skipped without being read, so the
 cost follows the change, not the table. Compactions and overwrites in between need no special case (the
 diff is of table states). A table with a changelog producer is read from its changelog instead
-(engine/changelog_read.py) unless the diff is asked for: ``scan_mode``.
+(engine/read/changelog_read.py) unless the diff is asked for: ``scan_mode``.
 A bucket's rows are merged exactly as the table's merge engine merges them (engine/merge/merge_function.py).
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ from airflow_paimon.engine.codec.kinds import DELETE_TEXT, INSERT_TEXT, UPDATE_A
 from airflow_paimon.engine.codec.system_fields import key_columns
 from airflow_paimon.engine.merge.merge_function import merge_key_values
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.data_files import read_as, without_rows
-from airflow_paimon.engine.scan import buckets_at
-from airflow_paimon.engine.snapshots import parse_cursor, resume_point, rollback_note
+from airflow_paimon.engine.files.data_files import read_as, without_rows
+from airflow_paimon.engine.files.scan import buckets_at
+from airflow_paimon.engine.snapshot.snapshots import parse_cursor, resume_point, rollback_note
 from airflow_paimon.engine.options import TableOptions
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def plan_incremental(table: FileStoreTable, start: int, end: int) -> list[Partit
     """Per partition, the buckets whose live files differ between snapshot ``start`` and ``end`` (0: the empty
     table). The unit is the partition, not the bucket: a key deleted and written again can change bucket
     within its partition (dynamic buckets), and must then read as +U, not as -D in one bucket and +I in another."""
-    from airflow_paimon.engine.deletion_vectors import deleted_rows_at, level_0_paths
+    from airflow_paimon.engine.files.deletion_vectors import deleted_rows_at, level_0_paths
 
     manager = table.snapshot_manager()
     at: dict[tuple, dict[str, tuple]] = {}

@@ -24,11 +24,11 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from airflow_paimon.engine import storage
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.commit.record import drop_records_after
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.layout import index_dir, indexed_snapshot
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.layout import index_dir, indexed_snapshot
+from airflow_paimon.engine.table.table import get_table
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

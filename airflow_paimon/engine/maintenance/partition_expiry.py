@@ -20,10 +20,10 @@ from airflow_paimon.engine.commit.snapshot_commit import GuardedCommit
 from airflow_paimon.engine.errors import TransientError, ValidationError
 from airflow_paimon.engine.paimon_compat import (overwrite_changes_provider, overwrite_hash_index_deletes,
                                                  try_commit)
-from airflow_paimon.engine.scan import latest_snapshot, live_entries
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.scan import latest_snapshot, live_entries
+from airflow_paimon.engine.table.table import get_table
 from airflow_paimon.engine.options import TableOptions
-from airflow_paimon.engine.deletion_vectors import partition_index_deletes
+from airflow_paimon.engine.files.deletion_vectors import partition_index_deletes
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

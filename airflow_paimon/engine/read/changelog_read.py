@@ -1,6 +1,6 @@
 """Incremental read of a table's changelog, as Paimon's ``incremental-between`` in ``changelog`` scan mode: the
 changelog files the snapshots in (start, end] registered (``changelog-producer=input``: the rows each commit
-wrote, with their row kinds), in commit order. Unlike the diff (engine/incremental.py) every change is there —
+wrote, with their row kinds), in commit order. Unlike the diff (engine/read/incremental.py) every change is there —
 a key updated twice in the range reads twice, a moved key reads as ``-D`` in its old partition and as a row of
 its new one.
 """
@@ -17,8 +17,8 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
 from airflow_paimon.engine.codec.kinds import ROW_KINDS
 from airflow_paimon.engine.codec.system_fields import SEQUENCE_NUMBER, VALUE_KIND
-from airflow_paimon.engine.data_files import read_as
-from airflow_paimon.engine.scan import file_path
+from airflow_paimon.engine.files.data_files import read_as
+from airflow_paimon.engine.files.scan import file_path
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

@@ -36,7 +36,7 @@ class TableShape:
         return 1
 
     def index_adds(self, ctx, partition: tuple, bucket: int, rows) -> list:
-        """The index files a write task of ``ctx`` (engine/context.py) commits with its bucket's data files."""
+        """The index files a write task of ``ctx`` (engine/write/context.py) commits with its bucket's data files."""
         return []
 
     def __repr__(self) -> str:

@@ -3,13 +3,13 @@
     assign-and-write demo.orders: 1,000 rows in, 500 new keys, 250 moved, 1,000 rows and 250 deletes written,
     12 files staged, 6.8 s      (one line)
 
-Made from the job's result (engine/specs.py), the same dict the task returns to XCom; ``seconds`` is what the
+Made from the job's result (engine/jobs/specs.py), the same dict the task returns to XCom; ``seconds`` is what the
 task spent on the job, Spark's start included. One ``describe_*`` per job, named in its record in spark/job_registry.py
 (``progress_line`` there makes the line).
 """
 from __future__ import annotations
 
-from airflow_paimon.engine.specs import (AssignWriteResult, BootstrapResult, CommitResult, CompactResult,
+from airflow_paimon.engine.jobs.specs import (AssignWriteResult, BootstrapResult, CommitResult, CompactResult,
                                          ExpireResult, IncrementalReadResult, OrphansResult)
 
 

@@ -51,7 +51,7 @@ def live_files_by_bucket(table, snapshot, partition_types, entries: list | None 
     """(encoded partition, bucket) -> the bucket's live files at ``snapshot`` (computed once, on the driver).
     ``entries``: the snapshot's live_entries when the caller has them already."""
     from airflow_paimon.engine.codec.keys import encode_partition_values
-    from airflow_paimon.engine.scan import file_path, live_entries
+    from airflow_paimon.engine.files.scan import file_path, live_entries
 
     out: dict[tuple[str, int], list[LiveFile]] = {}
     for e in live_entries(table, snapshot) if entries is None else entries:
@@ -112,7 +112,7 @@ def _read_vectors(table, partition: tuple, bucket: int, entries) -> dict[str, De
 def level_0_paths(table, snapshot) -> set[str]:
     """The level-0 data files at ``snapshot`` of a deletion-vector table, which its readers skip (set() for other
     tables: their readers merge level 0)."""
-    from airflow_paimon.engine.scan import file_path, live_entries
+    from airflow_paimon.engine.files.scan import file_path, live_entries
 
     if snapshot is None or not TableOptions.of(table).deletion_vectors:
         return set()
@@ -122,7 +122,7 @@ def level_0_paths(table, snapshot) -> set[str]:
 def deleted_rows_at(table, snapshot) -> dict[str, np.ndarray]:
     """Data file path -> the row positions its deletion vector marks at ``snapshot`` (every bucket; {} for a
     table without deletion vectors)."""
-    from airflow_paimon.engine.scan import file_path, live_entries
+    from airflow_paimon.engine.files.scan import file_path, live_entries
 
     if snapshot is None or not snapshot.index_manifest or not TableOptions.of(table).deletion_vectors:
         return {}

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from airflow_paimon.engine.errors import ConfigError
-from airflow_paimon.engine.history import IDENTITY, newest_first
+from airflow_paimon.engine.snapshot.history import IDENTITY, newest_first
 
 if TYPE_CHECKING:
     from pypaimon.table.file_store_table import FileStoreTable

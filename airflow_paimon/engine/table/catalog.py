@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pypaimon import CatalogFactory
 
-from airflow_paimon.engine import paimon_compat, storage
+from airflow_paimon.engine import paimon_compat
+from airflow_paimon.engine.files import storage
 
 
 def require_warehouse(catalog_options: dict) -> None:

@@ -23,7 +23,7 @@ SCOPES = ("snapshot", "table")  # what a compaction covers: the buckets written 
 # engine/commit/identity.py): write the source again where that replaces the earlier rows (deduplicate tables) and
 # refuse elsewhere, write it again whatever the merge engine, or write nothing (the earlier commit stands)
 REPROCESS_ON_CLEAR = ("upsert", "always", "never")
-# What a write may change in the table's schema (engine/schema_evolution.py): nothing, add nullable columns,
+# What a write may change in the table's schema (engine/table/schema_evolution.py): nothing, add nullable columns,
 # also widen column types
 SCHEMA_EVOLUTIONS = ("none", "add_columns", "widen")
 # Orphan removal's floor: no younger file is an orphan, whatever older_than says. A commit writes its manifests
@@ -80,7 +80,7 @@ class BootstrapSpec(JobSpec):
     what: ClassVar[str] = "bootstrap-index spec"
     shards: int
     index_root: str
-    table_spec: dict[str, Any] | None = None  # creates the table when absent (engine/table.py TableSpec)
+    table_spec: dict[str, Any] | None = None  # creates the table when absent (engine/table/table.py TableSpec)
     schema_evolution: str = "none"  # one of SCHEMA_EVOLUTIONS: how an existing table may grow to table_spec
 
 
@@ -97,7 +97,7 @@ class BootstrapResult(Wire):
     reason: str
     data_files_read: int
     decided_by: str = "spark"  # "metadata": decided in the task from table metadata, no Spark job submitted
-    # what tells the base snapshot from a later one reusing its id after a rollback (engine/history.py)
+    # what tells the base snapshot from a later one reusing its id after a rollback (engine/snapshot/history.py)
     base_snapshot_fingerprint: str | None = None
 
 
@@ -116,7 +116,7 @@ class AssignWriteSpec(JobSpec):
     row_kind_column: str | None = None
     write_mode: str = "upsert"  # or "overwrite": dynamic partition overwrite (engine/commit/overwrite.py)
     schema_evolution: str = "none"  # one of SCHEMA_EVOLUTIONS: how the table may grow to the source's columns
-    base_snapshot_fingerprint: str | None = None  # engine/history.py
+    base_snapshot_fingerprint: str | None = None  # engine/snapshot/history.py
     generation: int = 0  # the DAG run's clear_number: part of the commit identity (engine/commit/identity.py)
     reprocess_on_clear: str = "upsert"  # one of REPROCESS_ON_CLEAR
     # the DAG run's clock (engine/commit/properties.py RunClock.to_dict: the instant its data is as of, the write
@@ -161,7 +161,7 @@ class AssignWriteResult(Wire):
     new_keys: int | None = None  # keys the global index did not know (None: the table has no global index)
     files: int
     already_committed: bool
-    base_snapshot_fingerprint: str | None = None  # engine/history.py
+    base_snapshot_fingerprint: str | None = None  # engine/snapshot/history.py
     generation: int = 0  # the DAG run's clear_number this write ran as
     # a cleared run's write: the snapshot an earlier generation of the run committed (None: not a reprocess)
     reprocessed_snapshot_id: int | None = None
@@ -185,7 +185,7 @@ class CommitSpec(JobSpec):
     staging_root: str | None = None  # when given, staging_uri must be <staging_root>/<table>/<commit_user>
     staging_retention_seconds: float = STAGING_RETENTION_SECONDS
     result_uri: str | None = None  # this job's result file: older ones of the DAG are dropped next to it
-    base_snapshot_fingerprint: str | None = None  # engine/history.py
+    base_snapshot_fingerprint: str | None = None  # engine/snapshot/history.py
     rewrites: int = 0  # times the commit task wrote the run's batch again before this commit (a snapshot property)
 
     @classmethod
@@ -207,7 +207,7 @@ class CommitResult(Wire):
     commit_kind: str | None = None
     delta_record_count: int | None = None
     files: int | None = None
-    snapshot_fingerprint: str | None = None  # which snapshot snapshot_id is (engine/history.py)
+    snapshot_fingerprint: str | None = None  # which snapshot snapshot_id is (engine/snapshot/history.py)
     # snapshots of other writers that landed after the base and the commit went on top of (engine/commit/rebase.py)
     rebased_over: list[int] = field(default_factory=list)
     # times the commit task re-ran this run's bootstrap-index and assign-and-write after other writers' commits
@@ -294,8 +294,8 @@ class IncrementalReadSpec(JobSpec):
     end_snapshot_id: int | None = None  # inclusive; None: the latest snapshot
     row_kind_column: str = "row_kind"
     scan_mode: str = "auto"  # "diff", "changelog", or "auto": changelog where the table has a changelog producer
-    # the start's identity (engine/snapshots.py cursor): a rollback below it moves the start down to the snapshot
-    # rolled back to; None (a bare id): not detected
+    # the start's identity (engine/snapshot/snapshots.py cursor): a rollback below it moves the start down to the
+    # snapshot rolled back to; None (a bare id): not detected
     start_snapshot: dict | None = None
 
 

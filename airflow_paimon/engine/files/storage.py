@@ -4,7 +4,7 @@ Index shards, staged commit messages and job results live here; publishing is al
 so a reader never sees half a file.
 
 Object stores are reached with the credentials of the ``paimon`` connection, not the process environment:
-every process that opens the catalog (``engine.catalog.open_catalog``: the operator, the Spark driver, each
+every process that opens the catalog (``engine.table.catalog.open_catalog``: the operator, the Spark driver, each
 Python worker) calls ``configure(catalog_options)``, and a URI of a scheme pypaimon's own file IO serves
 (s3, s3a, oss, gs, hdfs, ...) gets the pyarrow filesystem pypaimon builds from the same options
 (``fs.s3.endpoint``, ``fs.s3.accessKeyId``, ``fs.s3.accessKeySecret``, ``fs.s3.path-style-access``, ...).

@@ -1,5 +1,5 @@
 """A table's lifecycle without Spark: create it, alter it, tag a snapshot — each idempotent, so a retry that
-finds the work done changes nothing and reports the same result. Rollback: engine/rollback.py."""
+finds the work done changes nothing and reports the same result. Rollback: engine/maintenance/rollback.py."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -9,15 +9,15 @@ from pypaimon.schema.data_types import DataTypeParser
 from pypaimon.schema.schema_change import Move, SchemaChange
 
 from airflow_paimon.engine.errors import ValidationError
-from airflow_paimon.engine.history import check_base
-from airflow_paimon.engine.layout import check_segment
-from airflow_paimon.engine.catalog import open_catalog
-from airflow_paimon.engine.schema_commit import alter_exclusively
-from airflow_paimon.engine.table import TableSpec, get_or_create_table, get_table
-from airflow_paimon.engine.table_alter import AlterPlan, plan_alter, resulting_options
-from airflow_paimon.engine.scan import live_entries
+from airflow_paimon.engine.snapshot.history import check_base
+from airflow_paimon.engine.files.layout import check_segment
+from airflow_paimon.engine.table.catalog import open_catalog
+from airflow_paimon.engine.table.schema_commit import alter_exclusively
+from airflow_paimon.engine.table.table import TableSpec, get_or_create_table, get_table
+from airflow_paimon.engine.table.table_alter import AlterPlan, plan_alter, resulting_options
+from airflow_paimon.engine.files.scan import live_entries
 from airflow_paimon.engine.options.checks import TableColumns, check_options
-from airflow_paimon.engine.deletion_vectors import check_no_level_0
+from airflow_paimon.engine.files.deletion_vectors import check_no_level_0
 from airflow_paimon.engine.options import TableOptions
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def create_table(catalog_options: dict, identifier: str, spec: TableSpec) -> dict:
     """Create the table from ``spec``; an existing table equal to it is fine (``created: False``), a different
-    one is refused (engine/table.py)."""
+    one is refused (engine/table/table.py)."""
     try:
         open_catalog(catalog_options).get_table(identifier)
         existed = True
@@ -39,7 +39,7 @@ def create_table(catalog_options: dict, identifier: str, spec: TableSpec) -> dic
 def alter_table(catalog_options: dict, identifier: str, set_options: dict | None = None,
                 reset_options: list | None = None, add_columns: list | None = None,
                 widen_columns: list | None = None) -> dict:
-    """Apply what of the ALTER the table does not have yet, checked first (engine/table_alter.py); nothing to
+    """Apply what of the ALTER the table does not have yet, checked first (engine/table/table_alter.py); nothing to
     apply → no new schema (``changed: False``)."""
     from pypaimon.common.options.core_options import CoreOptions
 
@@ -62,7 +62,7 @@ def alter_table(catalog_options: dict, identifier: str, set_options: dict | None
     table = get_table(catalog_options, identifier)
     plan, schema_id = missing(table), table.table_schema.id
     if plan:
-        try:  # planned again on top of any schema another writer creates meanwhile (engine/schema_commit.py)
+        try:  # planned again on top of any schema another writer creates meanwhile (engine/table/schema_commit.py)
             table, created = alter_exclusively(open_catalog(catalog_options), identifier,
                                                lambda t: _schema_changes(identifier, missing(t)))
         except (RuntimeError, ValueError) as e:  # pypaimon's own checks, after ours
@@ -108,7 +108,7 @@ def create_tag(catalog_options: dict, identifier: str, tag: str, snapshot_id: in
     """Tag ``snapshot_id`` (None: the latest snapshot) as ``tag``, written as Paimon writes it
     (``<table>/tag/tag-<name>``, the snapshot's JSON). The tag already on that snapshot is success
     (``created: False``); the name on another snapshot is refused, naming both. ``snapshot_fingerprint``: the
-    snapshot must be that one (engine/history.py), not a later one that took its id after a rollback."""
+    snapshot must be that one (engine/snapshot/history.py), not a later one that took its id after a rollback."""
     check_tag_name(identifier, tag)
     table = get_table(catalog_options, identifier)
     snapshots = table.snapshot_manager()

@@ -9,15 +9,16 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
-from airflow_paimon.engine import paimon_compat, storage
+from airflow_paimon.engine import paimon_compat
+from airflow_paimon.engine.files import storage
 from airflow_paimon.engine.codec.keys import encode_partition_values
-from airflow_paimon.engine.deletion_vectors import live_files_by_bucket
+from airflow_paimon.engine.files.deletion_vectors import live_files_by_bucket
 from airflow_paimon.engine.errors import TransientError
 from airflow_paimon.engine.index.layout import base_manifest
 from airflow_paimon.engine.merge.merge_engine import MergeRules
-from airflow_paimon.engine.scan import buckets_at, live_entries
-from airflow_paimon.engine.shapes import TableShape, shape_of
-from airflow_paimon.engine.table import get_table
+from airflow_paimon.engine.files.scan import buckets_at, live_entries
+from airflow_paimon.engine.assign.shapes import TableShape, shape_of
+from airflow_paimon.engine.table.table import get_table
 from airflow_paimon.engine.options import IndexOptions, TableOptions
 
 
@@ -25,7 +26,7 @@ from airflow_paimon.engine.options import IndexOptions, TableOptions
 def cached_table(options_json: str, identifier: str, schema_id: int | None = None):
     """The table at the schema the driver planned with, opened once per process and schema: a Python worker
     that outlives one job (Spark reuses them) must not write a later job's files with another job's columns.
-    A later schema that only grew the columns (another writer's evolution, engine/schema_evolution.py) is
+    A later schema that only grew the columns (another writer's evolution, engine/table/schema_evolution.py) is
     written past as a Paimon writer opened before it would: the files name the planned schema, readers map
     them by field id. A later schema with other keys or options refuses the job."""
     table = get_table(json.loads(options_json), identifier)
