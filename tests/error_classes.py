@@ -37,6 +37,4 @@ def instance(cls: type[BaseException]) -> BaseException:
     """An instance of ``cls`` (each class takes its own arguments)."""
     if cls.__name__ == "ValidationError":
         return cls("db.t", "bad input")
-    if cls.__name__ in ("StepError", "FinalStepError"):
-        return cls("create_table", "OSError", "failed on purpose")
     return cls("bad segment/..") if cls.__name__ == "UnsafePathError" else cls("failed on purpose")

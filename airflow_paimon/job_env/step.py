@@ -3,12 +3,11 @@
 ``@job_step`` in the module of what it serves (job_env/steps.py, ui/steps.py); the caller passes the function
 itself, so this module imports none of them, and the job environment finds it by its module and name. The spec
 file holds the step's arguments, catalog options (keys, tokens) included: mode 0600 in a private directory,
-deleted once read (the spark-submit jobs' own spec file, spark/job_frame.py); never argv. The result file holds
-``{"value": ...}`` or ``{"error": {"type", "message", "retryable"}}``."""
+deleted once read; never argv. The result file holds ``{"value": ...}`` or the error's envelope. Both files, and
+the envelope, are the spark-submit jobs' own: the hand-off's (airflow_paimon/handoff.py)."""
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 import shutil
@@ -19,20 +18,17 @@ import threading
 import time
 from typing import Any, Callable
 
-from airflow_paimon.engine.errors import PaimonJobError, ValidationError, is_retryable
+from airflow_paimon.engine.errors import PaimonJobError, ValidationError
+from airflow_paimon.handoff import Failure, read_json, read_spec_file, spec_file, write_private_json
 from airflow_paimon.job_env import JobEnv, job_python, runs_here
 
 OUTPUT_SHOWN = 4000  # characters of a failed step's stderr that its error repeats
 
 
 class StepError(PaimonJobError):
-    """A step failed in the job environment; ``error_type``: the class name of its error there."""
+    """A step failed in the job environment (``<step>: <class there>: <message>``)."""
 
     retryable: bool = True  # the error there said a retry can help (or it was not ours: a crash, an OSError)
-
-    def __init__(self, step: str, error_type: str, message: str):
-        self.error_type = error_type
-        super().__init__(f"{step}: {error_type}: {message}")
 
 
 class FinalStepError(StepError):
@@ -116,8 +112,6 @@ def _in_thread(step: Callable[..., Any], timeout: float, arguments: dict):
 
 def _in_job_env(python: str, name: str, arguments: dict, timeout: float | None = None,
                 on_start: Callable[[subprocess.Popen], None] | None = None):
-    from airflow_paimon.spark.job_frame import spec_file
-
     step = name.rpartition(":")[2]
     started = time.monotonic()
     # the result's own private directory: the child removes the spec's once it has read it
@@ -135,21 +129,19 @@ def _in_job_env(python: str, name: str, arguments: dict, timeout: float | None =
                     process.kill()
                     raise TimeoutError(f"{step} took more than {timeout:g} s in {python}") from None
                 done = subprocess.CompletedProcess(process.args, process.returncode, None, stderr)
-        with open(result_path) as f:
-            result = json.load(f)
+        result = read_json(result_path)
     except TimeoutError:  # an OSError too, but the process started: a timeout, not a failure to start
         raise
     except (OSError, ValueError):
         why = f"exited {done.returncode}: {done.stderr[-OUTPUT_SHOWN:]}" if done else "did not start"
-        raise StepError(step, "ProcessFailed", f"{python} left no result; it {why}") from None
+        raise Failure("ProcessFailed", f"{python} left no result; it {why}").exception(step, StepError,
+                                                                                        FinalStepError) from None
     finally:
         shutil.rmtree(results, ignore_errors=True)
     _log(step, python, time.monotonic() - started)
-    if "error" in result:
-        error = result["error"]
-        if error["type"] == ValidationError.__name__:
-            raise StepValidationError(error["message"])
-        raise (StepError if error.get("retryable", True) else FinalStepError)(step, error["type"], error["message"])
+    failure = Failure.from_result(result)
+    if failure is not None:
+        raise failure.exception(step, StepError, FinalStepError, invalid=StepValidationError)
     return result["value"]
 
 
@@ -159,17 +151,13 @@ def _log(step: str, python: str, seconds: float) -> None:
 
 def main(argv: list[str]) -> int:
     """The job environment's side: run the spec's step, write its result (or error)."""
-    from airflow_paimon.spark.job_frame import read_spec_file
-
     spec_path, result_path = argv
     spec = read_spec_file(spec_path)
     try:
         payload = {"value": resolve_step(spec["step"])(**spec["arguments"])}
     except Exception as e:  # noqa: BLE001 - every error crosses back to the task, named
-        payload = {"error": {"type": type(e).__name__, "message": str(e), "retryable": is_retryable(e)}}
-    fd = os.open(result_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(payload, f)
+        payload = Failure.of(e).to_result()
+    write_private_json(result_path, payload)
     return 0
 
 

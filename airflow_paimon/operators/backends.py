@@ -72,7 +72,7 @@ class SparkSubmitBackend(JobBackend):
     def run(self, spec: dict, result_uri: str) -> str | None:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        from airflow_paimon.spark.job_frame import spec_file
+        from airflow_paimon.handoff import job_arguments, spec_file
         from airflow_paimon.spark.submit import submit_conf, submit_settings, with_driver_archive
 
         settings = submit_settings(self.extras, self.master, self.deploy_mode, self.spark_conf, self.spark_bin_dir,
@@ -85,7 +85,7 @@ class SparkSubmitBackend(JobBackend):
         with spec_file(spec) as spec_path:
             self.hook = hook = SparkSubmitHook(conn_id=self.conn_id, conf=conf,
                                                name=f"paimon-{self.job.name}-{self.table}",
-                                               application_args=["--spec-file", spec_path, "--result-uri", result_uri])
+                                               application_args=job_arguments(spec_path, result_uri))
             try:
                 # Its own session: kill() stops the spark-submit JVM and every Python process under it together.
                 hook.submit(application=entry_script(self.job), env=settings.env, start_new_session=True)

@@ -10,7 +10,6 @@ whose staged write went stale, a ``StaleWriteError`` the commit task heals (oper
 DAG files import this module: it imports nothing heavy (pypaimon, pyarrow, pyspark come with the job)."""
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_paimon.engine.errors import ValidationError, is_retryable
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.jobs.specs import JobSpec
+from airflow_paimon.handoff import Failure, read_result, secrets_of
 from airflow_paimon.hooks.paimon import PaimonHook
 from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.lineage import spark_openlineage_conf
@@ -151,7 +151,7 @@ class PaimonSparkJobOperator(JobEnvMixin, UpstreamResultMixin, BaseOperator):
         result = self.decide_from_metadata(raw)
         if result is None:
             self._submit(raw, result_uri, context)
-            result = json.loads(storage.read_bytes(result_uri))
+            result = read_result(result_uri)
         self.log.info("%s", progress_line(self.job, result, time.monotonic() - started))  # the result, once
         return result
 
@@ -178,7 +178,6 @@ class PaimonSparkJobOperator(JobEnvMixin, UpstreamResultMixin, BaseOperator):
         from airflow.sdk.log import mask_secret
 
         from airflow_paimon.operators.backends import backend_for
-        from airflow_paimon.spark.job_frame import secrets_of
 
         for secret in secrets_of(spec):
             mask_secret(secret)
@@ -194,17 +193,16 @@ class PaimonSparkJobOperator(JobEnvMixin, UpstreamResultMixin, BaseOperator):
             self._job_failed(result_uri, failure)
 
     def _job_failed(self, result_uri: str, cause) -> None:
-        """Raise the job's error (from its result file): without retries when the job says a retry cannot help
-        (its ``retryable``); a job that wrote no error (a crash, a kill) is retried."""
+        """Raise the job's error (from its result file, the hand-off's envelope): a ``StaleWriteError`` when writing
+        the run's batch again heals it (its ``rewrite``), without retries when the job says a retry cannot help (its
+        ``retryable``); a job that wrote no error (a crash, a kill) is retried."""
         from airflow_paimon.engine.files import storage
 
-        failed = json.loads(storage.read_bytes(result_uri)) if storage.exists(result_uri) else {}
-        message = f"{self.job} for table {self.table} failed: {failed.get('error') or cause}"
-        if failed.get("rewrite") is True:
-            raise StaleWriteError(message) from None
-        if failed.get("retryable") is False:
-            raise AirflowFailException(message) from None
-        raise AirflowException(message) from None
+        what = f"{self.job} for table {self.table} failed"
+        failure = Failure.from_result(read_result(result_uri)) if storage.exists(result_uri) else None
+        if failure is None:
+            raise AirflowException(f"{what}: {cause}") from None
+        raise failure.exception(what, AirflowException, AirflowFailException, rewrite=StaleWriteError) from None
 
     def on_kill(self) -> None:
         """The task was killed: stop the Spark job through its backend (spark-submit: its process group, and on a

@@ -1,26 +1,15 @@
-"""Common frame of every Spark job: read the job spec from a private file, run, hand the result dict back
-in a file.
+"""Common frame of every Spark job, on the job side of the hand-off (airflow_paimon/handoff.py): read the job spec
+from its private file, run the job, hand its result dict back in the result file, or its error in the hand-off's
+envelope (``Failure``) — and the job's Spark session.
 
-The spec holds the catalog options (object-store keys, tokens), so it never travels on a command line
-(visible to every user in ``ps``): the operator writes it to a file only its user can read, in a private
-temporary directory on the Airflow worker, and passes that file's path; the job deletes the file as soon
-as it has read it. The driver must therefore run on the worker: client deploy mode (the default; local,
-standalone, YARN and K8s clients) — cluster deploy mode is refused by the operator.
-
-On a Spark Connect connection there is no driver process: the operator calls the same frame
-(``execute_job``) in its task process, hands it the server's URL, and the job's ``spark_session()`` is a
-Connect client session (airflow_paimon/spark/connect.py). The spec then never leaves memory.
+On a Spark Connect connection there is no driver process: the operator calls the same frame (``execute_job``) in its
+task process, hands it the server's URL, and the job's ``spark_session()`` is a Connect client session
+(airflow_paimon/spark/connect.py). The spec then never leaves memory.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import os
-import re
-import shutil
 import sys
-import tempfile
 import threading
 import traceback
 from contextlib import contextmanager, suppress
@@ -29,84 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from airflow_paimon.engine.files import storage
-from airflow_paimon.engine.errors import InternalError, heals_by_rewrite, is_retryable
+from airflow_paimon.engine.errors import InternalError
 from airflow_paimon.engine.identifier import validate_identifier
 from airflow_paimon.engine.jobs.specs import JobSpec, Wire
+from airflow_paimon.handoff import Failure, parse_args, redact, secrets_of, write_result
 from airflow_paimon.spark.connect import JobKilled, connect_session, default_parallelism, stop_session
 
 log = logging.getLogger("airflow_paimon.job")
-
-SPEC_FILE = "spec.json"
-
-
-@contextmanager
-def spec_file(spec: dict) -> Iterator[str]:
-    """The path of a file holding ``spec`` (mode 0600, in a fresh mode-0700 directory); removed on exit."""
-    directory = tempfile.mkdtemp(prefix="airflow-paimon-spec-")  # created 0700, name unguessable
-    try:
-        path = os.path.join(directory, SPEC_FILE)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(spec, f)
-        yield path
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def read_spec_file(path: str) -> dict:
-    """The spec in ``path``; the file (and its private directory, if empty) is deleted once read."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    finally:
-        for remove in (os.unlink, lambda p: os.rmdir(os.path.dirname(p))):
-            try:
-                remove(path)
-            except OSError:
-                pass
-
-
-def parse_args(argv: list[str] | None = None) -> tuple[dict, str]:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--spec-file", required=True, help="a file holding the job spec as JSON; deleted once read")
-    parser.add_argument("--result-uri", required=True, help="where to write the result JSON")
-    args = parser.parse_args(argv)
-    return read_spec_file(args.spec_file), args.result_uri
-
-
-# A word in an option's name that makes its value a secret: fs.s3.secret-key, fs.oss.accessKeyId, token,
-# dlf.security-token, fs.azure.account.key.<account>.dfs.core.windows.net, header.Authorization, ...
-_SECRET_WORDS = {"secret", "password", "passwd", "pwd", "token", "key", "credential", "credentials", "signature",
-                 "authorization", "sas"}
-# ... unless a later word says the value names or locates one instead: token.provider (dlf, bear),
-# dlf.token-loader, dlf.token-path, fs.s3a.aws.credentials.provider, ...
-_NOT_THE_SECRET = {"provider", "providers", "type", "loader", "path", "file", "dir", "class", "factory", "uri",
-                   "url", "endpoint", "enabled", "mode", "algorithm", "format"}
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")  # fs.oss.accessKeyId -> fs oss access Key Id
-
-
-def is_secret_option(name: str) -> bool:
-    """Whether the catalog option ``name`` holds a secret (its value is redacted), by the words of its name.
-    ``table-default.*`` options are tables' options (table-default.bucket-key: a column), never secrets."""
-    if name.startswith("table-default."):
-        return False
-    words = [w.lower() for w in _WORD.findall(name)]
-    return any(w in _SECRET_WORDS and not _NOT_THE_SECRET.intersection(words[i + 1:]) for i, w in enumerate(words))
-
-
-def secrets_of(spec: dict) -> list[str]:
-    """Catalog option values that must not reach a log or an error message: those of options named like a
-    secret (is_secret_option), longest first."""
-    options = spec.get("catalog_options") or {}
-    found = {str(v) for k, v in options.items() if v and is_secret_option(str(k))}
-    return sorted(found, key=len, reverse=True)
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """``text`` (a log line, an error message; never a result's fields) with every secret replaced by ***."""
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
 
 
 @dataclass
@@ -172,9 +90,8 @@ def job_running(run: JobRun) -> Iterator[JobRun]:
 
 def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: dict, run: JobRun) -> bool:
     """Run ``job`` (spark/job_runner.py job_function) on the spec ``raw`` read as ``spec_type``; write its
-    result, or its error (``{"error", "retryable", "rewrite"}``: whether a retry, or writing the run's batch again,
-    can help: engine/errors.py),
-    to ``run.result_uri``; True when it succeeded. A secret catalog option's value
+    result, or its error (the hand-off's envelope: ``Failure``, whether a retry or writing the run's batch again can
+    help), to ``run.result_uri``; True when it succeeded. A secret catalog option's value
     reaches neither the log nor the error (both redacted); the result is written as the job returned it: its
     fields (paths, names) are no place for a secret, and redacting them would corrupt them."""
     if run.result_uri is None:
@@ -191,13 +108,10 @@ def execute_job(job: Callable[[JobSpec], Wire], spec_type: type[JobSpec], raw: d
         log.error("job failed: %s", redact(traceback.format_exc(), secrets))
         if run.killed and not isinstance(e, JobKilled):  # what failed is a consequence: name the cause
             e = JobKilled(f"the task was killed ({type(e).__name__} in the job)")
-        error = redact(f"{type(e).__name__}: {e}", secrets)
-        # the error's own flag, across the process boundary: the operator decides from it, not from the name
-        failed = {"error": error, "retryable": is_retryable(e), "rewrite": heals_by_rewrite(e)}
-        storage.write_bytes_atomic(result_uri, json.dumps(failed).encode())
+        # the error's own flags, across the process boundary: the operator decides from them, not from the name
+        write_result(result_uri, Failure.of(e, secrets).to_result())
         return False
-    text = json.dumps(result)
-    storage.write_bytes_atomic(result_uri, text.encode())
+    text = write_result(result_uri, result)
     log.debug("result: %s", text)  # the operator logs it as one progress line
     return True
 

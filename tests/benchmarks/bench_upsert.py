@@ -366,7 +366,7 @@ def submit_env() -> dict:
 def e2e_runner(work: Path, conf: dict | None = None):
     counter = iter(range(1000))
 
-    from airflow_paimon.spark.job_frame import spec_file
+    from airflow_paimon.handoff import job_arguments, spec_file
 
     def run(job: str, spec: dict):
         n = next(counter)
@@ -375,7 +375,7 @@ def e2e_runner(work: Path, conf: dict | None = None):
         result_uri.parent.mkdir(parents=True, exist_ok=True)
         with spec_file(spec.to_dict()) as spec_path:
             cmd, archive = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
-                                          ["--spec-file", spec_path, "--result-uri", str(result_uri)], conf, job=job)
+                                          job_arguments(spec_path, str(result_uri)), conf, job=job)
             try:
                 measured = run_child(cmd, work / f"e2e-{n}-{job}.log", submit_env())
             finally:

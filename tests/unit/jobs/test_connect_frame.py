@@ -142,7 +142,7 @@ def test_a_job_environment_step_stuck_on_its_server_exits_on_sigterm(tmp_path):
     import pandas as pd
 
     from airflow_paimon.engine.table.table import TableSpec, get_or_create_table
-    from airflow_paimon.spark.job_frame import spec_file
+    from airflow_paimon.handoff import spec_file
 
     warehouse = str(tmp_path / "warehouse")
     get_or_create_table({"warehouse": warehouse}, "db.t", TableSpec.from_dict(

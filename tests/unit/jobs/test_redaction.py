@@ -9,7 +9,8 @@ import logging
 import pytest
 
 from airflow_paimon.engine.jobs.specs import BootstrapResult, BootstrapSpec
-from airflow_paimon.spark.job_frame import JobRun, execute_job, secrets_of
+from airflow_paimon.handoff import secrets_of
+from airflow_paimon.spark.job_frame import JobRun, execute_job
 
 
 @pytest.mark.parametrize("name", [

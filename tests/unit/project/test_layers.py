@@ -19,7 +19,8 @@ FLOORS: list[tuple[str, ...]] = [
     ("engine", "engine.errors", "engine.faults", "engine.memory", "engine.paimon_compat", "engine.identifier",
      "engine.codec", "engine.options", "engine.jobs"),
     ("engine.files",  # a table's files and where they live: storage, layout, scan, data files, deletion vectors
-     "table_files"),  # Paimon's metadata files read as JSON, without pypaimon (the Airflow side's light reader)
+     "table_files",  # Paimon's metadata files read as JSON, without pypaimon (the Airflow side's light reader)
+     "handoff"),  # what crosses between a task and its job or step: spec file, result file, error envelope, redaction
     ("engine.snapshot",),  # a table's history: its snapshots newest first, a base as a snapshot, cursors
     ("engine.table",),  # a table's metadata and schema: catalog, handle, ALTER, schema evolution, lifecycle
     ("engine.merge",),  # the merge engines' rules and merge function

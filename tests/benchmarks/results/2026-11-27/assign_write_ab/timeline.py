@@ -31,7 +31,7 @@ if not base.exists():
     shutil.copytree(wh, base)
     (work / "boot.json").write_text(json.dumps(boot))
 boot = json.loads((work / "boot.json").read_text())
-from airflow_paimon.spark.job_frame import spec_file
+from airflow_paimon.handoff import spec_file
 for i in range(n):
     if os.environ.get('CACHES'): os.environ['XDG_CACHE_HOME'] = os.environ['CACHES'].split(',')[i % 2]
     conf = {**extra, **({"spark.airflow_paimon.driverWriteMaxBytes": "0"} if ab and i % 2 else {})}
