@@ -2,8 +2,9 @@
 at random moments: never a key twice, one refused (StaleIndexError) per round unless their batches share no key
 (then the second goes on top of the first: engine/commit/rebase.py), the refused one's
 re-run (bootstrap again, same batch, same DAG run) converges, and the table equals the pandas oracle in commit
-order. On each kind of warehouse: a local path and a file:// URI (snapshot files created with a hard link),
-and S3 (a moto server on loopback: a conditional PUT)."""
+order. On each kind of warehouse: local (snapshot files created with a hard link; one writer names it by its path,
+the other by its file:// URI, so both forms race on one table) and S3 (a moto server on loopback: a conditional
+PUT)."""
 import random
 import time
 
@@ -42,13 +43,14 @@ def batch(rnd: int, writer: int) -> pd.DataFrame:
     return pd.DataFrame({"id": ids, "dt": [f"p{writer}{rnd % 3}"] * 12, "v": rng.random(12)})
 
 
-@pytest.fixture(params=["path", "file-uri", pytest.param("s3", marks=pytest.mark.s3)])
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
 def race_table(request, tmp_path):
-    """(catalog options, table spec) of one kind of warehouse."""
+    """(catalog options, table spec, each writer's catalog options) of one kind of warehouse."""
     if request.param == "s3":
-        return request.getfixturevalue("s3_catalog_options"), FIXED_BUCKET
+        opts = request.getfixturevalue("s3_catalog_options")
+        return opts, FIXED_BUCKET, [opts, opts]
     path = tmp_path / "warehouse"
-    return {"warehouse": path.as_uri() if request.param == "file-uri" else str(path)}, CROSS_PARTITION
+    return {"warehouse": str(path)}, CROSS_PARTITION, [{"warehouse": str(path)}, {"warehouse": path.as_uri()}]
 
 
 def writer(opts, spec, w, aligned, next_round, out):
@@ -71,12 +73,12 @@ def writer(opts, spec, w, aligned, next_round, out):
 
 
 def test_two_writer_processes_race(race_table):
-    opts, spec = race_table
+    opts, spec, writers = race_table
     started = time.monotonic()
     get_or_create_table(opts, "db.t", spec)
     aligned, next_round, out = SPAWN.Barrier(2), SPAWN.Barrier(3), SPAWN.Queue()
     refused = 0
-    with running(writer, [(opts, spec, w, aligned, next_round, out) for w in (0, 1)]) as procs:
+    with running(writer, [(writers[w], spec, w, aligned, next_round, out) for w in (0, 1)]) as procs:
         for rnd in range(rounds_of(opts)):
             results = sorted(out.get(timeout=120) for _ in procs)
             # both bootstrapped at one snapshot: one commit lands on it; the other is refused, or goes on top of
