@@ -3,7 +3,7 @@ the jobs on a Spark Connect server; one fixture for the whole module): every run
 step (or is refused as documented), and the table equals the oracle that applies the runs in the order of their
 clocks, whatever order they committed in; no key twice.
 
-- Three backfills through ``POST /api/v2/backfills`` at once, each over 5 days into a table of its own: forwards with
+- Three backfills through ``POST /api/v2/backfills`` at once, each over 4 days into a table of its own: forwards with
   ``max_active_runs`` 1, forwards with 3 (runs race: a commit that finds another day's commit in its way goes on
   top of it or writes its batch again), and backwards (every day commits before the day it follows).
 - Two DAGs upserting one table, 10 rounds, each round's two runs made to stage from the same base: one commit of
@@ -37,7 +37,7 @@ DAG_FILES = [Path(__file__).parent / "dags" / "paimon_backfill_dags.py",
 SPARK = "connect"  # the scheduler fixture's Spark: one Connect server, no spark-submit per job
 PARALLELISM = 6
 FIRST = pendulum.datetime(2026, 3, 1, tz="UTC")
-DAYS = [FIRST.add(days=n) for n in range(5)]
+DAYS = [FIRST.add(days=n) for n in range(4)]
 KEYS = 24  # ids 0..23: each day writes 10 of them, so days overwrite and delete each other's keys
 
 
