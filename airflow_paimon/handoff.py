@@ -5,7 +5,7 @@ imports nothing heavy (pyarrow comes with reading an object store's result, in a
 - The spec file: the job's spec holds the catalog options (object-store keys, tokens), so it never travels on a
   command line (visible to every user in ``ps``): the Airflow side writes it to a file only its user can read
   (mode 0600, in a fresh mode-0700 directory) and passes that file's path; the job side deletes it once read. A
-  spark-submit driver therefore runs on the worker (client deploy mode; operators/backends.py refuses cluster).
+  spark-submit driver therefore runs on the worker (client deploy mode; spark/backends.py refuses cluster).
 - The driver's arguments: ``--spec-file`` and ``--result-uri`` (``job_arguments``, ``parse_args``).
 - The result file: the job's result dict as JSON (``write_result``, ``read_result``: the results root, an object
   store too), or a step's (``write_private_json``, ``read_json``: a private local file).

@@ -106,14 +106,8 @@ def list_databases(catalog_options: dict) -> list[str]:
 
 @job_step
 def connect_job(job: str, spec: dict, result_uri: str, remote: str, conf: dict) -> bool:
-    """A job as a Spark Connect client (operators/backends.py ConnectBackend), its result in ``result_uri``;
+    """A job as a Spark Connect client (spark/backends.py ConnectBackend), its result in ``result_uri``;
     SIGTERM (the task's on_kill) interrupts its sessions' work on the server, as JobRun.kill does in-process."""
-    import signal
+    from airflow_paimon.spark.backends import connect_job as run_connect_job
 
-    from airflow_paimon.spark.job_frame import JobRun, execute_job
-    from airflow_paimon.spark.job_registry import JOBS
-    from airflow_paimon.spark.job_runner import job_function
-
-    run = JobRun(result_uri, remote=remote, conf=conf)
-    signal.signal(signal.SIGTERM, lambda *_: run.kill())
-    return execute_job(job_function(JOBS[job]), JOBS[job].spec, spec, run)
+    return run_connect_job(job, spec, result_uri, remote, conf)

@@ -2,7 +2,7 @@
 
 ``PaimonSparkJobOperator`` builds the job spec (the type spark/job_registry.py names for the operator's ``job``),
 decides from table metadata alone when it can (no Spark job), else runs the job through the backend of the Spark
-connection's type (operators/backends.py: spark-submit of ``spark_jobs/<job>.py``, or a Spark Connect client in the
+connection's type (spark/backends.py: spark-submit of ``spark_jobs/<job>.py``, or a Spark Connect client in the
 task process), reads the result file the job wrote and returns it (it lands in XCom). A failed job fails the task as
 its error's class declares (``retried_by_flag``, ``_job_failed``): retried, at once without retries, or, for a commit
 whose staged write went stale, a ``StaleWriteError`` the commit task heals (operators/rewrite.py).
@@ -28,11 +28,11 @@ from airflow_paimon.links import PaimonTableLink
 from airflow_paimon.lineage import spark_openlineage_conf
 from airflow_paimon.operators.rewrite import StaleWriteError
 from airflow_paimon.operators.upstream import UpstreamResultMixin
-from airflow_paimon.spark.job_registry import JOBS, progress_line
+from airflow_paimon.spark.backends import JOBS, progress_line
 
 if TYPE_CHECKING:
     from airflow_paimon.job_env import JobEnv
-    from airflow_paimon.operators.backends import JobBackend
+    from airflow_paimon.spark.backends import JobBackend
 
 # The module DAGs import the write operators from (operators/paimon.py): their ``__module__``, so the class path
 # Airflow records for a task stays what it was before they were split by job (the serialized DAG's task module,
@@ -108,7 +108,7 @@ class PaimonSparkJobOperator(JobEnvMixin, UpstreamResultMixin, BaseOperator):
         self.spark_conf = spark_conf or {}
         self.shuffle_partitions = shuffle_partitions
         self.spark_bin_dir = spark_bin_dir  # where spark-submit is, when not next to this Python nor on PATH
-        self._backend: JobBackend | None = None  # how the running job runs (operators/backends.py), for on_kill
+        self._backend: JobBackend | None = None  # how the running job runs (spark/backends.py), for on_kill
         # As SparkSubmitOperator's flags; None: the [openlineage] spark_inject_* settings (lineage.py)
         self.openlineage_inject_parent_job_info = openlineage_inject_parent_job_info
         self.openlineage_inject_transport_info = openlineage_inject_transport_info
@@ -173,11 +173,15 @@ class PaimonSparkJobOperator(JobEnvMixin, UpstreamResultMixin, BaseOperator):
         return result  # a dict from job_env/steps.py, or None
 
     def _submit(self, spec: dict, result_uri: str, context=None) -> None:
-        """Run the job through the backend of the Spark connection's type (operators/backends.py) and raise
+        """Run the job through the backend of the Spark connection's type (spark/backends.py) and raise
         its error when it failed. Secret catalog options are masked in whatever the job prints."""
+        from functools import partial
+
         from airflow.sdk.log import mask_secret
 
-        from airflow_paimon.operators.backends import backend_for
+        from airflow_paimon.job_env import steps
+        from airflow_paimon.job_env.step import run_step
+        from airflow_paimon.spark.backends import backend_for
 
         for secret in secrets_of(spec):
             mask_secret(secret)
@@ -187,7 +191,8 @@ class PaimonSparkJobOperator(JobEnvMixin, UpstreamResultMixin, BaseOperator):
 
         self._backend = backend = backend_for(JOBS[self.job], self.table, self.spark_conn_id, self.job_env(),
                                               self.spark_conf, self.spark_bin_dir,
-                                              openlineage_conf if context is not None else None)
+                                              openlineage_conf if context is not None else None,
+                                              in_job_env=partial(run_step, steps.connect_job))
         failure = backend.run(spec, result_uri)
         if failure is not None:
             self._job_failed(result_uri, failure)

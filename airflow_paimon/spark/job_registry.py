@@ -1,7 +1,7 @@
 """Every job once: its name, the spec it reads and the result it writes (engine/jobs/specs.py), how that result
 reads in the task log (engine/jobs/progress.py), and the function that runs it on Spark. An operator names its job
 (``job = "compact"``); the entry script ``spark_jobs/<name>.py``, both submission backends
-(operators/backends.py) and the fault tests' runner find everything else here.
+(spark/backends.py, the Airflow side's entry into spark/) and the fault tests' runner find everything else here.
 
 Each record loads its job's function when the job runs (``load``, which imports the job's module then): a DAG
 file that imports an operator imports only this table, no Spark and no engine beyond the specs.

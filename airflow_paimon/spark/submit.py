@@ -1,6 +1,6 @@
 """How a job is submitted, apart from the job itself: the Spark conf it gets, which Python the driver and
 executors run, where ``spark-submit`` is found, and how a killed task takes its Spark processes down with it.
-Used by the spark-submit backend (airflow_paimon/operators/backends.py), the Spark Connect session conf
+Used by the spark-submit backend (airflow_paimon/spark/backends.py), the Spark Connect session conf
 (spark/connect.py) and the Connect server (spark/connect_server.py); imports nothing of Airflow or Spark.
 
 Settings, first found wins (the job environment: airflow_paimon/job_env):

@@ -78,7 +78,7 @@ import importlib.util, json, subprocess, sys
 from pathlib import Path
 import airflow_paimon
 from airflow_paimon.spark.job_registry import JOBS
-from airflow_paimon.operators.backends import entry_script
+from airflow_paimon.spark.backends import entry_script
 
 assert importlib.util.find_spec("pypaimon") is None, "the user's Airflow must not have the job side"
 assert Path(airflow_paimon.__file__).resolve().is_relative_to(Path(sys.prefix).resolve()), airflow_paimon.__file__

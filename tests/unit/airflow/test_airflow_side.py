@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "airflow_paimon"
 JOB_SIDE_DIRS = ("engine", "spark", "_spark_jobs")  # the job side's own modules (spark/submit.py excepted)
 JOB_SIDE_MODULES = {("ui", "tables")}  # read by the UI's steps (ui/steps.py)
-AIRFLOW_SIDE_EXTRA = ["airflow_paimon.spark.submit", "airflow_paimon.spark.job_frame", "airflow_paimon.spark.connect"]
+AIRFLOW_SIDE_EXTRA = ["airflow_paimon.spark.backends", "airflow_paimon.spark.submit", "airflow_paimon.spark.job_frame",
+                      "airflow_paimon.spark.connect"]
 
 # A meta-path finder that refuses the job side, installed before anything else is imported.
 _BLOCK = """

@@ -1,7 +1,7 @@
 """The table of jobs (airflow_paimon/spark/job_registry.py) is whole and agrees with everything that reads it: every
 job has its entry script, spec and result types, progress formatter and Spark function, every Spark-job
 operator names a job of the table and builds its spec type; and the submission backends
-(airflow_paimon/operators/backends.py) are picked by the Spark connection's type."""
+(airflow_paimon/spark/backends.py) are picked by the Spark connection's type."""
 from __future__ import annotations
 
 import ast
@@ -137,7 +137,7 @@ def spark_connection(monkeypatch):
 
 def test_the_connection_type_picks_the_backend(spark_connection):
     from airflow_paimon.job_env import JobEnv
-    from airflow_paimon.operators.backends import ConnectBackend, SparkSubmitBackend, backend_for
+    from airflow_paimon.spark.backends import ConnectBackend, SparkSubmitBackend, backend_for
 
     submit = backend_for(JOBS["compact"], "db.t", spark_connection("spark"), JobEnv(), {})
     assert isinstance(submit, SparkSubmitBackend) and submit.master == "local[1]"
@@ -148,7 +148,7 @@ def test_the_connection_type_picks_the_backend(spark_connection):
 
 def test_cluster_deploy_mode_is_refused_before_anything_runs(spark_connection):
     from airflow_paimon.job_env import JobEnv
-    from airflow_paimon.operators.backends import backend_for
+    from airflow_paimon.spark.backends import backend_for
 
     with pytest.raises(AirflowException, match="compact for table db.t: cluster deploy mode is not supported"):
         backend_for(JOBS["compact"], "db.t", spark_connection("spark", **{"deploy-mode": "cluster"}), JobEnv(), {})

@@ -176,3 +176,39 @@ def test_imports_sees_every_kind_of_import(tmp_path, monkeypatch, source, expect
     path.write_text(source)
     monkeypatch.setitem(MODULES, "probe", path)
     assert [name for name, _ in imports("probe")] == expected
+
+
+# The Airflow side's one way into spark/ (docs/internals.md, "Layers"): the backends and the table of jobs.
+SPARK_ENTRY = "airflow_paimon.spark.backends"
+
+
+def spark_imports_past_the_entry(edges) -> list[str]:
+    """Imports of spark/ by a module of the Airflow side (floor "") that go elsewhere than SPARK_ENTRY."""
+    return [f"{module} (line {line}) imports {target}: the Airflow side reaches spark/ through {SPARK_ENTRY} only"
+            for module, target, line in edges
+            if package_of(module) == "" and package_of(target) == "spark" and target != SPARK_ENTRY]
+
+
+def test_the_airflow_side_reaches_spark_only_through_its_entry():
+    assert SPARK_ENTRY in MODULES
+    assert any(package_of(module) == "" and target == SPARK_ENTRY for module, target, _ in EDGES)
+    found = spark_imports_past_the_entry(EDGES)
+    assert not found, "the Airflow side imports spark/ past its entry:\n" + "\n".join(found)
+
+
+def test_an_import_of_spark_past_its_entry_is_found(tmp_path, monkeypatch):
+    path = tmp_path / "probe.py"
+    path.write_text("from airflow_paimon.spark.backends import JOBS\n"
+                    "def run():\n    from airflow_paimon.spark.job_frame import execute_job\n"
+                    "import airflow_paimon.spark\n")
+    monkeypatch.setitem(MODULES, "airflow_paimon.operators.probe", path)
+    probe = "airflow_paimon.operators.probe"
+    edges = sorted((probe, target, line) for target, line in imports(probe))
+    assert [(target, line) for _, target, line in edges] == [
+        ("airflow_paimon.spark", 4), (SPARK_ENTRY, 1), ("airflow_paimon.spark.job_frame", 3)]
+    found = spark_imports_past_the_entry(edges)
+    assert len(found) == 2 and "(line 4) imports airflow_paimon.spark:" in found[0]
+    assert "(line 3) imports airflow_paimon.spark.job_frame:" in found[1]
+    # below the Airflow side, spark/ and job_env import spark/ as their floors allow
+    assert spark_imports_past_the_entry([("airflow_paimon.spark.job_runner", "airflow_paimon.spark.job_frame", 1)]) \
+        == []

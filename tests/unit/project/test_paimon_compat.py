@@ -64,7 +64,7 @@ def test_required_member_exists_with_our_parameters(entry):
 
 # The seams: the one module per library that names its private members (each tested against the installed version)
 SEAMS = {"airflow_paimon/engine/paimon_compat.py": "pypaimon", "airflow_paimon/spark/pyspark_compat.py": "pyspark",
-         "airflow_paimon/operators/spark_hook_compat.py": "the Apache Spark provider"}
+         "airflow_paimon/spark/spark_hook_compat.py": "the Apache Spark provider"}
 # Dunders every object offers publicly (introspection, exception chaining, operator protocol, a base's __init__);
 # any other (``__dict__``, ``__reduce__``, ...) on another object reaches into its insides. Defining one in a class
 # (``__reduce__``, ``__setstate__``: Python's pickling protocol) and using one on ``self`` are the class's own.

@@ -1,4 +1,4 @@
-"""The Spark provider seam (airflow_paimon/operators/spark_hook_compat.py) against the installed
+"""The Spark provider seam (airflow_paimon/spark/spark_hook_compat.py) against the installed
 apache-airflow-providers-apache-spark: every private member the operators use exists on a real SparkSubmitHook and
 is what they rely on, and no private member of the provider is named outside the seam. A provider upgrade that
 renames or reshapes one fails here, naming the member and where the operators use it."""
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from airflow_paimon.operators.spark_hook_compat import REQUIRED, SUBMIT_PROCESS, submit_process
+from airflow_paimon.spark.spark_hook_compat import REQUIRED, SUBMIT_PROCESS, submit_process
 
 ROOT = Path(__file__).resolve().parents[3]
-SEAM = "airflow_paimon/operators/spark_hook_compat.py"
+SEAM = "airflow_paimon/spark/spark_hook_compat.py"
 VERSION = importlib.metadata.version("apache-airflow-providers-apache-spark")
 
 

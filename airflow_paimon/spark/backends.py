@@ -1,23 +1,26 @@
-"""How an operator's job runs, as the Apache Spark provider's deployment modes: one backend per kind of Spark
-connection, each submitting the job, waiting for it to end and leaving its result (or its error) in the result
-file, and each able to kill it.
+"""The Airflow side's one way into spark/: how an operator's job runs, as the Apache Spark provider's deployment
+modes — one backend per kind of Spark connection, each submitting the job, waiting for it to end and leaving its
+result (or its error) in the result file, and each able to kill it — and the table of jobs the operators name
+(spark/job_registry.py's ``JOBS``, ``progress_line``). Operators, hooks and job_env's steps import spark/ through
+this module only (tests/unit/project/test_layers.py); what crosses is the hand-off's (airflow_paimon/handoff.py: the
+spec, the result file, ``Failure``).
 
 - ``spark`` connection → SparkSubmitBackend: ``spark-submit spark_jobs/<job>.py`` through SparkSubmitHook, the
   job's driver in its own process (client deploy mode).
 - ``spark_connect`` connection → ConnectBackend: the job runs in the task process as a Spark Connect client of
-  the connection's server (no driver JVM, no interpreter start).
+  the connection's server (no driver JVM, no interpreter start), or in the job environment (``connect_job``).
 
-Imported when a task runs, never while a DAG file is parsed.
+Airflow is imported inside the functions that use it: the job environment's step ``connect_job`` imports this
+module without Airflow. A DAG file imports it (through operators/spark_job.py) for the table of jobs alone: nothing
+heavy at module level.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Callable
 
-from airflow.exceptions import AirflowException
-
-from airflow_paimon.spark.job_registry import Job
-from airflow_paimon.spark.connect import CONN_TYPE as CONNECT_CONN_TYPE
+from airflow_paimon.engine.errors import InternalError
+from airflow_paimon.spark.job_registry import JOBS, Job, progress_line
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -25,6 +28,14 @@ if TYPE_CHECKING:
     from airflow_paimon.job_env import JobEnv
 
     from airflow_paimon.spark.job_frame import JobRun
+
+__all__ = ["JOBS", "ConnectBackend", "Job", "JobBackend", "SparkSubmitBackend", "backend_for", "connect_job",
+           "entry_script", "progress_line"]
+
+# How ConnectBackend runs its job when the job side is in another environment: ``in_job_env(job_env, on_start=...,
+# job=..., spec=..., result_uri=..., remote=..., conf=...) -> bool``, the job environment's step ``connect_job``
+# (job_env/steps.py, through job_env/step.py run_step). The Airflow side gives it (job_env/ is its, above spark/).
+InJobEnv = Callable[..., bool]
 
 
 class JobBackend(ABC):
@@ -58,6 +69,8 @@ class SparkSubmitBackend(JobBackend):
 
     def __init__(self, job: Job, table: str, conn_id: str, connection, job_env: JobEnv, spark_conf: dict[str, Any],
                  spark_bin_dir: str | None = None, extra_conf: Callable[[dict], dict] | None = None):
+        from airflow.exceptions import AirflowException
+
         super().__init__(job, table)
         self.conn_id, self.job_env, self.spark_conf = conn_id, job_env, spark_conf
         self.extras = connection.extra_dejson
@@ -70,6 +83,7 @@ class SparkSubmitBackend(JobBackend):
         self.hook: SparkSubmitHook | None = None  # the running spark-submit's
 
     def run(self, spec: dict, result_uri: str) -> str | None:
+        from airflow.exceptions import AirflowException
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         from airflow_paimon.handoff import job_arguments, spec_file
@@ -102,7 +116,7 @@ class SparkSubmitBackend(JobBackend):
     def kill(self) -> None:
         """SIGTERM the spark-submit's process group (its JVM, the Python driver and workers), then the hook's
         own on_kill (a driver on a cluster, YARN application, K8s pod)."""
-        from airflow_paimon.operators.spark_hook_compat import submit_process
+        from airflow_paimon.spark.spark_hook_compat import submit_process
         from airflow_paimon.spark.submit import stop_process_group
 
         if self.hook is None:
@@ -115,9 +129,11 @@ class ConnectBackend(JobBackend):
     """The job in the task process as a client of the ``spark_connect`` connection's server; its Spark work runs
     on the server's executors, and the spec never leaves memory."""
 
-    def __init__(self, job: Job, table: str, conn_id: str, job_env: JobEnv, spark_conf: dict[str, Any]):
+    def __init__(self, job: Job, table: str, conn_id: str, job_env: JobEnv, spark_conf: dict[str, Any],
+                 in_job_env: InJobEnv | None = None):
         super().__init__(job, table)
         self.conn_id, self.job_env, self.spark_conf = conn_id, job_env, spark_conf
+        self.in_job_env = in_job_env
         self.job_run: JobRun | None = None  # the running job's (spark/job_frame.py)
         self.process = None  # or the job environment's process running it (airflow_paimon/job_env)
 
@@ -128,11 +144,12 @@ class ConnectBackend(JobBackend):
         from airflow_paimon.spark.job_runner import job_function
 
         if not runs_here(self.job_env):  # the client in the job environment; the URL (its token) goes in the spec file
-            from airflow_paimon.job_env import steps
-            from airflow_paimon.job_env.step import run_step
-
-            succeeded = run_step(steps.connect_job, self.job_env, on_start=self._started, job=self.job.name, spec=spec,
-                                 result_uri=result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
+            if self.in_job_env is None:
+                raise InternalError(f"{self.job.name} for table {self.table}: the job side runs in another "
+                                    "environment, and the backend was given no way to run it there (in_job_env)")
+            succeeded = self.in_job_env(self.job_env, on_start=self._started, job=self.job.name, spec=spec,
+                                        result_uri=result_uri, remote=connection_url(self.conn_id),
+                                        conf=self.spark_conf)
             return None if succeeded else "Spark Connect job failed"
 
         self.job_run = run = JobRun(result_uri, remote=connection_url(self.conn_id), conf=self.spark_conf)
@@ -155,13 +172,30 @@ class ConnectBackend(JobBackend):
 
 
 def backend_for(job: Job, table: str, conn_id: str, job_env: JobEnv, spark_conf: dict[str, Any],
-                spark_bin_dir: str | None = None, extra_conf: Callable[[dict], dict] | None = None) -> JobBackend:
+                spark_bin_dir: str | None = None, extra_conf: Callable[[dict], dict] | None = None,
+                in_job_env: InJobEnv | None = None) -> JobBackend:
     """The backend of the Spark connection ``conn_id``'s type: ``spark_connect`` → ConnectBackend, else
-    SparkSubmitBackend (``extra_conf``, ``spark_bin_dir``: spark-submit's only); ``job_env``: where the job side
-    runs (resolve_job_env's, the operator's)."""
+    SparkSubmitBackend (``extra_conf``, ``spark_bin_dir``: spark-submit's only; ``in_job_env``: ConnectBackend's
+    only); ``job_env``: where the job side runs (resolve_job_env's, the operator's)."""
     from airflow.sdk import BaseHook
+
+    from airflow_paimon.spark.connect import CONN_TYPE as CONNECT_CONN_TYPE
 
     connection = BaseHook.get_connection(conn_id)
     if connection.conn_type == CONNECT_CONN_TYPE:
-        return ConnectBackend(job, table, conn_id, job_env, spark_conf)
+        return ConnectBackend(job, table, conn_id, job_env, spark_conf, in_job_env)
     return SparkSubmitBackend(job, table, conn_id, connection, job_env, spark_conf, spark_bin_dir, extra_conf)
+
+
+def connect_job(job: str, spec: dict, result_uri: str, remote: str, conf: dict) -> bool:
+    """The job ``job`` as a Spark Connect client of ``remote`` in this process, its result in ``result_uri``
+    (job_env/steps.py's ``connect_job``, in the job environment: ConnectBackend's job there); SIGTERM (the task's
+    on_kill) interrupts its sessions' work on the server, as JobRun.kill does in-process."""
+    import signal
+
+    from airflow_paimon.spark.job_frame import JobRun, execute_job
+    from airflow_paimon.spark.job_runner import job_function
+
+    run = JobRun(result_uri, remote=remote, conf=conf)
+    signal.signal(signal.SIGTERM, lambda *_: run.kill())
+    return execute_job(job_function(JOBS[job]), JOBS[job].spec, spec, run)
