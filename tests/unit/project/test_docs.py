@@ -133,3 +133,50 @@ def test_path_check_catches_a_missing_file():
     assert mentions == {"tests/unit/test_nope.py", "spark_jobs/<job>.py",
                         "tests/benchmarks/results/long_life.{md,json}"}
     assert [m for m in sorted(mentions) if not _exists(m)] == ["tests/unit/test_nope.py"]
+
+
+# docs/internals.md walks one assign-and-write and one commit, file by file (issue 58: at most 30 files)
+WALK_TITLE = "## One assign-and-write and one commit, file by file"
+DETAILS = "The call path also crosses these"
+WALK_STEP = re.compile(r"^\d+\. `([^`]+)`", re.M)
+
+
+def walk_of(text: str) -> tuple[list[str], list[str]]:
+    """(the walk's files in order, the details it names) of the section WALK_TITLE: each step a numbered line that
+    opens with its file's path in backticks; the details, every ``*.py`` path in backticks after DETAILS."""
+    section = text[text.index(WALK_TITLE):]
+    end = section.find("\n## ")
+    section = section if end == -1 else section[:end]
+    steps, _, details = section.partition(DETAILS)
+    return WALK_STEP.findall(steps), re.findall(r"`([\w/.]+\.py)`", details)
+
+
+def walk_problems(steps: list[str], details: list[str], text: str) -> list[str]:
+    repeated = sorted({s for s in steps if steps.count(s) > 1} | {d for d in details if details.count(d) > 1})
+    return ([f"{path} does not exist" for path in steps + details if not (ROOT / path).is_file()]
+            + [f"{path} is named twice" for path in repeated]
+            + [f"{path} is a step and a detail" for path in sorted(set(steps) & set(details))]
+            + ([f"the walk is {len(steps)} files, more than 30"] if len(steps) > 30 else [])
+            + ([] if f"{len(steps)} files." in text else [f"the page does not say the walk is {len(steps)} files"])
+            + ([] if f"{len(steps)} + {len(details)} = {len(steps) + len(details)} files" in text
+               else [f"the page does not count {len(steps)} + {len(details)} files"]))
+
+
+def test_the_walk_of_one_write_and_one_commit_is_at_most_30_files():
+    text = (DOCS / "internals.md").read_text()
+    steps, details = walk_of(text)
+    assert steps[0] == "airflow_paimon/operators/write.py" and "spark_jobs/commit.py" in steps, steps
+    assert not walk_problems(steps, details, text), "\n".join(walk_problems(steps, details, text))
+
+
+def test_the_walk_check_catches_a_repeat_a_missing_file_and_a_long_walk():
+    text = (f"{WALK_TITLE}\n\n1. `airflow_paimon/handoff.py` — x\n2. `airflow_paimon/nowhere.py` — y\n"
+            f"3. `airflow_paimon/handoff.py` — z\n\n3 files. {DETAILS}: `airflow_paimon/handoff.py`.\n\n## Next\n")
+    steps, details = walk_of(text)
+    assert steps == ["airflow_paimon/handoff.py", "airflow_paimon/nowhere.py", "airflow_paimon/handoff.py"]
+    assert details == ["airflow_paimon/handoff.py"]
+    assert walk_problems(steps, details, text) == [
+        "airflow_paimon/nowhere.py does not exist", "airflow_paimon/handoff.py is named twice",
+        "airflow_paimon/handoff.py is a step and a detail", "the page does not count 3 + 1 files"]
+    long_walk = [f"airflow_paimon/handoff.py{i}" for i in range(31)]
+    assert "the walk is 31 files, more than 30" in walk_problems(long_walk, [], "")
