@@ -94,7 +94,7 @@ class SparkSubmitBackend(JobBackend):
         conf = submit_conf(settings.python, settings.driver_python, {**self.spark_conf, **settings.conf})
         if self.extra_conf is not None:
             conf = self.extra_conf(conf)
-        archive = with_driver_archive(self.job.name, conf, self.spark_conf, settings.env)
+        archive = with_driver_archive(self.job.driver_only, conf, self.spark_conf, settings.env)
         succeeded = False
         with spec_file(spec) as spec_path:
             self.hook = hook = SparkSubmitHook(conn_id=self.conn_id, conf=conf,
@@ -110,7 +110,7 @@ class SparkSubmitBackend(JobBackend):
                 if archive is not None and succeeded and not archive.path.exists():
                     from airflow_paimon.spark.warm_up import start_in_background
 
-                    start_in_background(self.job.name, self.job.driver_only, conf, settings.env)
+                    start_in_background(self.job.driver_only, conf, settings.env)
         return None
 
     def kill(self) -> None:

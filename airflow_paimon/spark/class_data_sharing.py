@@ -5,11 +5,13 @@ spark-submit's start (tests/benchmarks/README.md, "Where a spark-submit's second
 A job's run maps its archive (``-XX:SharedArchiveFile``) when there is one. Without one it runs as before archives
 and leaves writing it to spark/warm_up.py, in the background once the run succeeded: a JVM dumping its classes at
 exit (``-XX:ArchiveClassesAtExit``, JDK 13+; Spark 4 needs 17) took 10-40 s, longer than the run, so the job's
-first run was 3.5x a later one. ``python -m airflow_paimon.spark.warm_up`` writes them all before any run. An
-archive holds the classes of one JVM and class path: its name is a digest of the job, the spark-submit and java
-executables (path, size, mtime) and the conf that changes the driver's class path, so an upgrade or another
-``--jars`` gets its own. One the JVM cannot use (another class path, a damaged file) is ignored by the JVM, which
-then runs as without it.
+first run was 3.5x a later one. ``python -m airflow_paimon.spark.warm_up`` writes them before any run. Every job's
+driver loads the same classes from the same class path but for one difference, whether it starts a Spark session:
+so there are two archives, ``session`` and ``driver-only`` (Job.driver_only), shared by the jobs of each kind, and
+a DAG's first job of a kind warms up the next ones. An archive's name is the kind and a digest of the spark-submit
+and java executables (path, size, mtime) and the conf that changes the driver's class path, so an upgrade or
+another ``--jars`` gets its own. One the JVM cannot use (another class path, a damaged file) is ignored by the
+JVM, which then runs as without it.
 
 Archives live in ``$AIRFLOW_PAIMON_CDS_DIR`` when it is set (an image's: written when the image is built, found
 by every container of it whatever its home; docs/install.md), else ``$XDG_CACHE_HOME/airflow-paimon/cds`` (default
@@ -66,15 +68,19 @@ def _java(env: dict[str, str]) -> list:
 
 @dataclass(frozen=True)
 class DriverArchive:
-    path: Path  # the archive, once some run of the job wrote it
+    kind: str  # "session" or "driver-only": the jobs that share it
+    path: Path  # the archive, once some run of a job of its kind wrote it
     staging: Path  # where this run's JVM dumps it when there is none yet
 
     @classmethod
-    def for_job(cls, job: str, conf: dict, env: dict[str, str], directory: Path | None = None) -> "DriverArchive":
-        identity = [job, _executable("spark-submit", env), _java(env), [conf.get(k) for k in CLASS_PATH_CONF]]
+    def for_driver(cls, driver_only: bool, conf: dict, env: dict[str, str],
+                   directory: Path | None = None) -> "DriverArchive":
+        """The archive of the jobs whose driver starts no Spark session (``driver_only``), or of those that do."""
+        kind = "driver-only" if driver_only else "session"
+        identity = [kind, _executable("spark-submit", env), _java(env), [conf.get(k) for k in CLASS_PATH_CONF]]
         digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
         directory = directory or cache_dir()
-        return cls(directory / f"{job}-{digest}.jsa", directory / f".{job}-{digest}.{uuid.uuid4().hex}.tmp")
+        return cls(kind, directory / f"{kind}-{digest}.jsa", directory / f".{kind}-{digest}.{uuid.uuid4().hex}.tmp")
 
     def java_options(self) -> str:
         """The driver's JVM options: map the archive; none while there is none (the warm-up writes it)."""

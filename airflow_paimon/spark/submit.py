@@ -72,15 +72,16 @@ def submit_conf(python: str | None, driver_python: str | None = None,
     return conf
 
 
-def with_driver_archive(job: str, conf: dict[str, str], spark_conf: dict[str, Any] | None, env: dict[str, str]):
-    """Add the job's class-data-sharing archive (spark/class_data_sharing.py) to ``conf``'s driver JVM options,
-    unless the user's ``spark_conf`` set its own; the DriverArchive (None then), whose ``finish`` the caller
-    calls once the spark-submit ended."""
+def with_driver_archive(driver_only: bool, conf: dict[str, str], spark_conf: dict[str, Any] | None,
+                        env: dict[str, str]):
+    """Add the class-data-sharing archive of the job's kind (``driver_only`` or a session's;
+    spark/class_data_sharing.py) to ``conf``'s driver JVM options, unless the user's ``spark_conf`` set its own;
+    the DriverArchive (None then), whose ``finish`` the caller calls once the spark-submit ended."""
     from airflow_paimon.spark.class_data_sharing import DriverArchive
 
     if DRIVER_JAVA_OPTIONS in (spark_conf or {}):
         return None
-    archive = DriverArchive.for_job(job, conf, env)
+    archive = DriverArchive.for_driver(driver_only, conf, env)
     conf[DRIVER_JAVA_OPTIONS] = f"{conf[DRIVER_JAVA_OPTIONS]} {archive.java_options()}".rstrip()
     return archive
 

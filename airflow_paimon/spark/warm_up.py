@@ -1,13 +1,14 @@
 """Writes a job's class-data-sharing archive (spark/class_data_sharing.py) off the task's critical path: a
 spark-submit of a small workload (spark_jobs/warm_up.py) that loads the Spark classes our jobs' drivers load,
 its JVM dumping them at exit. The archive is named for the job, its executables and class-path conf, as the
-job's own runs look it up.
+job's own runs look it up: one for the jobs that start a Spark session, one for the driver-only ones.
 
 - A job's run that found no archive starts a warm-up for it in the background (its own session, niced), once
-  the run succeeded: the first run waits for no dump (10-40 s on 2 cores), the runs after it map the archive.
-- ``python -m airflow_paimon.spark.warm_up [--jobs NAME ...]`` writes every job's archive (or those named) in
-  the foreground for the default spark-submit (the Spark connection of a ``local`` master, the job environment's
-  interpreter: ``--python``, else as a task resolves it, airflow_paimon/job_env):
+  the run succeeded: the first run waits for no dump (10-40 s on 2 cores), the runs after it (of any job of the
+  same kind) map the archive.
+- ``python -m airflow_paimon.spark.warm_up [--jobs NAME ...]`` writes the archives of every job (or of those
+  named) in the foreground for the default spark-submit (the Spark connection of a ``local`` master, the job
+  environment's interpreter: ``--python``, else as a task resolves it, airflow_paimon/job_env):
   run it once after installing, and not even a first run goes without one.
 """
 from __future__ import annotations
@@ -34,9 +35,10 @@ def warm_up_conf(conf: dict[str, str]) -> dict[str, str]:
             DRIVER_JAVA_OPTIONS: conf.get(DRIVER_JAVA_OPTIONS, ""), "spark.ui.enabled": "false", LOG_LEVEL: "WARN"}
 
 
-def warm_up(job: str, driver_only: bool, conf: dict[str, str], env: dict[str, str]) -> bool:
-    """Write ``job``'s archive for ``conf`` (warm_up_conf's) unless there is one; True when there is one after."""
-    archive = DriverArchive.for_job(job, conf, env)
+def warm_up(driver_only: bool, conf: dict[str, str], env: dict[str, str]) -> bool:
+    """Write the archive of the ``driver_only`` (or session) jobs for ``conf`` (warm_up_conf's) unless there is
+    one; True when there is one after."""
+    archive = DriverArchive.for_driver(driver_only, conf, env)
     if archive.path.exists():
         return True
     dump = archive.dump_options()
@@ -45,18 +47,17 @@ def warm_up(job: str, driver_only: bool, conf: dict[str, str], env: dict[str, st
         return False
     run_conf = {**conf, DRIVER_JAVA_OPTIONS: f"{conf[DRIVER_JAVA_OPTIONS]} {dump}".strip()}
     cmd = [spark_submit, "--master", "local[1]", *[x for k, v in run_conf.items() for x in ("--conf", f"{k}={v}")],
-           "--name", f"airflow-paimon-warm-up-{job}", entry_script("warm_up.py"),
-           "driver-only" if driver_only else "session"]
+           "--name", f"airflow-paimon-warm-up-{archive.kind}", entry_script("warm_up.py"), archive.kind]
     succeeded = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
     archive.finish(succeeded)
     return archive.path.exists()
 
 
-def start_in_background(job: str, driver_only: bool, conf: dict[str, str], env: dict[str, str]) -> None:
+def start_in_background(driver_only: bool, conf: dict[str, str], env: dict[str, str]) -> None:
     """Start warm_up in a process of its own session (a task's end or kill leaves it running), at a lower CPU
     priority than the DAG's next tasks; unless another one is writing the same archive."""
     conf = warm_up_conf(conf)
-    archive = DriverArchive.for_job(job, conf, env)
+    archive = DriverArchive.for_driver(driver_only, conf, env)
     try:
         archive.lock.parent.mkdir(parents=True, exist_ok=True)
         if archive.lock.exists() and archive.lock.stat().st_mtime < time.time() - STALE_SECONDS:
@@ -64,7 +65,7 @@ def start_in_background(job: str, driver_only: bool, conf: dict[str, str], env: 
         os.close(os.open(archive.lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except OSError:  # one is running, or the cache cannot be written
         return
-    args = ["--jobs", job, "--conf", json.dumps(conf), "--lock", str(archive.lock)] + (["--driver-only"] * driver_only)
+    args = ["--conf", json.dumps(conf), "--lock", str(archive.lock)] + (["--driver-only"] * driver_only)
     subprocess.Popen([sys.executable, "-m", "airflow_paimon.spark.warm_up", *args], env=env, start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      preexec_fn=lambda: os.nice(10))
@@ -95,14 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.conf:
-            return 0 if warm_up(args.jobs[0], args.driver_only, json.loads(args.conf), dict(os.environ)) else 1
+            return 0 if warm_up(args.driver_only, json.loads(args.conf), dict(os.environ)) else 1
         conf, env = default_settings(args.python)
         failed = []
-        for name in args.jobs:
+        for driver_only in sorted({JOBS[name].driver_only for name in args.jobs}):
+            jobs = " ".join(name for name in args.jobs if JOBS[name].driver_only == driver_only)
             started = time.perf_counter()
-            ok = warm_up(name, JOBS[name].driver_only, conf, env)
-            print(f"{name}: {'archive written' if ok else 'no archive'} ({time.perf_counter() - started:.1f} s)")
-            failed += [] if ok else [name]
+            ok = warm_up(driver_only, conf, env)
+            print(f"{'driver-only' if driver_only else 'session'} archive, for {jobs}: "
+                  f"{'written' if ok else 'none'} ({time.perf_counter() - started:.1f} s)")
+            failed += [] if ok else [jobs]
         return 1 if failed else 0
     finally:
         if args.lock:

@@ -336,26 +336,24 @@ def in_job_runner(spark, timer=None):
 
 
 def submit_command(script: str, name: str, args: list[str], conf: dict | None = None,
-                   defaults: bool = True, job: str | None = None) -> tuple[list[str], object]:
+                   defaults: bool = True, driver_only: bool | None = None) -> list[str]:
     """What SparkSubmitHook runs for the operators (SparkSubmitBackend.run) on master local[2]: the same
-    default conf (``submit_conf``), ``conf`` on top as the operator's ``spark_conf``, and — for ``job`` — the
-    job's class-data-sharing archive; with the archive (None without) to ``finish``. ``defaults=False``: a
-    plain spark-submit, only the Python interpreter set."""
-    from airflow_paimon.spark.job_registry import JOBS
+    default conf (``submit_conf``), ``conf`` on top as the operator's ``spark_conf``, and — for a job of a kind,
+    ``driver_only`` or not — that kind's class-data-sharing archive, written first by the warm-up as a DAG's
+    first run of the kind starts it. ``defaults=False``: a plain spark-submit, only the Python interpreter set."""
     from airflow_paimon.spark.submit import DRIVER_JAVA_OPTIONS, submit_conf, with_driver_archive
     from airflow_paimon.spark.warm_up import warm_up, warm_up_conf
 
     base = submit_conf(sys.executable, spark_conf=conf)
-    if job in JOBS and defaults and DRIVER_JAVA_OPTIONS not in (conf or {}):  # its archive, as the warm-up writes it
-        warm_up(job, JOBS[job].driver_only, warm_up_conf(base), submit_env())
-    archive = with_driver_archive(job, base, conf, submit_env()) if job and defaults else None
-    if archive is not None and not archive.path.exists():  # another job (the floors'): its first run dumps one
-        base[DRIVER_JAVA_OPTIONS] += f" {archive.dump_options()}"
+    if driver_only is not None and defaults:
+        if DRIVER_JAVA_OPTIONS not in (conf or {}):  # its archive, as the warm-up writes it
+            warm_up(driver_only, warm_up_conf(base), submit_env())
+        with_driver_archive(driver_only, base, conf, submit_env())
     if not defaults:
         base = {k: v for k, v in base.items() if k.startswith("spark.pyspark.")}
     pairs = [("--conf", f"{k}={v}") for k, v in {**base, **(conf or {})}.items()]
     return [str(VENV_BIN / "spark-submit"), "--master", "local[2]", *(x for p in pairs for x in p),
-            "--name", name, script, *args], archive
+            "--name", name, script, *args]
 
 
 def submit_env() -> dict:
@@ -367,6 +365,7 @@ def e2e_runner(work: Path, conf: dict | None = None):
     counter = iter(range(1000))
 
     from airflow_paimon.handoff import job_arguments, spec_file
+    from airflow_paimon.spark.job_registry import JOBS
 
     def run(job: str, spec: dict):
         n = next(counter)
@@ -374,13 +373,9 @@ def e2e_runner(work: Path, conf: dict | None = None):
         result_uri = work / "results" / "bench" / f"e2e-{n}" / f"{job}.json"
         result_uri.parent.mkdir(parents=True, exist_ok=True)
         with spec_file(spec.to_dict()) as spec_path:
-            cmd, archive = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
-                                          job_arguments(spec_path, str(result_uri)), conf, job=job)
-            try:
-                measured = run_child(cmd, work / f"e2e-{n}-{job}.log", submit_env())
-            finally:
-                if archive is not None:
-                    archive.finish(result_uri.exists())
+            cmd = submit_command(str(ROOT / "spark_jobs" / f"{job}.py"), f"paimon-{job}-{TABLE}",
+                                 job_arguments(spec_path, str(result_uri)), conf, driver_only=JOBS[job].driver_only)
+            measured = run_child(cmd, work / f"e2e-{n}-{job}.log", submit_env())
         return measured, json.loads(result_uri.read_text())
     return run
 
@@ -398,7 +393,7 @@ def trivial_submit(work: Path, conf: dict | None = None, name: str = "trivial", 
     ``defaults=False``: a plain spark-submit (see ``submit_command``)."""
     script = work / "trivial_job.py"
     script.write_text(TRIVIAL_JOB)
-    return run_child(submit_command(str(script), name, [str(work / f"{name}.json")], conf, defaults)[0],
+    return run_child(submit_command(str(script), name, [str(work / f"{name}.json")], conf, defaults),
                      work / f"{name}.log", submit_env())
 
 

@@ -38,7 +38,7 @@ def test_second_submit_loads_spark_classes_from_the_archive(airflow_home, wareho
     while list(cds.glob(".*.warming")) and time.monotonic() < deadline:
         time.sleep(1)
     archives = list(cds.iterdir())
-    assert [a.name.split("-")[0] for a in archives] == ["bootstrap_index"] and archives[0].stat().st_size > 10**6
+    assert [a.name.split("-")[0] for a in archives] == ["session"] and archives[0].stat().st_size > 10**6
     assert not list(cds.glob(".*.tmp"))  # the dump went into place
 
     # JDK_JAVA_OPTIONS reaches every JVM of the spark-submit: each logs where its classes came from

@@ -204,7 +204,7 @@ def test_the_warm_up_cli_warms_the_given_interpreter(source, given, tmp_path, mo
     python = make_interpreter(tmp_path, "job-python")
     kwargs = given(source, python.path, conn_type=None)
     warmed: list = []
-    monkeypatch.setattr(warm_up, "warm_up", lambda job, driver_only, conf, env: warmed.append(conf) or True)
+    monkeypatch.setattr(warm_up, "warm_up", lambda driver_only, conf, env: warmed.append(conf) or True)
     argv = ["--jobs", "compact"] + (["--python", kwargs["job_python"]] if kwargs else [])
     assert warm_up.main(argv) == 0
     assert [(c["spark.pyspark.driver.python"], c["spark.pyspark.python"]) for c in warmed] == [(python.path,) * 2]
