@@ -49,6 +49,21 @@ class _Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+def commit_once_logged(table, ids: list[int], log: _Lines, marker: str, delay: float = 2.0,
+                       timeout: float = 300) -> threading.Thread:
+    """Commit ``ids`` ``delay`` seconds after ``log`` got a line holding ``marker`` (or after ``timeout``)."""
+    def commit():
+        deadline = time.monotonic() + timeout
+        while not any(marker in line for line in list(log.lines)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(delay)
+        commit_rows(table, ids)
+
+    thread = threading.Thread(target=commit, daemon=True)
+    thread.start()
+    return thread
+
+
 @pytest.fixture
 def table(airflow_home, warehouse, monkeypatch):
     use_warehouse(monkeypatch, warehouse)
@@ -177,7 +192,10 @@ def test_sensor_in_a_dag_run_waits_for_the_next_snapshot(table, dag_name):
     dag_test_log = _Lines()  # dag.test says when it hands a deferred task's trigger to its in-process triggerer
     logger = logging.getLogger("airflow.sdk.definitions.dag")
     logger.addHandler(dag_test_log)
-    writer = commit_later(table, [3, 4], delay=4.0)  # lands while the sensor waits (poking or deferred)
+    # lands while the sensor waits: once its trigger runs (deferred), or a while after the task started (poking),
+    # however long the DAG takes to get there on a loaded machine
+    writer = commit_once_logged(table, [3, 4], dag_test_log,
+                                "running trigger in line" if dag_name == "deferred" else "[DAG TEST] running task")
     try:
         run, states, xcoms = run_dag(dag, conf={"table": "db.s", "after": 1})
     finally:
