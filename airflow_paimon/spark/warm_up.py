@@ -1,7 +1,7 @@
 """Writes a job's class-data-sharing archive (spark/class_data_sharing.py) off the task's critical path: a
 spark-submit of a small workload (spark_jobs/warm_up.py) that loads the Spark classes our jobs' drivers load,
-its JVM dumping them at exit. The archive is named for the job, its executables and class-path conf, as the
-job's own runs look it up: one for the jobs that start a Spark session, one for the driver-only ones.
+its JVM dumping them at exit. The archive is named for the job's kind (it starts a Spark session, or is
+driver-only), its executables and class-path conf, as the runs of every job of that kind look it up.
 
 - A job's run that found no archive starts a warm-up for it in the background (its own session, niced), once
   the run succeeded: the first run waits for no dump (10-40 s on 2 cores), the runs after it (of any job of the
