@@ -26,6 +26,14 @@ from airflow_paimon.embedded import configure_env, migrate_db  # noqa: E402
 
 _PATHS = configure_env(_HOME, DAGS)
 
+# The tests' own JVMs (each worker's local Spark session, its Spark Connect servers) run tiny jobs: C2's compiler
+# threads never pay back there and took a third of a Spark test module's CPU on 2 cores. They get the options the
+# provider gives a short job's driver (spark-submit applies SPARK_SUBMIT_OPTS to every driver it starts); the
+# install test strips it: its JVMs are a user's.
+from airflow_paimon.spark.submit import SHORT_JOB_JAVA_OPTIONS  # noqa: E402
+
+os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_JOB_JAVA_OPTIONS)
+
 
 def pytest_sessionfinish(session, exitstatus):
     """The Java reader JVM of this test process ends with its session (java_paimon), if one was started."""

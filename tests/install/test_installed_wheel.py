@@ -109,8 +109,10 @@ def _run(cmd, **kwargs):
 
 
 def _env() -> dict[str, str]:
-    """The environment without the checkout's venv (uv run exports VIRTUAL_ENV and puts its bin first on PATH)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTHON", "VIRTUAL_ENV", "UV_"))}
+    """The environment without the checkout's venv (uv run exports VIRTUAL_ENV and puts its bin first on PATH)
+    and without the suite's JVM options (tests/conftest.py): a user's JVMs start as Spark starts them."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "PYTHON", "VIRTUAL_ENV", "UV_", "SPARK_SUBMIT_OPTS"))}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if str(ROOT) not in p)
     return env
 
