@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from airflow_paimon.engine.table.table import get_table
+from airflow_paimon.spark.submit import SHORT_JOB_JAVA_OPTIONS
 from dag.dagrun import run_dag, use_warehouse
 from oracle import assert_table_equals, expected_upsert
 from spark_cluster import executor_dirs, standalone_cluster
@@ -39,9 +40,11 @@ def test_daily_dag_on_a_standalone_cluster(airflow_home, warehouse, monkeypatch,
     driver_local = tmp_path / "driver-local"
     driver_local.mkdir()
     monkeypatch.setenv("SPARK_LOCAL_DIRS", str(driver_local))
-    conf_dir = tmp_path / "spark-conf"  # executors of 512 MB fit the 1 GB workers
+    # executors of 512 MB fit the 1 GB workers; their jobs are tiny, so they start as the suite's other JVMs do
+    conf_dir = tmp_path / "spark-conf"
     conf_dir.mkdir()
-    (conf_dir / "spark-defaults.conf").write_text("spark.executor.memory 512m\nspark.cores.max 2\n")
+    (conf_dir / "spark-defaults.conf").write_text(
+        f"spark.executor.memory 512m\nspark.cores.max 2\nspark.executor.extraJavaOptions {SHORT_JOB_JAVA_OPTIONS}\n")
     monkeypatch.setenv("SPARK_CONF_DIR", str(conf_dir))
 
     days = ["2026-11-01", "2026-11-02"]
