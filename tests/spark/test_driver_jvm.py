@@ -3,6 +3,7 @@ real spark-submit that starts a session and runs a Python (mapInArrow) query: th
 metaspace while Spark's classes load (each one a 30-60 ms pause on the job's path)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,9 @@ def test_no_full_gc_for_metaspace(tmp_path):
     out = subprocess.run([str(submit), "--master", "local[2]", "--conf", f"spark.pyspark.python={sys.executable}",
                           "--conf", f"spark.pyspark.driver.python={sys.executable}", "--conf",
                           f"spark.driver.extraJavaOptions={SHORT_JOB_JAVA_OPTIONS} -Xlog:gc:file={gc_log}",
-                          str(job)], capture_output=True, text=True, timeout=300)
+                          str(job)], capture_output=True, text=True, timeout=300,
+                         # the conf alone: the suite's own SPARK_SUBMIT_OPTS (tests/conftest.py) holds the same flags
+                         env={k: v for k, v in os.environ.items() if k != "SPARK_SUBMIT_OPTS"})
     assert out.returncode == 0, out.stderr[-3000:]
     assert "rows 7" in out.stdout.splitlines()
     lines = gc_log.read_text().splitlines()
